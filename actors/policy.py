@@ -1,0 +1,73 @@
+"""Ray Data stage: generate responses with a policy engine (one engine per actor).
+
+Input columns: the Sample columns plus ``config`` and ``mode``. Output: Response rows
+(``howeval.records.RESPONSE_SCHEMA``). A failure of the engine on a row is written on that row
+(``error``), never dropped; the rest of the batch goes on.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from howeval.config import ModelConfig
+from howeval.engines.base import Completion
+from howeval.engines.messages import count_images
+from howeval.engines.registry import build_engine
+from howeval.prompts import build_request
+from howeval.records import RESPONSE_SCHEMA, conform, response_hash
+
+REQUIRED_COLUMNS = {
+    "sample_id": "benchmark item id", "config": "model config name", "mode": "NT or T",
+    "question": "prompt text", "images": "image bytes", "options": "answer options or null",
+    "answer": "gold answer (copied to the response row)", "answer_type": "verifier type",
+    "family": "VG/OS/KR", "category": "task category", "benchmark": "benchmark name",
+}
+
+
+def check_columns(names: list[str], required: dict[str, str], stage: str) -> None:
+    """Raise ValueError listing missing vs present columns (STYLE rule 3)."""
+    missing = sorted(set(required) - set(names))
+    if missing:
+        raise ValueError(f"{stage}: missing input columns {missing} "
+                         f"({'; '.join(f'{m}: {required[m]}' for m in missing)}); present: {sorted(names)}")
+
+
+def response_row(sample: dict, model: ModelConfig, mode: str, c: Completion, images_seen: int) -> dict:
+    """One Response record from a sample and its completion."""
+    return {
+        "sample_id": sample["sample_id"], "config": model.name, "mode": mode, "model": model.model or "embedded",
+        "engine": model.engine, "benchmark": sample["benchmark"], "family": sample["family"],
+        "category": sample["category"], "question": sample["question"], "answer": sample["answer"],
+        "answer_type": sample["answer_type"], "options": sample.get("options"),
+        "reasoning": c.reasoning, "response": c.text, "finish_reason": c.finish_reason, "truncated": c.truncated,
+        "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "latency_s": c.latency_s,
+        "images_seen": images_seen, "error": c.error,
+        "response_hash": None if c.error else response_hash(c.text, c.reasoning),
+    }
+
+
+class PolicyStage:
+    """Callable class for ``Dataset.map_batches(PolicyStage, fn_constructor_kwargs=..., compute=ActorPoolStrategy)``.
+
+    Args:
+        model_config: a ``ModelConfig`` as a dict (``model_dump()``), so it pickles across processes.
+    """
+
+    def __init__(self, model_config: dict):
+        self.model = ModelConfig.model_validate(model_config)
+        self.engine = build_engine(self.model.engine, self.model.model, self.model.options)
+        self.vision = self.model.vision and getattr(self.engine, "supports_images", True)
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        check_columns(batch.column_names, REQUIRED_COLUMNS, "PolicyStage")
+        rows = batch.to_pylist()
+        model = self.model if self.vision else self.model.model_copy(update={"vision": False})
+        reqs = [build_request(r, model, r["mode"]) for r in rows]
+        try:
+            comps = self.engine.generate(reqs)
+            if len(comps) != len(reqs):
+                raise RuntimeError(f"engine returned {len(comps)} completions for {len(reqs)} requests")
+        except Exception as e:  # the whole call failed: record on every row, keep going
+            comps = [Completion(text="", finish_reason="error", error=f"engine: {type(e).__name__}: {e}") for _ in reqs]
+        out = [response_row(r, self.model, r["mode"], c, count_images(q.messages))
+               for r, q, c in zip(rows, reqs, comps)]
+        return conform(out, RESPONSE_SCHEMA)

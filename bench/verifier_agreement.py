@@ -1,0 +1,196 @@
+"""Agreement of the rule verifier (howeval.verify) with real labelled responses.
+
+Sources (read from ``../shared/data``, never copied):
+- ``responses/mathv_model_responses.jsonl``: 144 MATH-Vision responses (3 VLMs x 48 items), labels from
+  MATH-V's own evaluate.py; joined to ``manifest.jsonl`` by uid ``math-vision:<id>``.
+- ``responses/tabmwp_gpt3_cot_responses.jsonl``: 40 GPT-3 CoT answers to TabMWP items, labels from
+  PromptPG; uid ``tabmwp:<id>``. Their responses hold literal ``\\n`` sequences, turned into newlines here.
+
+Usage::
+
+    python bench/verifier_agreement.py [--data ../shared/data] [--out bench/results/verifier_agreement.md]
+
+Writes a markdown table per source (n, agree, disagree, unresolved, agreement % over resolved items)
+and every disagreement and unresolved item with our reviewed judgement of who is wrong.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from howeval.verify import VerifyResult, verify
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Source name -> (responses file, manifest uid prefix, whether "\\n" sequences must become newlines).
+SOURCES = {
+    "MATH-Vision": ("responses/mathv_model_responses.jsonl", "math-vision:", False),
+    "TabMWP": ("responses/tabmwp_gpt3_cot_responses.jsonl", "tabmwp:", True),
+}
+
+# Reviewed by reading each response, the item and the source's own scorer. Key: (source, id, model).
+# "label" = we believe the dataset label is wrong; "data" = the label cannot be checked from the text;
+# "verifier" = the verifier is wrong; "open" = correctly left to the LLM judge.
+JUDGEMENTS: dict[tuple[str, str, str], tuple[str, str]] = {
+    ("MATH-Vision", "1512", "qwen-vl-max"): (
+        "label",
+        "Boxed 15^{\\circ} is the text of option B (the gold). MATH-V's evaluate.py compares the normalized "
+        "model answer '15' with the raw option value '$15^{\\circ}$' (is_equal lower-cases but never strips "
+        "'$' or '^{\\circ}' from the gold side), so the value match fails although the option is right.",
+    ),
+    ("MATH-Vision", "1546", "qwen-vl-max"): (
+        "label",
+        "Boxed 40^\\circ is option D ($40^{\\circ}$), the gold; same MATH-V asymmetry: the model side loses "
+        "'^\\circ', the option side keeps '$...^{\\circ}$', so '40' != '$40^{\\circ}$'.",
+    ),
+    ("MATH-Vision", "1546", "gpt-3.5-turbo-0125"): (
+        "label",
+        "Same as qwen-vl-max on 1546: boxed 40^\\circ = option D = gold; the label is the scorer's "
+        "un-normalized option comparison, not a wrong answer.",
+    ),
+    ("MATH-Vision", "1727", "InternLM-XComposer2-VL"): (
+        "label",
+        "\\boxed{9} for options '9 litres', '8 litres', ... names option A (9 litres), the gold. MATH-V "
+        "compares '9' with 'a' and with '9 litres' verbatim, so it marks it wrong. A reader would accept 9 "
+        "(litres is the question's unit), and MATH-V itself accepts unit-free values when the option has none "
+        "(173, qwen-vl-max: 6(\\sqrt{2}-1) labelled correct).",
+    ),
+    ("MATH-Vision", "35", "qwen-vl-max"): (
+        "open",
+        "'Stick 4 lays exactly in the middle.': no box, no answer phrase, not a bare answer. The answer (4) "
+        "is clear to a reader but a rule that takes 'the only number in a sentence' would also fire on "
+        "descriptions; left to the LLM judge (label False, gold 3).",
+    ),
+    ("MATH-Vision", "1696", "qwen-vl-max"): (
+        "open",
+        "'The sixth tree should be planted in region A.': the letter sits in prose ('region A'), which the "
+        "strict letter patterns refuse on purpose; left to the LLM judge (label False, gold B).",
+    ),
+    ("TabMWP", "246", "GPT-3 text-davinci-002 (2-shot, TQ-SA, table given as text)"): (
+        "data",
+        "The stored response is empty, yet prediction='yes' and correct=True: the label was computed from "
+        "output that is not in this file. Judged on the text we have, there is no answer (False). The three "
+        "other empty responses (26275, 28365, 36348) are labelled False and agree.",
+    ),
+    ("TabMWP", "15968", "GPT-3 text-davinci-002 (2-shot, TQ-SA, table given as text)"): (
+        "label",
+        "The response ends 'The answer is April.' and April is the gold option; the stored prediction "
+        "'November' appears nowhere in the text. PromptPG's option mapping (most similar option by string "
+        "similarity) or a mismatched record produced the False label.",
+    ),
+}
+
+
+@dataclass
+class Row:
+    source: str
+    id: str
+    model: str
+    gold: str
+    label: bool
+    result: VerifyResult
+
+
+def load_rows(data: Path) -> list[Row]:
+    """Every labelled response joined to its manifest item, verified by the rules."""
+    manifest = {}
+    with open(data / "manifest.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            item = json.loads(line)
+            manifest[item["uid"]] = item
+    rows: list[Row] = []
+    for source, (rel, prefix, unescape) in SOURCES.items():
+        with open(data / rel, encoding="utf-8") as fh:
+            for line in fh:
+                rec = json.loads(line)
+                uid = f"{prefix}{rec['id']}"
+                if uid not in manifest:
+                    raise ValueError(f"{rel}: id {rec['id']!r} has no manifest item {uid!r}")
+                item = manifest[uid]
+                response = rec["response"].replace("\\n", "\n") if unescape else rec["response"]
+                res = verify(response, item["answer"], item["answer_type"], item["options"], item["source"])
+                rows.append(Row(source, str(rec["id"]), rec.get("model", ""), str(item["answer"]), bool(rec["correct"]), res))
+    return rows
+
+
+def summarize(rows: list[Row]) -> dict[str, dict[str, int]]:
+    """Per source: n, agree, disagree, unresolved, and the same excluding label/data issues we identified."""
+    out: dict[str, dict[str, int]] = {}
+    for r in rows:
+        s = out.setdefault(r.source, {"n": 0, "agree": 0, "disagree": 0, "unresolved": 0, "label_issues": 0})
+        s["n"] += 1
+        if r.result.correct is None:
+            s["unresolved"] += 1
+        elif r.result.correct == r.label:
+            s["agree"] += 1
+        else:
+            s["disagree"] += 1
+            if JUDGEMENTS.get((r.source, r.id, r.model), ("", ""))[0] in ("label", "data"):
+                s["label_issues"] += 1
+    return out
+
+
+def _pct(a: int, b: int) -> str:
+    return f"{100.0 * a / b:.1f}%" if b else "n/a"
+
+
+def _md(s: str | None) -> str:
+    return "—" if s is None else "`" + s.replace("`", "'").replace("|", "\\|").replace("\n", " ")[:80] + "`"
+
+
+def render(rows: list[Row]) -> str:
+    stats = summarize(rows)
+    lines = [
+        "# Verifier agreement with labelled responses",
+        "",
+        "Generated by `python bench/verifier_agreement.py`; rules only (`howeval.verify.verify`), no LLM judge.",
+        "Agreement % is over resolved items (agree / (agree + disagree)). *Sound-label agreement* drops the",
+        "disagreements where, after review, we believe the label (or the stored data) is wrong — reasons below.",
+        "Unresolved items are not guesses: `LLMVerifier` sends them to an LLM judge.",
+        "",
+        "| source | n | agree | disagree | unresolved | agreement % | label/data issues | sound-label agreement % |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for src, s in stats.items():
+        resolved = s["agree"] + s["disagree"]
+        sound = resolved - s["label_issues"]
+        lines.append(
+            f"| {src} | {s['n']} | {s['agree']} | {s['disagree']} | {s['unresolved']} | {_pct(s['agree'], resolved)} "
+            f"| {s['label_issues']} | {_pct(s['agree'], sound)} |"
+        )
+    lines += ["", "## Disagreements and unresolved items", ""]
+    lines += ["| source | id | model | gold | extracted | label | verifier | who is wrong | judgement |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r.result.correct is not None and r.result.correct == r.label:
+            continue
+        kind, why = JUDGEMENTS.get((r.source, r.id, r.model), ("not reviewed", r.result.reason))
+        who = {"label": "label", "data": "data (label not checkable)", "verifier": "verifier", "open": "— (unresolved)"}.get(kind, kind)
+        lines.append(
+            f"| {r.source} | {r.id} | {r.model} | {_md(r.gold)} | {_md(r.result.extracted)} | {r.label} "
+            f"| {r.result.correct} | {who} | {why.replace('|', '/')} |"
+        )
+    lines += ["", "Verifier reasons for the rows above:", ""]
+    for r in rows:
+        if r.result.correct is None or r.result.correct != r.label:
+            lines.append(f"- {r.source} {r.id} ({r.model}): {r.result.reason}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data", help="the shared data folder")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "verifier_agreement.md")
+    args = ap.parse_args(argv)
+    if not (args.data / "manifest.jsonl").exists():
+        raise ValueError(f"--data {args.data} has no manifest.jsonl")
+    text = render(load_rows(args.data))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    print(text.split("## Disagreements")[0])
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

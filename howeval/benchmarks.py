@@ -1,0 +1,168 @@
+"""Benchmark loading: manifest rows (JSONL or Parquet, local or any fsspec URL) -> Sample dicts.
+
+The manifest format is that of ``../shared/data/manifest.jsonl``: ``uid, source, category, question,
+options, answer, answer_type, image`` (path relative to the manifest file), ``reference_steps``; the
+project's demo set adds ``family, evidence_boxes, key_steps, domain``. Images are read as bytes and
+carried on the row, so workers need no access to the original files.
+"""
+from __future__ import annotations
+
+import json
+import posixpath
+from dataclasses import dataclass, field
+
+import fsspec
+
+ANSWER_TYPES = (
+    "multiple_choice", "integer_number", "decimal_number", "extractive_text", "boolean_text",
+    "other_text", "free_form", "free_form_or_mc",
+)
+"""Answer types the verifier knows (the vocabulary of ``../shared/data/manifest.jsonl``)."""
+
+CATEGORY_FAMILY = {
+    # The paper's 9 categories (SPEC section 1)
+    "ood_perception": "VG", "content_recognition": "VG", "grounding": "VG", "factuality": "VG",
+    "ocr": "OS", "chart_understanding": "OS",
+    "stem": "KR", "knowledge": "KR", "general_reasoning": "KR",
+    # The categories of the shared real samples
+    "perception_abstract_pattern": "VG", "perception_hallucination": "VG", "perception_natural": "VG",
+    "ocr_table_reasoning": "OS", "ocr_chart": "OS", "stem_math": "KR", "stem_science": "KR",
+}
+"""Category -> family (VG / OS / KR), used when a row gives no ``family``."""
+
+
+class BadRowError(ValueError):
+    """A benchmark row that cannot be used; names the file, the line and the field."""
+
+    def __init__(self, path: str, line: int, uid: str | None, fld: str, why: str):
+        self.path, self.line, self.uid, self.field, self.why = path, line, uid, fld, why
+        super().__init__(
+            f"{path}:{line} (uid={uid!r}): field {fld!r}: {why}. "
+            "Fix the row, or pass --skip-bad-rows to record it in the report and go on."
+        )
+
+    def as_record(self) -> dict:
+        return {"path": self.path, "line": self.line, "uid": self.uid, "field": self.field, "reason": self.why}
+
+
+@dataclass
+class LoadResult:
+    """Loaded samples (dicts in ``records.SAMPLE_SCHEMA`` columns) and the rows skipped with reasons."""
+
+    samples: list[dict]
+    bad_rows: list[dict] = field(default_factory=list)
+
+
+def _read_rows(path: str) -> list[dict]:
+    if path.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        with fsspec.open(path, "rb") as f:
+            return pq.read_table(f).to_pylist()
+    rows = []
+    with fsspec.open(path, "rt", encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            if not line.strip():
+                rows.append(None)
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                rows.append(BadRowError(path, i, None, "<json>", f"not valid JSON ({e.msg} at col {e.colno})"))
+    return rows
+
+
+def _str_list(v) -> list[str] | None:
+    if v is None:
+        return None
+    if not isinstance(v, (list, tuple)):
+        raise TypeError(f"expected a list, got {type(v).__name__}")
+    return [str(x) for x in v]
+
+
+def _sample(row: dict, path: str, line: int, base: str, benchmark: str) -> dict:
+    uid = row.get("uid") or row.get("sample_id") or row.get("id")
+    if not uid:
+        raise BadRowError(path, line, None, "uid", "missing")
+    uid = str(uid)
+    answer = row.get("answer")
+    if answer is None or (isinstance(answer, str) and not answer.strip()):
+        raise BadRowError(path, line, uid, "answer", "missing or empty")
+    atype = row.get("answer_type")
+    if atype not in ANSWER_TYPES:
+        raise BadRowError(path, line, uid, "answer_type", f"unknown value {atype!r}; known: {list(ANSWER_TYPES)}")
+    q = row.get("question")
+    if not isinstance(q, str) or not q.strip():
+        raise BadRowError(path, line, uid, "question", "missing or empty")
+    category = str(row.get("category") or "unknown")
+    family = row.get("family") or CATEGORY_FAMILY.get(category)
+    if family not in ("VG", "OS", "KR"):
+        raise BadRowError(path, line, uid, "family", f"no family for category {category!r}; give 'family' (VG|OS|KR)")
+    img_field = row.get("images", row.get("image"))
+    names = [img_field] if isinstance(img_field, str) else list(img_field or [])
+    images = []
+    for name in names:
+        ipath = name if "://" in name or name.startswith("/") else posixpath.join(base, name)
+        try:
+            with fsspec.open(ipath, "rb") as f:
+                images.append(f.read())
+        except (FileNotFoundError, OSError) as e:
+            raise BadRowError(path, line, uid, "image", f"cannot read {ipath} ({type(e).__name__})") from None
+    try:
+        options = _str_list(row.get("options"))
+        ref = _str_list(row.get("reference_steps"))
+        key_steps = _str_list(row.get("key_steps"))
+    except TypeError as e:
+        raise BadRowError(path, line, uid, "options/reference_steps/key_steps", str(e)) from None
+    boxes = row.get("evidence_boxes")
+    if boxes is not None:
+        if not all(isinstance(b, (list, tuple)) and len(b) == 4 for b in boxes):
+            raise BadRowError(path, line, uid, "evidence_boxes", "each box must be [x0, y0, x1, y1]")
+        boxes = [[int(x) for x in b] for b in boxes]
+    return {
+        "sample_id": uid, "benchmark": benchmark, "source": str(row.get("source") or benchmark),
+        "family": family, "category": category, "question": q, "images": images, "image_names": names,
+        "options": options or None, "answer": str(answer), "answer_type": atype,
+        "reference_steps": ref, "evidence_boxes": boxes, "key_steps": key_steps,
+        "domain": row.get("domain"),
+    }
+
+
+def load_benchmark(path: str, *, name: str | None = None, limit: int | None = None,
+                   skip_bad_rows: bool = False) -> LoadResult:
+    """Load a manifest (JSONL or Parquet) through fsspec.
+
+    Args:
+        path: local path or fsspec URL of the manifest; image paths are relative to its folder.
+        name: benchmark name put on each sample (default: the manifest's folder name).
+        limit: keep only the first ``limit`` good rows.
+        skip_bad_rows: False stops at the first bad row with :class:`BadRowError`; True records it in
+            ``LoadResult.bad_rows`` (path, line, uid, field, reason) and goes on.
+
+    Raises:
+        FileNotFoundError: the manifest does not exist.
+        BadRowError: a row lacks its image file, answer, question or has an unknown answer_type.
+        ValueError: two rows share a uid.
+    """
+    base = posixpath.dirname(path)
+    benchmark = name or posixpath.basename(base) or "benchmark"
+    samples, bad, seen = [], [], set()
+    for i, row in enumerate(_read_rows(path), 1):
+        if row is None:
+            continue
+        try:
+            if isinstance(row, BadRowError):
+                raise row
+            s = _sample(row, path, i, base, benchmark)
+            if s["sample_id"] in seen:
+                raise BadRowError(path, i, s["sample_id"], "uid", "duplicate uid")
+        except BadRowError as e:
+            if not skip_bad_rows:
+                raise
+            bad.append(e.as_record())
+            continue
+        seen.add(s["sample_id"])
+        samples.append(s)
+        if limit is not None and len(samples) >= limit:
+            break
+    return LoadResult(samples, bad)

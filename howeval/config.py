@@ -1,0 +1,214 @@
+"""Sweep configuration: one pydantic model per job, loaded from YAML once at entry (STYLE rule 1).
+
+Errors name the key path, the value and the rule, e.g. ``models.0.sampling.max_tokens: Input should be
+greater than or equal to 1 (got 0)``. Unknown keys are errors (``extra="forbid"``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from howeval.engines.options import ENGINE_OPTIONS
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModeConfig(_Strict):
+    """How one inference mode (NT or T) is switched on for a model (DESIGN.md, "Engines")."""
+
+    system_prompt: str | None = Field(None, description="System prompt for this mode (the switch for models without a template flag).")
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict, description="Chat-template switch, e.g. {enable_thinking: true} for Qwen3-style templates.")
+    reasoning_effort: str | None = Field(None, description="Hosted-API reasoning control (minimal|low|medium|high|none).")
+    extra_body: dict[str, Any] = Field(default_factory=dict, description="Extra request fields for this mode (openai engine), e.g. a provider's thinking switch.")
+    max_tokens: int | None = Field(None, ge=1, description="Overrides sampling.max_tokens in this mode (thinking needs more).")
+
+
+class SamplingConfig(_Strict):
+    """Sampling parameters shared by both modes (vLLM / OpenAI names)."""
+
+    max_tokens: int = Field(256, ge=1, description="Completion budget in tokens.")
+    temperature: float = Field(0.0, ge=0, description="0 = greedy; the paper's sweeps use the providers' recommended values.")
+    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus mass.")
+    seed: int | None = Field(0, description="Sampling seed; None = unseeded.")
+
+
+class ResourcesConfig(_Strict):
+    """Ray resources per replica of a model's actor pool."""
+
+    replicas: int = Field(1, ge=1, description="Actor-pool size (concurrent engine replicas).")
+    num_cpus: float = Field(0.75, gt=0, description="CPUs per replica. With 2 CPUs keep it < 1 or other tasks starve (DESIGN.md).")
+    num_gpus: float = Field(0, ge=0, description="GPUs per replica (tensor_parallel_size for vllm).")
+    batch_size: int = Field(8, ge=1, description="Rows per map_batches call into one replica.")
+    accelerator_type: str | None = Field(None, description="Ray accelerator_type, e.g. H100, for GPU scheduling.")
+
+
+class ModelConfig(_Strict):
+    """One evaluated configuration: a model on an engine with its two modes."""
+
+    name: str = Field(..., pattern=r"^[A-Za-z0-9_.\-]+$", description="Config name; the `config` column of every record.")
+    engine: str = Field(..., description="Engine name: one of the registered engines (hf, openai, vllm).")
+    model: str | None = Field(None, description="Model path, served model name or URL; None = the engine's embedded default.")
+    options: dict[str, Any] = Field(default_factory=dict, description="Engine options, validated against the engine's options model.")
+    modes: dict[Literal["NT", "T"], ModeConfig] = Field(..., description="Mode switches; at least one of NT, T.")
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
+    vision: bool = Field(True, description="False for text-only models: images are not sent and the report says so.")
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, v: str) -> str:
+        if v not in ENGINE_OPTIONS:
+            raise ValueError(f"unknown engine {v!r}; registered engines: {sorted(ENGINE_OPTIONS)}")
+        return v
+
+    @field_validator("modes")
+    @classmethod
+    def _some_mode(cls, v: dict) -> dict:
+        if not v:
+            raise ValueError("give at least one mode (NT and/or T)")
+        return v
+
+    @model_validator(mode="after")
+    def _options_fit_engine(self) -> "ModelConfig":
+        ENGINE_OPTIONS[self.engine].model_validate(self.options)  # raises naming the option
+        return self
+
+    def engine_options(self):
+        """The validated options object of this model's engine."""
+        return ENGINE_OPTIONS[self.engine].model_validate(self.options)
+
+
+class BenchmarkConfig(_Strict):
+    """A benchmark file in the manifest format (JSONL or Parquet; local path or fsspec URL)."""
+
+    path: str = Field(..., description="Manifest path or URL; relative paths resolve against the config file's folder.")
+    name: str | None = Field(None, description="Benchmark name on records; default = the file's stem's parent folder.")
+    limit: int | None = Field(None, ge=1, description="Use only the first N rows (smoke runs).")
+
+
+class JudgeEngineConfig(_Strict):
+    """An LLM judge behind an OpenAI-compatible endpoint."""
+
+    model: str = Field(..., description="Served model name.")
+    options: dict[str, Any] = Field(default_factory=dict, description="openai engine options (base_url, api_key_env, max_concurrency, qps, ...).")
+    max_tokens: int = Field(512, ge=16)
+    temperature: float = Field(0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _opts(self) -> "JudgeEngineConfig":
+        ENGINE_OPTIONS["openai"].model_validate(self.options)
+        return self
+
+
+class PatternJudgeConfig(_Strict):
+    """One pattern judge: the rule-based one or an LLM rubric judge."""
+
+    name: str = Field(..., pattern=r"^[A-Za-z0-9_.\-]+$")
+    kind: Literal["rules", "llm"] = "rules"
+    llm: JudgeEngineConfig | None = Field(None, description="Required when kind=llm.")
+    with_image: bool = Field(True, description="LLM judge sees the image (the paper's image-aware judge).")
+    version: str = Field("1", description="Bump to invalidate cached judgments.")
+
+    @model_validator(mode="after")
+    def _llm_needs_engine(self) -> "PatternJudgeConfig":
+        if self.kind == "llm" and self.llm is None:
+            raise ValueError(f"judge {self.name!r}: kind 'llm' needs an 'llm:' block (model, options)")
+        return self
+
+
+class VerifierConfig(_Strict):
+    """The answer verifier: per-answer-type rules, with an optional LLM fallback for unresolved cases."""
+
+    llm_fallback: JudgeEngineConfig | None = Field(None, description="LLM for what the rules cannot resolve; None keeps them unresolved.")
+    version: str = "1"
+
+
+class JudgesConfig(_Strict):
+    verifier: VerifierConfig = Field(default_factory=VerifierConfig)
+    pattern: list[PatternJudgeConfig] = Field(default_factory=lambda: [PatternJudgeConfig(name="rules")])
+    primary: str | None = Field(None, description="Pattern judge whose labels go into metrics; default the first.")
+    num_cpus: float = Field(0.25, gt=0, description="CPUs per judge actor.")
+    replicas: int = Field(1, ge=1)
+
+    @model_validator(mode="after")
+    def _primary_known(self) -> "JudgesConfig":
+        names = [j.name for j in self.pattern]
+        if len(set(names)) != len(names):
+            raise ValueError(f"judges.pattern names must be unique, got {names}")
+        if self.primary is not None and self.primary not in names:
+            raise ValueError(f"judges.primary {self.primary!r} is not one of judges.pattern names {names}")
+        return self
+
+    @property
+    def primary_name(self) -> str:
+        return self.primary or self.pattern[0].name
+
+
+class RayConfig(_Strict):
+    address: str | None = Field(None, description="Ray address; None starts or joins a local cluster (RAY_ADDRESS is honoured).")
+    num_cpus: int | None = Field(None, ge=1, description="CPUs for a local cluster; None = all.")
+    task_num_cpus: float = Field(0.25, gt=0, description="CPUs per small task (read, filter, write).")
+
+
+class SweepConfig(_Strict):
+    """A whole sweep: models x modes over benchmarks, judged, written under ``output_uri``."""
+
+    name: str = Field("sweep", description="Run name, shown in the report.")
+    output_uri: str = Field(..., description="Local folder or fsspec URL; relative paths resolve against the current directory.")
+    benchmarks: list[BenchmarkConfig] = Field(..., min_length=1)
+    models: list[ModelConfig] = Field(..., min_length=1)
+    judges: JudgesConfig = Field(default_factory=JudgesConfig)
+    skip_bad_rows: bool = Field(False, description="Record bad benchmark rows in the report instead of stopping the load.")
+    ray: RayConfig = Field(default_factory=RayConfig)
+    crystal: dict[str, Any] | None = Field(None, description="CRYSTAL step metrics settings (tau, alpha, order, embedder); None = off.")
+    adapt: dict[str, Any] | None = Field(None, description="AdaptMMBench settings (modes, max_turns); None = off.")
+
+    @model_validator(mode="after")
+    def _unique_models(self) -> "SweepConfig":
+        names = [m.name for m in self.models]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"models: config names must be unique, repeated: {dup}")
+        return self
+
+
+class ConfigError(ValueError):
+    """A config file that does not validate; the message lists every bad key path."""
+
+
+def format_validation_error(err: ValidationError, source: str) -> str:
+    lines = [f"{source}: {len(err.errors())} config error(s):"]
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "<root>"
+        got = e.get("input")
+        got_s = repr(got) if not isinstance(got, dict) else "{...}"
+        lines.append(f"  {loc}: {e['msg']} (got {got_s[:80]})")
+    return "\n".join(lines)
+
+
+def load_sweep_config(path: str | Path, overrides: dict[str, Any] | None = None) -> SweepConfig:
+    """Load and validate a sweep YAML. Relative benchmark paths resolve against the file's folder.
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ConfigError: the YAML does not validate; the message names each bad key path and value.
+    """
+    path = Path(path)
+    raw = yaml.safe_load(path.read_text())
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: top level must be a mapping, got {type(raw).__name__}")
+    for b in raw.get("benchmarks") or []:
+        if isinstance(b, dict) and isinstance(b.get("path"), str) and "://" not in b["path"]:
+            p = Path(b["path"])
+            if not p.is_absolute():
+                b["path"] = str((path.parent / p).resolve())
+    raw.update(overrides or {})
+    try:
+        return SweepConfig.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(e, str(path))) from None

@@ -1,0 +1,151 @@
+"""An LLM pattern judge over any engine: one batched call, one batched repair, never a default label.
+
+Works with every backend of ``howeval.engines`` (``generate(list[ChatRequest]) -> list[Completion]``).
+A text-only judge (``with_image=False``) mirrors how PatternRM is served (SPEC section 2).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Sequence
+
+from howeval.engines.base import ChatRequest, Completion, Engine
+from howeval.judges.rubric import (
+    RUBRIC_VERSION,
+    build_pattern_messages,
+    build_repair_messages,
+    parse_pattern_output,
+)
+from howeval.judges.verdict import JudgeParseError, PatternVerdict, make_verdict
+
+log = logging.getLogger(__name__)
+
+RAW_SEPARATOR = "\n--- repair output ---\n"
+"""Joins the first and the repair output in ``raw`` when both failed to parse."""
+
+REQUIRED_KEYS = ("question", "response")
+"""Keys every item must carry; ``image_data_url`` is optional."""
+
+
+class LLMPatternJudge:
+    """Ask a chat model for the four pattern labels of each response (rubric: ``howeval.judges.rubric``).
+
+    Args:
+        engine: any :class:`howeval.engines.base.Engine`.
+        name: the judge's name in verdicts (e.g. ``"seed-2.0-pro+img"``).
+        version: the judge's version (model id / revision); the rubric version is appended.
+        with_image: send the item's image when it has one (``False``: text-only judge).
+        max_tokens: completion budget per request.
+        temperature: sampling temperature (0: greedy, the default for a judge).
+
+    Flow of :meth:`judge_batch`: build one request per item -> one ``engine.generate`` call -> parse each
+    output; every unparseable output gets exactly ONE repair request (all repairs in one more batched
+    call: the original messages, the bad output, and the parse error) -> parse again; a second failure
+    gives ``error="judge_error: <reason>"`` with both raw outputs kept (joined by ``RAW_SEPARATOR``). An engine failure on an item
+    gives ``error="judge_error: engine: <reason>"`` and is not repaired. A failed item never gets labels.
+
+    Example:
+        >>> class Echo:
+        ...     name = "echo"
+        ...     def generate(self, reqs):
+        ...         return [Completion(text='{"cot": false, "rep": false, "con": false, "pr": true}') for _ in reqs]
+        >>> LLMPatternJudge(Echo(), "echo", "0").judge_batch([{"question": "q", "response": "r"}])[0].as_vector()
+        (False, False, False, True)
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        name: str,
+        version: str,
+        with_image: bool = True,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+    ) -> None:
+        if not hasattr(engine, "generate"):
+            raise TypeError(f"engine must have generate(list[ChatRequest]), got {type(engine).__name__}")
+        if not name:
+            raise ValueError("name must be a non-empty string")
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        self.engine = engine
+        self.name = name
+        self.version = f"{version}|{RUBRIC_VERSION}"
+        self.with_image = with_image
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+
+    def messages_for(self, item: dict[str, Any]) -> list[dict[str, Any]]:
+        """The judge messages for one item (the image only when ``with_image`` and the item has one)."""
+        missing = [k for k in REQUIRED_KEYS if k not in item]
+        if missing:
+            raise ValueError(f"judge item is missing keys {missing}; present keys {sorted(item)}")
+        image = item.get("image_data_url") if self.with_image else None
+        return build_pattern_messages(item["question"] or "", item["response"], image)
+
+    def _request(self, messages: list[dict[str, Any]], rid: str) -> ChatRequest:
+        return ChatRequest(
+            messages=messages, max_tokens=self.max_tokens, temperature=self.temperature, request_id=rid
+        )
+
+    def _generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        outs = self.engine.generate(requests)
+        if len(outs) != len(requests):
+            raise RuntimeError(
+                f"engine {getattr(self.engine, 'name', '?')!r} returned {len(outs)} completions for {len(requests)} requests"
+            )
+        return outs
+
+    def judge_batch(self, items: Sequence[dict[str, Any]]) -> list[PatternVerdict]:
+        """Label every item (``{"question", "response", "image_data_url"?}``); one verdict per item, in order."""
+        items = list(items)
+        if not items:
+            return []
+        msgs = [self.messages_for(it) for it in items]
+        first = self._generate([self._request(m, f"pat-{i}") for i, m in enumerate(msgs)])
+
+        verdicts: list[PatternVerdict | None] = [None] * len(items)
+        to_repair: list[tuple[int, str, str]] = []  # (index, bad output, parse error)
+        for i, c in enumerate(first):
+            if c.error is not None:
+                verdicts[i] = PatternVerdict.failed(self.name, self.version, f"judge_error: engine: {c.error}", c.raw or c.text or None)
+                continue
+            try:
+                labels, evidence = parse_pattern_output(c.text)
+            except JudgeParseError as e:
+                to_repair.append((i, c.text, str(e)))
+                continue
+            verdicts[i] = make_verdict(labels, evidence, self.name, self.version, raw=c.text)
+
+        if to_repair:
+            log.info("judge %s: repairing %d of %d outputs", self.name, len(to_repair), len(items))
+            reqs = [
+                self._request(build_repair_messages(msgs[i], bad, err), f"pat-{i}-repair")
+                for i, bad, err in to_repair
+            ]
+            second = self._generate(reqs)
+            for (i, bad, err), c in zip(to_repair, second):
+                if c.error is not None:
+                    verdicts[i] = PatternVerdict.failed(
+                        self.name, self.version, f"judge_error: engine: {c.error} (on repair after: {err})", bad
+                    )
+                    continue
+                try:
+                    labels, evidence = parse_pattern_output(c.text)
+                except JudgeParseError as e2:
+                    log.warning("judge %s: item %d unparseable after repair: %s", self.name, i, e2)
+                    verdicts[i] = PatternVerdict.failed(
+                        self.name, self.version, f"judge_error: {e2}", f"{bad}{RAW_SEPARATOR}{c.text}"
+                    )
+                    continue
+                verdicts[i] = make_verdict(labels, evidence, self.name, self.version, raw=c.text)
+        assert all(v is not None for v in verdicts), "every item gets a verdict"
+        return verdicts  # type: ignore[return-value]
+
+    def judge(self, question: str, response: str, image_data_url: str | None = None) -> PatternVerdict:
+        """One item (a batch of one)."""
+        return self.judge_batch([{"question": question, "response": response, "image_data_url": image_data_url}])[0]
+
+
+__all__ = ["LLMPatternJudge", "RAW_SEPARATOR", "REQUIRED_KEYS"]

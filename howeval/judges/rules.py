@@ -1,0 +1,672 @@
+"""A deterministic, surface-cue pattern judge: CoT leakage, Repetition, Contradiction, Performative reasoning.
+
+The rule judge reads only the user-facing response y_m (and, optionally, the question and its options, to
+map option letters to values). It is a cheap, reproducible baseline and a sanity check for LLM judges;
+it sees form, not meaning. See ``docs/rule_judge.md`` for the cue list and its blind spots.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Sequence
+
+from howeval.judges.verdict import LABELS, PatternVerdict, make_verdict
+
+RULES_VERSION = "rules-1.0"
+"""Bump when a cue or threshold changes: verdicts of different versions are not comparable."""
+
+# ----------------------------------------------------------------------------------------------------
+# Text normalization and segmentation
+# ----------------------------------------------------------------------------------------------------
+
+# LaTeX commands that begin with "\n" (so a literal backslash-n before them is not an escaped newline).
+_LATEX_N = (
+    "neq|nabla|nu|not|newline|neg|nexists|ni|nleq|ngeq|nmid|nparallel|nsubseteq|nsupseteq|nsim|ncong|"
+    "nrightarrow|nleftarrow|nRightarrow|nLeftarrow|normalsize|noindent|newcommand|natural|ne|nolimits|"
+    "nonumber|numberline|nearrow|nwarrow"
+)
+_LITERAL_NEWLINE = re.compile(r"\\n(?!(?:" + "|".join(c[1:] for c in _LATEX_N.split("|")) + r")(?![A-Za-z]))")
+
+
+def normalize_newlines(text: str) -> str:
+    """Turn literal ``\\n`` escape sequences (two characters) into real newlines.
+
+    Some stored responses (TabMWP's GPT-3 outputs) keep ``\\n`` as two characters. A literal ``\\n``
+    followed by a LaTeX command name that starts with ``n`` (``\\neq``, ``\\nabla``, ...) is kept.
+
+    >>> normalize_newlines("Read the table.\\\\n\\\\nThe answer is 7.")
+    'Read the table.\\n\\nThe answer is 7.'
+    >>> normalize_newlines("$a \\\\neq b$")
+    '$a \\\\neq b$'
+    """
+    if "\\n" not in text:
+        return text
+    return _LITERAL_NEWLINE.sub("\n", text)
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A sentence of the response: its text, character offset, paragraph and line index."""
+
+    text: str
+    start: int
+    para: int
+    idx: int
+
+
+_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z\\$(\d*\-])")
+_LIST_MARKER = re.compile(r"(?:[-*•]\s*)?(?:\d{1,2}|[A-Za-z]|[ivx]{1,4})[.)]")
+
+
+def split_sentences(text: str) -> list[Sentence]:
+    """Split into sentences: at line breaks and at ``.!?`` followed by a space and a capital/digit/math.
+
+    Paragraphs are separated by blank lines. Offsets refer to ``text``.
+    """
+    out: list[Sentence] = []
+    para = 0
+    pos = 0
+    for line in text.split("\n"):
+        line_start = pos
+        pos += len(line) + 1
+        if not line.strip():
+            if out and out[-1].para == para:
+                para += 1
+            continue
+        last = 0
+        pieces = []
+        for m in _SENT_SPLIT.finditer(line):
+            pieces.append((last, m.start()))
+            last = m.end()
+        pieces.append((last, len(line)))
+        merged: list[tuple[int, int]] = []
+        for a, b in pieces:  # keep a list marker ("1.", "a)") with the item it opens
+            if merged and _LIST_MARKER.fullmatch(line[merged[-1][0] : merged[-1][1]].strip()):
+                merged[-1] = (merged[-1][0], b)
+            else:
+                merged.append((a, b))
+        for a, b in merged:
+            s = line[a:b].strip()
+            if s:
+                out.append(Sentence(s, line_start + a + (len(line[a:b]) - len(line[a:b].lstrip())), para, len(out)))
+    return out
+
+
+_WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*")
+
+
+def _words(s: str) -> list[str]:
+    return _WORD.findall(s.lower())
+
+
+def _norm_sentence(s: str) -> str:
+    """Lower-case words and numbers only (punctuation, markdown and math delimiters dropped)."""
+    s = re.sub(r"^\s*(?:[-*•]|\d+[.)]|\([a-zA-Z0-9]\))\s+", "", s)  # list markers
+    return " ".join(_words(s))
+
+
+def _mask_template(s: str) -> str:
+    """Sentence template: numbers -> #, single letters / option labels -> @, inline math -> §."""
+    s = re.sub(r"\$[^$]*\$", " § ", s)
+    s = re.sub(r"\\\(.*?\\\)", " § ", s)
+    s = _norm_sentence(s)
+    toks = []
+    for t in s.split():
+        if re.fullmatch(r"[0-9][0-9.,]*", t):
+            toks.append("#")
+        elif len(t) == 1:
+            toks.append("@")
+        else:
+            toks.append(t)
+    return " ".join(toks)
+
+
+def _clip(s: str, n: int = 240) -> str:
+    s = " ".join(s.split())
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+# ----------------------------------------------------------------------------------------------------
+# Final-answer claims (for Con and for the conclusion count of Rep)
+# ----------------------------------------------------------------------------------------------------
+
+
+def _boxed_spans(text: str) -> list[tuple[int, int, str]]:
+    """All ``\\boxed{...}`` (balanced braces): (start, end, content)."""
+    out = []
+    for m in re.finditer(r"\\boxed\s*\{", text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+            i += 1
+        if depth == 0:
+            out.append((m.start(), i, text[m.end() : i - 1]))
+    return out
+
+
+_ANSWER_STMT = re.compile(
+    r"\b(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:is|would be|will be|should be)?\s*:?\s*"
+    r"(?P<val>.+?)(?=(?:\.\s|\.$|\n|$))",
+    re.IGNORECASE,
+)
+_OPTION_HEAD = re.compile(r"^\(?\s*([A-Ea-e])\s*\)?(?:[\s.,:)]|$)(?P<rest>.*)$")
+
+
+def _strip_latex(v: str) -> str:
+    v = v.strip()
+    for _ in range(3):
+        v = re.sub(r"\\(?:text|mathrm|textbf|mathbf|operatorname)\s*\{([^{}]*)\}", r"\1", v)
+    v = re.sub(r"\\boxed\s*\{(.*)\}", r"\1", v)
+    v = v.replace("\\left", "").replace("\\right", "").replace("\\!", "").replace("\\,", "")
+    v = re.sub(r"\^\s*\{?\\circ\}?|°|\\circ|\\degree", "", v)
+    v = v.replace("\\%", "%")
+    v = v.replace("$", "").replace("\\(", "").replace("\\)", "").replace("\\[", "").replace("\\]", "")
+    v = v.replace("dfrac", "frac").replace("tfrac", "frac")
+    return v.strip()
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A final-answer claim: an option letter and/or a value, where it stood, and its source text."""
+
+    letter: str | None
+    value: str | None
+    pos: int
+    source: str
+
+
+def _parse_claim(raw: str, pos: int) -> Claim | None:
+    v = _strip_latex(raw)
+    v = v.strip().strip(" .;:*")
+    if not v:
+        return None
+    m = _OPTION_HEAD.match(v)
+    if m and (v[0] == "(" or len(v) == 1 or v[1] in " .,:)"):
+        rest = m.group("rest").strip(" .,:;")
+        return Claim(m.group(1).upper(), _norm_value(rest) or None, pos, raw.strip())
+    return Claim(None, _norm_value(v), pos, raw.strip())
+
+
+def _norm_value(v: str) -> str:
+    v = v.lower().strip()
+    v = re.sub(r"\s+", "", v)
+    v = v.strip(".;:,")
+    v = re.sub(r"^\((.*)\)$", r"\1", v)
+    return v
+
+
+def _as_number(v: str | None) -> float | None:
+    if v is None:
+        return None
+    s = v.replace(",", "").replace("$", "").replace("%", "").replace("\\", "")
+    s = re.sub(r"(?:units?|cm\^?2?|m\^?2?|degrees?|grams?|litres?|liters?)$", "", s)
+    m = re.fullmatch(r"-?\d+(?:\.\d+)?", s)
+    if m:
+        return float(s)
+    m = re.fullmatch(r"(-?\d+)/(\d+)|frac\{(-?\d+)\}\{(\d+)\}", s)
+    if m:
+        a, b = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        return float(a) / float(b) if float(b) else None
+    return None
+
+
+def _same_value(a: str, b: str) -> bool:
+    na, nb = _as_number(a), _as_number(b)
+    if na is not None and nb is not None:
+        return abs(na - nb) <= 1e-6 * max(1.0, abs(na), abs(nb))
+    return a == b
+
+
+def _resolve(c: Claim, options: dict[str, str]) -> str | None:
+    """The claim's comparable value: the option text for a bare letter when options are known."""
+    if c.letter is not None:
+        if c.letter in options:
+            return options[c.letter]
+        return None if c.value is None else c.value
+    return c.value
+
+
+def _claims_disagree(a: Claim, b: Claim, options: dict[str, str]) -> bool:
+    """True only when the two claims are definitely different answers (unknown mappings never disagree)."""
+    if a.letter is not None and b.letter is not None:
+        return a.letter != b.letter
+    va, vb = _resolve(a, options), _resolve(b, options)
+    if va is None or vb is None:
+        return False
+    return not _same_value(va, vb)
+
+
+_OPTION_LINE = re.compile(r"^\s*\(([A-E])\)\s*(.+?)\s*$|^\s*([A-E])[.:)]\s+(.+?)\s*$")
+
+
+def parse_options(text: str | None, *, strict: bool = False) -> dict[str, str]:
+    """Option letter -> normalized option text, from lines like ``(A) 36°`` or ``A. 36°``.
+
+    With ``strict`` (used on the response itself) only short value-like options (<= 6 words, no colon)
+    are kept, and only when they run A, B, C, ... in order.
+    """
+    if not text:
+        return {}
+    found: dict[str, str] = {}
+    for line in text.split("\n"):
+        m = _OPTION_LINE.match(line)
+        if not m:
+            continue
+        letter = m.group(1) or m.group(3)
+        val = m.group(2) or m.group(4)
+        if strict and (":" in val or len(val.split()) > 6):
+            continue
+        found.setdefault(letter, _norm_value(_strip_latex(val)))
+    letters = sorted(found)
+    if len(letters) < 2 or letters != [chr(ord("A") + i) for i in range(len(letters))]:
+        return {}
+    return found
+
+
+def options_from_list(options: Sequence[str] | None) -> dict[str, str]:
+    """Option letter -> normalized option text from a list (A for the first). A list of bare letters
+    (``["A", "B", ...]``, as some benchmarks store) carries no values and gives ``{}``."""
+    if not options:
+        return {}
+    if all(re.fullmatch(r"\(?[A-Ea-e]\)?", o.strip()) for o in options):
+        return {}
+    return {chr(ord("A") + i): _norm_value(_strip_latex(o)) for i, o in enumerate(options[:26])}
+
+
+def extract_claims(text: str) -> list[Claim]:
+    """Final-answer claims in ``text``: the last ``\\boxed{}``, every other ``\\boxed{}`` whose sentence
+    mentions the answer, and every "the answer is X" / "answer: X" statement, in text order."""
+    claims: list[Claim] = []
+    boxes = [b for b in _boxed_spans(text) if b[2].strip() not in ("", "?")]
+    for i, (a, b, content) in enumerate(boxes):
+        sent_start = max(text.rfind(". ", 0, a), text.rfind("\n", 0, a))
+        sent = text[sent_start + 1 : a]
+        if i == len(boxes) - 1 or re.search(r"\banswer\b", sent, re.IGNORECASE):
+            c = _parse_claim(content, a)
+            if c:
+                claims.append(c)
+    box_ranges = [(a, b) for a, b, _ in boxes]
+    for m in _ANSWER_STMT.finditer(text):
+        val = m.group("val")
+        vpos = m.start("val")
+        if any(a <= vpos < b for a, b in box_ranges) or "\\boxed" in val:
+            continue  # "the answer is \boxed{X}": already counted as a box
+        if re.match(r"^(?:to|of|for|in|that|we|this|option|choice|the\s+(?:question|problem))\b", val.strip(), re.I):
+            continue  # "the answer to ...", "the answer that ..." are not statements of a value
+        if len(val.split()) > 12:
+            continue
+        c = _parse_claim(val, vpos)
+        if c:
+            claims.append(c)
+    claims.sort(key=lambda c: c.pos)
+    return claims
+
+
+# ----------------------------------------------------------------------------------------------------
+# Cue tables
+# ----------------------------------------------------------------------------------------------------
+
+_THINK_TAG = re.compile(r"</?\s*think(?:ing)?\s*>|<\|?(?:begin|end)_of_thought\|?>|◁/?think▷", re.IGNORECASE)
+
+# (name, pattern, is_self_correction). Self-corrections supersede earlier answer claims (CoT priority).
+_COT_CUES: list[tuple[str, re.Pattern[str], bool]] = [
+    (name, re.compile(p, re.IGNORECASE), sc)
+    for name, p, sc in [
+        ("wait", r"(?:^|[\s(\"'])(?:but\s+|oh\s+|no,?\s+)?wait\s*(?:[,.!:—-]|a\s+(?:second|minute|moment))", True),
+        ("hold on", r"\bhold on\b", True),
+        ("hmm", r"\b(?:hmm+|hm+m|umm+|uh+m?)\b", False),
+        ("oops", r"\boops\b", True),
+        ("actually no", r"\bactually,?\s+(?:no|that'?s (?:not|wrong)|i\b|it'?s not|wait)", True),
+        ("no wait", r"\bno,?\s+(?:that'?s|this is) (?:not right|wrong|incorrect)", True),
+        ("on second thought", r"\bon second thought\b", True),
+        ("made a mistake", r"\bI\s+(?:think\s+I\s+)?(?:made|make)\s+(?:a|an)\s+(?:mistake|error)\b|\bI\s+was\s+wrong\b|\bI\s+mis(?:counted|read|calculated)\b", True),
+        ("let me re-check", r"\blet\s+me\s+(?:re-?check|double[- ]?check|re-?examine|re-?evaluate|re-?consider|re-?think|re-?count|re-?calculate|re-?compute|re-?read|verify|check\s+again|look\s+again|try\s+again|start\s+over|correct)\b", True),
+        ("let me think", r"\blet\s+me\s+(?:think|see|figure|try|recall|start|first)\b|\blet'?s\s+see\b", False),
+        ("user narration", r"\b(?:okay|ok|alright|so),?\s+(?:so,?\s+)?the\s+user\b|\bthe\s+user\s+(?:is\s+asking|asks|asked|wants|provided|gave)\b", False),
+        ("first I need to", r"\b(?:first|now|next|okay|ok|so),?\s+I\s+(?:need|have|should|must|will)\s+(?:to\s+)?(?:figure|find|determine|check|make sure|understand|look|count|calculate|compute|recall|verify)\b", False),
+        ("maybe I should", r"\b(?:maybe|perhaps)\s+I\s+(?:should|need|misread|miscounted|made)\b", True),
+        ("draft marker", r"(?:^|\n)\s*(?:draft|scratch(?:pad| work)?|thinking|thought process|internal notes?)\s*:", False),
+    ]
+]
+
+_STAGED = re.compile(
+    r"\blet'?s\s+(?:analyze|analyse|solve|think|break|work|go|examine|reason|approach|look)\b[^.\n]*?"
+    r"(?:step[- ]by[- ]step|one by one|carefully|systematically)"
+    r"|\b(?:let'?s|we will|I will)\s+(?:analyze|analyse|examine|think about|reason about)\b"
+    r"|\bstep[- ]by[- ]step\b",
+    re.IGNORECASE,
+)
+_ASSERTIVE = re.compile(
+    r"\bbased\s+on\s+(?:(?:a|my|our|the|this)\s+)?(?:careful|thorough|detailed|close|above|comprehensive)?\s*(?:analysis|observation|examination|reasoning|inspection|consideration)\b"
+    r"|\b(?:by|after|upon|through)\s+(?:carefully\s+|closely\s+)?(?:careful\s+|thorough\s+|close\s+|detailed\s+)?(?:analy[sz]ing|analysis|examining|examination|observing|observation|inspection|inspecting|comparing|consideration|considering)\b"
+    r"|\bcomparing\s+(?:the|these|all|each)\b"
+    r"|\bwe\s+can\s+(?:clearly\s+|easily\s+)?(?:see|conclude|observe|deduce|infer)\s+that\b"
+    r"|\bit\s+is\s+(?:clear|obvious|evident|apparent)\s+that\b"
+    r"|(?:^|[.\n]\s*)(?:clearly|obviously|evidently),",
+    re.IGNORECASE,
+)
+_CONCLUSION = re.compile(r"\b(?:therefore|thus|hence|so|consequently|in fact|this means|which means)\b", re.IGNORECASE)
+_NUMBER_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "twenty": 20, "half": None, "twice": 2, "double": 2, "triple": 3,
+}
+_ARITH = re.compile(r"\d\s*(?:[-+×*/÷−]|\\times|\\cdot|\\div)\s*\(?\$?\d|=|\\frac|\bsum\s+of\b|\bproduct\s+of\b", re.IGNORECASE)
+
+
+def _has_support(s: str) -> bool:
+    """Concrete support: a number (digits or a number word), an equation, or quoted text."""
+    s = re.sub(r"\\boxed\s*\{[^{}]*\}", " ", s)
+    s = re.sub(r"\b(?:the\s+)?(?:final\s+|correct\s+)?answer\s+is\b.*", " ", s, flags=re.IGNORECASE)
+    if re.search(r"\d", s) or "=" in s:
+        return True
+    if re.search(r"\"[^\"]{2,}\"|“[^”]{2,}”", s):
+        return True
+    return any(w in _NUMBER_WORDS for w in _words(s))
+
+
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
+
+
+def _numbers(s: str) -> list[float]:
+    s = re.sub(r"\\boxed\s*\{[^{}]*\}", " ", s)
+    out = [float(x.replace(",", "")) for x in re.findall(r"(?<![A-Za-z_])\d+(?:,\d{3})*(?:\.\d+)?", s)]
+    out += [float(v) for w in _words(s) if (v := _NUMBER_WORDS.get(w)) is not None]
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# The judge
+# ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Trace:
+    """What the CoT rule attributed to leaked deliberation (CoT-priority attribution)."""
+
+    sentences: set[int]
+    superseded_before: int  # character offset: answer claims before it belong to the leaked trace
+    think_end: int  # offset where a <think> block ends (0 when none)
+
+
+class RuleJudge:
+    """Deterministic surface-cue pattern judge over the user-facing response y_m (SPEC section 1).
+
+    ``judge(response, question=None, options=None)`` returns a :class:`PatternVerdict` with the four
+    labels and, per positive label, the evidence span. The same input always gives the same verdict.
+
+    Cues, per label (thresholds are class attributes):
+
+    - **cot** (CoT leakage): thinking tags (``<think>``, ``</think>``, ...); self-correction and
+      deliberation markers in the answer ("wait,", "hold on", "hmm", "actually, no", "oops",
+      "on second thought", "I made a mistake", "let me re-check / double-check / reconsider / recount",
+      "let me think / let's see", "maybe I should"); narration of the task ("okay, so the user ...",
+      "first, I need to figure out ..."); draft labels ("Draft:", "Scratch:").
+      *Cannot see*: leaked deliberation written in polished prose without markers (redundant
+      intermediate analysis, exploratory dead ends), which the paper also counts as CoT.
+    - **rep** (Repetition): (1) the same sentence (normalized: case, punctuation, list markers; at
+      least ``min_dup_words`` non-numeric words) twice or more; (2) ``min_template_repeats`` or more sentences of
+      at least ``min_template_words`` words with the same template once numbers, single letters and
+      inline math are masked (copy-paste structure); (3) a block of ``ngram_long`` tokens twice, or of
+      ``ngram_short`` tokens ``min_template_repeats`` times; (4) the same final answer stated
+      ``min_conclusion_repeats`` or more times. Stating a conclusion twice is treated as limited
+      emphasis, not Rep. *Cannot see*: paraphrased repetition of the same content in different words.
+    - **con** (Contradiction): two final-answer claims (the last ``\\boxed{}``, other boxes in a
+      sentence that mentions the answer, "the answer is X", "answer: X") that are definitely
+      different: different option letters, different numbers, different strings; an option letter is
+      compared with a value only when the options are known (``options``, option lines in the question,
+      or a short option list echoed in the response); otherwise the pair is not counted. Also a
+      sentence and its negation both asserted ("X is possible" / "X is not possible"), and yes vs no as
+      answers. *Cannot see*: semantic contradictions (a worked value that disagrees with the stated
+      answer, "there are more grey squares" vs "1 more white square"), contradictions with the image,
+      contradictions between intermediate values about the same object.
+    - **pr** (Performative reasoning): (1) a staged-analysis wrapper ("let's analyze step by step")
+      followed by a bare conclusion: at most ``max_bare_body_sentences`` body sentences and none with
+      concrete support (a number, an equation, quoted text); (2) an assertive wrapper ("based on careful
+      analysis", "by analyzing", "comparing the ...", "we can see that", "it is clear that") that states
+      the conclusion while neither its sentence nor the preceding context carries concrete support;
+      (3) a numeric final answer presented as a conclusion ("therefore", "so", "in fact") that appears
+      nowhere in the reasoning, is not produced by any equation there, and is not a sum, difference,
+      product or quotient of two quantities that do appear (nor their total, nor the number of
+      enumerated items). *Cannot see*: image-grounded support
+      (whether cited objects, positions, chart values actually exist in the image), evidence that is
+      concrete but does not entail the conclusion, wrong arithmetic.
+
+    CoT-priority attribution: sentences carrying CoT cues, the inside of a ``<think>`` block, and every
+    answer claim stated before the last self-correction cue belong to the leaked trace; they are not
+    used as Con or PR evidence. Rep is judged on the whole response (it may co-occur with CoT).
+
+    Example:
+        >>> v = RuleJudge().judge("Wait, let me re-check. The answer is 5. The answer is 6.")
+        >>> v.as_vector()
+        (True, False, True, False)
+    """
+
+    name = "rules"
+    version = RULES_VERSION
+
+    min_dup_words = 6
+    min_template_words = 8
+    min_template_repeats = 3
+    ngram_long = 20
+    ngram_short = 12
+    min_conclusion_repeats = 3
+    max_bare_body_sentences = 1
+
+    def judge(
+        self,
+        response: str,
+        question: str | None = None,
+        options: Sequence[str] | None = None,
+    ) -> PatternVerdict:
+        """Label one user-facing response.
+
+        Args:
+            response: y_m, the user-facing response (never the separate reasoning channel r_m).
+            question: the prompt, used only to read option lines (``(A) ...``).
+            options: the option texts in order (A first), when the benchmark stores them apart.
+
+        Returns:
+            A verdict with all four labels and, for each positive label, its evidence span.
+        """
+        if not isinstance(response, str):
+            raise TypeError(f"response must be str, got {type(response).__name__}")
+        text = normalize_newlines(response)
+        sents = split_sentences(text)
+        opts = options_from_list(options) or parse_options(question) or parse_options(text, strict=True)
+
+        cot_ev, trace = self._cot(text, sents)
+        rep_ev = self._rep(text, sents)
+        con_ev = self._con(text, sents, trace, opts)
+        pr_ev = self._pr(text, sents, trace)
+        evidence = {"cot": cot_ev, "rep": rep_ev, "con": con_ev, "pr": pr_ev}
+        labels = {k: evidence[k] is not None for k in LABELS}
+        return make_verdict(labels, evidence, self.name, self.version)
+
+    def judge_many(self, items: Sequence[dict]) -> list[PatternVerdict]:
+        """Label many ``{"response", "question"?, "options"?}`` items, in order."""
+        return [self.judge(it["response"], it.get("question"), it.get("options")) for it in items]
+
+    # -- CoT ------------------------------------------------------------------------------------------
+
+    def _cot(self, text: str, sents: list[Sentence]) -> tuple[str | None, _Trace]:
+        trace = _Trace(sentences=set(), superseded_before=0, think_end=0)
+        first: str | None = None
+        tags = list(_THINK_TAG.finditer(text))
+        if tags:
+            closes = [m for m in tags if m.group(0).lstrip("<◁").startswith("/") or "end_of" in m.group(0)]
+            trace.think_end = closes[-1].end() if closes else len(text)
+            trace.superseded_before = trace.think_end
+            first = f"thinking tag {tags[0].group(0)!r}: " + _clip(text[max(0, tags[0].start() - 60) : tags[0].end() + 120])
+        for s in sents:
+            if s.start + len(s.text) <= trace.think_end:
+                trace.sentences.add(s.idx)
+                continue
+            for name, pat, self_correction in _COT_CUES:
+                if pat.search(s.text):
+                    trace.sentences.add(s.idx)
+                    if self_correction:
+                        trace.superseded_before = max(trace.superseded_before, s.start + len(s.text))
+                    if first is None:
+                        first = f"{name}: {_clip(s.text)}"
+                    break
+        return first, trace
+
+    # -- Rep ------------------------------------------------------------------------------------------
+
+    def _rep(self, text: str, sents: list[Sentence]) -> str | None:
+        seen: dict[str, Sentence] = {}
+        for s in sents:
+            n = _norm_sentence(s.text)
+            if sum(not w[0].isdigit() for w in n.split()) >= self.min_dup_words:
+                if n in seen:
+                    return f"repeated sentence: {_clip(s.text)}"
+                seen[n] = s
+        groups: dict[str, list[Sentence]] = {}
+        for s in sents:
+            t = _mask_template(s.text)
+            if len(t.split()) >= self.min_template_words:
+                groups.setdefault(t, []).append(s)
+        for t, ss in groups.items():
+            if len(ss) >= self.min_template_repeats:
+                return f"same sentence template x{len(ss)}: {_clip(ss[0].text, 160)} | {_clip(ss[1].text, 160)}"
+        toks = _words(re.sub(r"\\boxed\s*\{[^{}]*\}", " ", text))
+        for n, need in ((self.ngram_long, 2), (self.ngram_short, self.min_template_repeats)):
+            hit = _repeated_ngram(toks, n, need)
+            if hit:
+                return f"{n}-token block x{need}: {hit}"
+        claims = extract_claims(text)
+        counts = Counter((c.letter, c.value) for c in claims)
+        for c in claims:
+            if counts[(c.letter, c.value)] >= self.min_conclusion_repeats:
+                return f"conclusion stated x{counts[(c.letter, c.value)]}: {_clip(c.source, 80)}"
+        return None
+
+    # -- Con ------------------------------------------------------------------------------------------
+
+    def _con(self, text: str, sents: list[Sentence], trace: _Trace, opts: dict[str, str]) -> str | None:
+        in_trace = {s.idx for s in sents if s.idx in trace.sentences}
+        trace_ranges = [(s.start, s.start + len(s.text)) for s in sents if s.idx in in_trace]
+        claims = [
+            c
+            for c in extract_claims(text)
+            if c.pos >= trace.superseded_before and not any(a <= c.pos < b for a, b in trace_ranges)
+        ]
+        distinct = list({(c.letter, c.value): c for c in reversed(claims)}.values())[::-1]  # first of each
+        for a, b in combinations(distinct, 2):
+            if _claims_disagree(a, b, opts):
+                return f"different final answers: {_clip(a.source, 80)!r} vs {_clip(b.source, 80)!r}"
+        kept = [s for s in sents if s.idx not in in_trace and s.start >= trace.think_end]
+        polar: dict[str, tuple[bool, Sentence]] = {}
+        for s in kept:
+            clause = re.sub(r"^(?:however|but|so|thus|hence|therefore|also|and|yet|still|then)\b,?\s*", "", s.text, flags=re.I)
+            clause = re.sub(r"^[^,;:]{1,40},\s+(?=\S+(?:\s+\S+){3})", "", clause)  # short lead-in phrase
+            toks = _norm_sentence(clause.replace("cannot", "can not").replace("n't", " not")).split()
+            if len(toks) < 5:
+                continue
+            neg = sum(t in ("not", "no", "never") for t in toks) % 2 == 1
+            key = " ".join(t for t in toks if t not in ("not", "no", "never"))
+            if key in polar and polar[key][0] != neg:
+                return f"claim and its negation: {_clip(polar[key][1].text, 120)!r} vs {_clip(s.text, 120)!r}"
+            polar.setdefault(key, (neg, s))
+        return None
+
+    # -- PR -------------------------------------------------------------------------------------------
+
+    def _pr(self, text: str, sents: list[Sentence], trace: _Trace) -> str | None:
+        kept = [s for s in sents if s.idx not in trace.sentences and s.start >= trace.think_end]
+        if not kept:
+            return None
+
+        def is_answer_sentence(s: Sentence) -> bool:
+            return bool(re.search(r"\\boxed|\banswer\b", s.text, re.IGNORECASE)) or len(_words(s.text)) <= 2
+
+        # (1) staged analysis, then a bare conclusion
+        for i, s in enumerate(kept):
+            if _STAGED.search(s.text):
+                body = [b for b in kept[i + 1 :] if not is_answer_sentence(b) and not _ASSERTIVE.search(b.text)]
+                if len(body) <= self.max_bare_body_sentences and not any(_has_support(b.text) for b in body):
+                    return f"staged analysis with no content: {_clip(s.text)}"
+                break
+        # (2) assertive wrapper with no concrete support in its sentence or the preceding context
+        for i, s in enumerate(kept):
+            if _ASSERTIVE.search(s.text) and not _STAGED.search(s.text):
+                context = [p for p in kept[max(0, i - 3) : i] if p.para >= s.para - 1]
+                if not _has_support(s.text) and not any(_has_support(p.text) for p in context):
+                    return f"reasoning wrapper without support: {_clip(s.text)}"
+        # (3) a numeric conclusion that nothing in the reasoning produces
+        claims = [c for c in extract_claims(text) if c.pos >= trace.superseded_before]
+        if claims:
+            final = claims[-1]
+            val = _as_number(final.value) if final.letter is None else None
+            concl = next((s for s in kept if s.start <= final.pos < s.start + len(s.text) + 1), None)
+            body = [s for s in kept if s is not concl and not (s.start <= final.pos < s.start + len(s.text) + 1)]
+            body = [s for s in body if not is_answer_sentence(s)]
+            if (
+                val is not None
+                and concl is not None
+                and _CONCLUSION.search(concl.text)
+                and len(body) >= 2
+                and not any(_ARITH.search(s.text) for s in body)
+            ):
+                nums = [x for s in body for x in _numbers(s.text)]
+                nums.append(float(sum(bool(_LIST_ITEM.match(s.text)) for s in body)))  # items enumerated
+                if not _derivable(val, nums):
+                    return f"conclusion {final.source!r} is not derived from any quantity given: {_clip(concl.text)}"
+        return None
+
+
+def _repeated_ngram(toks: list[str], n: int, need: int) -> str | None:
+    """The first token n-gram occurring ``need`` or more times without overlap, or None."""
+    if len(toks) < n * need:
+        return None
+    where: dict[tuple[str, ...], list[int]] = {}
+    for i in range(len(toks) - n + 1):
+        g = tuple(toks[i : i + n])
+        lst = where.setdefault(g, [])
+        if not lst or i - lst[-1] >= n:
+            lst.append(i)
+            if len(lst) >= need:
+                return " ".join(g)
+    return None
+
+
+MAX_DERIVATION_NUMBERS = 300
+"""Bound on the distinct quantities tried pairwise by PR cue (3) (keeps the check fast on long texts)."""
+
+
+def _derivable(val: float, nums: list[float]) -> bool:
+    """True when ``val`` is among ``nums`` or one binary operation (or the total) on them gives it."""
+
+    def eq(a: float, b: float) -> bool:
+        return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
+
+    if any(eq(val, x) for x in nums) or (len(nums) > 2 and eq(val, sum(nums))):
+        return True
+    uniq = sorted(set(nums))[:MAX_DERIVATION_NUMBERS]
+    for a, b in combinations(uniq + [x for x in uniq if nums.count(x) > 1], 2):
+        cands = [a + b, a - b, b - a, a * b]
+        if b:
+            cands.append(a / b)
+        if a:
+            cands.append(b / a)
+        if any(eq(val, c) for c in cands):
+            return True
+    return False
+
+
+__all__ = [
+    "RULES_VERSION",
+    "RuleJudge",
+    "Claim",
+    "extract_claims",
+    "normalize_newlines",
+    "options_from_list",
+    "parse_options",
+    "split_sentences",
+]

@@ -1,0 +1,117 @@
+"""PatternEval metrics (SPEC section 1): Acc, Trigger, per-label rates, by family and category, Δacc, Δpat.
+
+Input rows are Response rows joined with one pattern judge's Judgment (columns ``correct`` and the four
+labels). Null values are excluded from the mean they would enter, and counted:
+- ``correct`` null: engine error (``no_response``) or an unresolved verifier case;
+- labels null: engine error, judge error, or a truncated response (no y_m to judge).
+A truncated thinking response counts as wrong (it gave no answer), never as judged text.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable
+
+from howeval.records import LABELS, MODES
+
+
+def mean_or_none(values: Iterable) -> float | None:
+    """Mean of the non-null values as floats (bools count 0/1); None when there are none.
+
+    >>> mean_or_none([True, False, None, True])
+    0.6666666666666666
+    >>> mean_or_none([None]) is None
+    True
+    """
+    vals = [float(v) for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def trigger_of(row: dict) -> bool | None:
+    """t = 1[b_CoT + b_Rep + b_Con + b_PR > 0] (SPEC 1, reconstructed: any label); None when unlabelled."""
+    labels = [row.get(k) for k in LABELS]
+    if any(v is None for v in labels):
+        return None
+    return any(labels)
+
+
+def group_metrics(rows: list[dict]) -> dict:
+    """Acc, Trigger and label rates over ``rows``.
+
+    Returns a dict: ``n`` (rows), ``n_scored`` (correct known), ``n_labeled`` (labels known),
+    ``acc`` and ``trigger`` in [0, 1] or None, ``labels`` {cot, rep, con, pr} rates in [0, 1] or None.
+    """
+    return {
+        "n": len(rows),
+        "n_scored": sum(r.get("correct") is not None for r in rows),
+        "n_labeled": sum(trigger_of(r) is not None for r in rows),
+        "acc": mean_or_none(r.get("correct") for r in rows),
+        "trigger": mean_or_none(trigger_of(r) for r in rows),
+        "labels": {k: mean_or_none(r.get(k) for r in rows) for k in LABELS},
+    }
+
+
+def _by(rows: list[dict], key: str) -> dict:
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        groups[str(r.get(key))].append(r)
+    return {k: group_metrics(v) for k, v in sorted(groups.items())}
+
+
+def mode_metrics(rows: list[dict]) -> dict:
+    """Metrics for one config in one mode: :func:`group_metrics` plus failure counts and breakdowns."""
+    m = group_metrics(rows)
+    m.update({
+        "n_errors": sum(bool(r.get("error")) for r in rows),
+        "n_truncated": sum(bool(r.get("truncated")) for r in rows),
+        "n_unresolved": sum(r.get("correct") is None and not r.get("error") for r in rows),
+        "n_judge_errors": sum(bool(r.get("judge_error")) and not r.get("error") for r in rows),
+        "mean_completion_tokens": mean_or_none(r.get("completion_tokens") for r in rows if not r.get("error")),
+        "mean_response_chars": mean_or_none(len(r.get("response") or "") for r in rows if not r.get("error")),
+        "by_family": _by(rows, "family"),
+        "by_category": _by(rows, "category"),
+    })
+    return m
+
+
+def paired_deltas(nt: list[dict], t: list[dict]) -> dict:
+    """Δacc = Acc_T − Acc_NT and Δpat = Trigger_NT − Trigger_T on the prompts both modes have (SPEC 1).
+
+    Pairs by ``sample_id``; a prompt enters Δacc when both modes have ``correct`` known, and Δpat when
+    both have labels. Returns ``delta_acc``, ``delta_pat`` (None when no pair) and the pair counts.
+
+    >>> nt = [{"sample_id": "a", "correct": False, "cot": True, "rep": False, "con": False, "pr": False}]
+    >>> t = [{"sample_id": "a", "correct": True, "cot": False, "rep": False, "con": False, "pr": False}]
+    >>> d = paired_deltas(nt, t); (d["delta_acc"], d["delta_pat"], d["n_paired_acc"])
+    (1.0, 1.0, 1)
+    """
+    a, b = {r["sample_id"]: r for r in nt}, {r["sample_id"]: r for r in t}
+    both = sorted(set(a) & set(b))
+    acc_pairs = [(a[s]["correct"], b[s]["correct"]) for s in both
+                 if a[s].get("correct") is not None and b[s].get("correct") is not None]
+    pat_pairs = [(trigger_of(a[s]), trigger_of(b[s])) for s in both
+                 if trigger_of(a[s]) is not None and trigger_of(b[s]) is not None]
+    d_acc = (sum(float(y) - float(x) for x, y in acc_pairs) / len(acc_pairs)) if acc_pairs else None
+    d_pat = (sum(float(x) - float(y) for x, y in pat_pairs) / len(pat_pairs)) if pat_pairs else None
+    return {"delta_acc": d_acc, "delta_pat": d_pat, "n_paired_acc": len(acc_pairs), "n_paired_pat": len(pat_pairs)}
+
+
+def sweep_metrics(rows: list[dict]) -> dict:
+    """``{"configs": {name: {"NT": {...}, "T": {...}, "delta_acc", "delta_pat", ...}}}`` over joined rows.
+
+    Raises:
+        ValueError: a row has a mode other than NT/T.
+    """
+    by_cfg: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r["mode"] not in MODES:
+            raise ValueError(f"row {r.get('sample_id')!r}: mode {r['mode']!r} not in {MODES}")
+        by_cfg[r["config"]][r["mode"]].append(r)
+    out = {}
+    for cfg, modes in sorted(by_cfg.items()):
+        entry: dict = {m: mode_metrics(modes[m]) for m in MODES if m in modes}
+        if "NT" in modes and "T" in modes:
+            entry.update(paired_deltas(modes["NT"], modes["T"]))
+        else:
+            entry.update({"delta_acc": None, "delta_pat": None, "n_paired_acc": 0, "n_paired_pat": 0})
+        out[cfg] = entry
+    return {"configs": out}

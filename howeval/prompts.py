@@ -1,0 +1,65 @@
+"""Build policy requests from samples: the question, options and images, switched into a mode."""
+from __future__ import annotations
+
+import base64
+
+from howeval.config import ModelConfig
+from howeval.engines.base import ChatRequest
+
+OPTION_LETTERS = "ABCDEFGHIJ"
+
+ANSWER_INSTRUCTION = "Put your final answer in \\boxed{}."
+
+
+def image_data_url(data: bytes) -> str:
+    """``data:<mime>;base64,...`` for PNG, JPEG, GIF or WebP bytes (sniffed from the header)."""
+    return f"data:{_mime(data)};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _mime(data: bytes) -> str:
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "image/png"
+    if data[:3] == b"\xff\xd8\xff":
+        return "image/jpeg"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return "application/octet-stream"
+
+
+def question_text(sample: dict) -> str:
+    """The question with lettered options (``A. ...``) when it has any, and the answer instruction."""
+    q = sample["question"].strip()
+    opts = sample.get("options") or []
+    if opts:
+        q += "\n" + "\n".join(f"{OPTION_LETTERS[i]}. {o}" for i, o in enumerate(opts))
+    return f"{q}\n{ANSWER_INSTRUCTION}"
+
+
+def build_request(sample: dict, model: ModelConfig, mode: str) -> ChatRequest:
+    """The ChatRequest for ``sample`` under ``model`` in ``mode`` ("NT" or "T").
+
+    Images go as ``image_url`` parts (data URLs) before the text, unless ``model.vision`` is False,
+    in which case they are left out (text-only models; the report says so).
+
+    Raises:
+        KeyError: ``mode`` is not configured for this model (lists the configured modes).
+    """
+    if mode not in model.modes:
+        raise KeyError(f"config {model.name!r} has no mode {mode!r}; configured: {sorted(model.modes)}")
+    mc = model.modes[mode]
+    parts: list[dict] = []
+    if model.vision:
+        parts += [{"type": "image_url", "image_url": {"url": image_data_url(b)}} for b in sample.get("images") or []]
+    parts.append({"type": "text", "text": question_text(sample)})
+    messages = []
+    if mc.system_prompt:
+        messages.append({"role": "system", "content": mc.system_prompt})
+    messages.append({"role": "user", "content": parts})
+    s = model.sampling
+    return ChatRequest(
+        messages=messages, max_tokens=mc.max_tokens or s.max_tokens, temperature=s.temperature, top_p=s.top_p,
+        seed=s.seed, chat_template_kwargs=dict(mc.chat_template_kwargs), reasoning_effort=mc.reasoning_effort,
+        extra_body=dict(mc.extra_body), request_id=f"{sample['sample_id']}|{model.name}|{mode}",
+    )

@@ -1,0 +1,113 @@
+"""Typed records that flow one way through the system: Sample -> Response -> Judgment (DESIGN.md).
+
+Records travel through Ray Data as plain dict rows; these Arrow schemas fix their columns and types
+so every Parquet file under an output URI has the same shape, and the key ``(sample_id, config, mode)``
+lets every stage skip what is already written (resume, re-judging).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pyarrow as pa
+
+MODES = ("NT", "T")
+"""Inference modes of SPEC section 1: non-thinking (NT) and thinking (T)."""
+
+FAMILIES = ("VG", "OS", "KR")
+"""PatternEval task families: perception & grounding, OCR & structured images, knowledge reasoning."""
+
+KEY = ("sample_id", "config", "mode")
+"""The key of a response or judgment row."""
+
+LABELS = ("cot", "rep", "con", "pr")
+"""The four response-pattern labels (SPEC section 1), in this order everywhere."""
+
+SAMPLE_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("benchmark", pa.string()),
+        ("source", pa.string()),
+        ("family", pa.string()),
+        ("category", pa.string()),
+        ("question", pa.string()),
+        ("images", pa.list_(pa.binary())),
+        ("image_names", pa.list_(pa.string())),
+        ("options", pa.list_(pa.string())),
+        ("answer", pa.string()),
+        ("answer_type", pa.string()),
+        ("reference_steps", pa.list_(pa.string())),
+        ("evidence_boxes", pa.list_(pa.list_(pa.int64()))),
+        ("key_steps", pa.list_(pa.string())),
+        ("domain", pa.string()),
+    ]
+)
+
+RESPONSE_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("config", pa.string()),
+        ("mode", pa.string()),
+        ("model", pa.string()),
+        ("engine", pa.string()),
+        ("benchmark", pa.string()),
+        ("family", pa.string()),
+        ("category", pa.string()),
+        ("question", pa.string()),
+        ("answer", pa.string()),
+        ("answer_type", pa.string()),
+        ("options", pa.list_(pa.string())),
+        ("reasoning", pa.string()),  # r_m, the reasoning channel (null when none)
+        ("response", pa.string()),  # y_m, the only part that is judged
+        ("finish_reason", pa.string()),
+        ("truncated", pa.bool_()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("latency_s", pa.float64()),
+        ("images_seen", pa.int64()),  # images the engine actually received (0 for text-only models)
+        ("error", pa.string()),
+        ("response_hash", pa.string()),
+    ]
+)
+
+JUDGMENT_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("config", pa.string()),
+        ("mode", pa.string()),
+        ("judge", pa.string()),  # pattern judge id, e.g. "rules@1"
+        ("verifier", pa.string()),  # verifier id, e.g. "rules@1"
+        ("response_hash", pa.string()),
+        ("correct", pa.bool_()),  # null when unresolved / not judgeable
+        ("extracted", pa.string()),
+        ("verify_method", pa.string()),
+        ("verify_reason", pa.string()),
+        ("cot", pa.bool_()),
+        ("rep", pa.bool_()),
+        ("con", pa.bool_()),
+        ("pr", pa.bool_()),
+        ("evidence", pa.string()),  # JSON object label -> evidence span
+        ("rationale", pa.string()),
+        ("judge_error", pa.string()),  # null on success; the reason otherwise (labels are then null)
+    ]
+)
+
+
+def response_hash(response: str | None, reasoning: str | None = None) -> str:
+    """Stable id of a response text: sha256 over (y_m, r_m), hex, 16 chars. Judgments are cached by it."""
+    h = hashlib.sha256(json.dumps([response, reasoning], ensure_ascii=False).encode("utf-8"))
+    return h.hexdigest()[:16]
+
+
+def key_of(row: dict) -> tuple[str, str, str]:
+    """The ``(sample_id, config, mode)`` key of a row. Raises KeyError naming the missing column."""
+    missing = [k for k in KEY if k not in row]
+    if missing:
+        raise KeyError(f"row lacks key column(s) {missing}; present: {sorted(row)}")
+    return (str(row["sample_id"]), str(row["config"]), str(row["mode"]))
+
+
+def conform(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    """Build a table with exactly ``schema``'s columns (missing ones null). Raises on a type mismatch."""
+    cols = {f.name: [r.get(f.name) for r in rows] for f in schema}
+    return pa.Table.from_pydict(cols, schema=schema)

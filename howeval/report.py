@@ -1,0 +1,69 @@
+"""Render metrics as the tables a reader of the PatternEval paper expects (Markdown)."""
+from __future__ import annotations
+
+from howeval.records import LABELS, MODES
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    """A rate in [0, 1] as a percentage string; '–' for None. ``pct(0.125) == '12.5'``."""
+    return "–" if x is None else f"{100 * x:.{digits}f}"
+
+
+def pts(x: float | None) -> str:
+    """A difference of rates in percentage points with a sign; '–' for None."""
+    return "–" if x is None else f"{100 * x:+.1f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def render_report(metrics: dict, *, title: str, notes: list[str] | None = None,
+                  bad_rows: list[dict] | None = None, extra_sections: list[str] | None = None) -> str:
+    """Markdown report: main table (Acc, Trigger, label rates per config x mode), Δ table,
+    by family, by category, failures, skipped rows. All rates are percentages."""
+    cfgs = metrics["configs"]
+    out = [f"# {title}", ""]
+    for n in notes or []:
+        out.append(f"> {n}")
+    if notes:
+        out.append("")
+    out += ["## PatternEval: accuracy and response patterns", "",
+            "Acc = verifier accuracy; Trigger = share of responses with at least one pattern; CoT, Rep, Con, PR =",
+            "per-label rates (SPEC §1). All in %. n = responses; scored / labelled = rows with a verdict.", ""]
+    rows = []
+    for name, c in cfgs.items():
+        for m in MODES:
+            if m not in c:
+                continue
+            x = c[m]
+            rows.append([name, m, str(x["n"]), f"{x['n_scored']}/{x['n_labeled']}", pct(x["acc"]), pct(x["trigger"]),
+                         *[pct(x["labels"][k]) for k in LABELS], str(x["n_errors"]), str(x["n_truncated"]),
+                         "–" if x.get("mean_completion_tokens") is None else f"{x['mean_completion_tokens']:.0f}"])
+    out += [_table(["config", "mode", "n", "scored/labelled", "Acc", "Trigger", "CoT", "Rep", "Con", "PR",
+                    "errors", "truncated", "tokens"], rows), ""]
+    out += ["## Paired gaps (T vs NT on the same prompts)", "",
+            "Δacc = Acc_T − Acc_NT; Δpat = Trigger_NT − Trigger_T (positive: thinking mode triggers fewer patterns).", ""]
+    drows = [[n, pts(c.get("delta_acc")), pts(c.get("delta_pat")), str(c.get("n_paired_acc", 0)),
+              str(c.get("n_paired_pat", 0))] for n, c in cfgs.items()]
+    out += [_table(["config", "Δacc (pts)", "Δpat (pts)", "pairs (acc)", "pairs (pat)"], drows), ""]
+    for key, label in (("by_family", "family"), ("by_category", "category")):
+        out += [f"## By {label}", ""]
+        rows = []
+        for name, c in cfgs.items():
+            for m in MODES:
+                if m not in c:
+                    continue
+                for g, x in c[m][key].items():
+                    rows.append([name, m, g, str(x["n"]), pct(x["acc"]), pct(x["trigger"]),
+                                 *[pct(x["labels"][k]) for k in LABELS]])
+        out += [_table(["config", "mode", label, "n", "Acc", "Trigger", "CoT", "Rep", "Con", "PR"], rows), ""]
+    for sec in extra_sections or []:
+        out += [sec, ""]
+    if bad_rows:
+        out += ["## Skipped benchmark rows (--skip-bad-rows)", ""]
+        out += [_table(["file:line", "uid", "field", "reason"],
+                       [[f"{b['path']}:{b['line']}", str(b["uid"]), b["field"], b["reason"]] for b in bad_rows]), ""]
+    return "\n".join(out)

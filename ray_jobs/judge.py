@@ -1,0 +1,127 @@
+"""Job: (re-)judge the responses of a run with the configured judges, without regenerating anything.
+
+    python -m ray_jobs.judge --run runs/demo [--judges configs/judges/llm.yaml] [--only NAME ...]
+
+Judgments are cached by (response hash, judge id = name@version): a judgment already written without
+error is never paid for again; rows whose judgment failed (``judge_error``) are retried. The verifier's
+verdict is reused across judges for the same response hash.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+import pyarrow as pa
+import yaml
+
+from howeval.config import ConfigError, JudgesConfig, SweepConfig
+from howeval.judging import judge_id, verifier_id
+from howeval.prompts import image_data_url
+from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA, conform
+from howeval.store import fs_and_path, join, read_table
+from ray_jobs.common import blocks, init_ray, log, write_parquet
+
+STAGE_SCHEMA = (RESPONSE_SCHEMA.append(pa.field("judges_needed", pa.list_(pa.string())))
+                .append(pa.field("cached_verify", pa.string())).append(pa.field("image_data_url", pa.string())))
+
+
+def plan_judging(responses: list[dict], judgments: list[dict], judges: JudgesConfig,
+                 only: list[str] | None = None) -> list[dict]:
+    """Response rows that still need a judge, each with ``judges_needed`` and ``cached_verify``.
+
+    A (response, judge) pair is done when a judgment with the same key, judge id and response hash
+    exists without ``judge_error``. A verifier verdict is reusable when it has the same response hash and
+    verifier id and is not an LLM failure.
+    """
+    vid = verifier_id(judges)
+    done, cached = set(), {}
+    for j in judgments:
+        k = (j["sample_id"], j["config"], j["mode"], j["response_hash"])
+        if not j.get("judge_error"):
+            done.add((*k, j["judge"]))
+        if j.get("verifier") == vid and j.get("verify_method") not in (None, "llm_error"):
+            cached[k] = json.dumps({"correct": j["correct"], "extracted": j["extracted"],
+                                    "method": j["verify_method"], "reason": j["verify_reason"]})
+    ids = [judge_id(c) for c in judges.pattern if only is None or c.name in only]
+    out = []
+    for r in responses:
+        k = (r["sample_id"], r["config"], r["mode"], r["response_hash"])
+        need = [jid for jid in ids if (*k, jid) not in done]
+        if need:
+            out.append({**r, "judges_needed": need, "cached_verify": cached.get(k)})
+    return out
+
+
+def judge_run(cfg: SweepConfig, samples: list[dict] | None = None, only: list[str] | None = None) -> dict:
+    """Judge every response under ``cfg.output_uri`` that lacks a judgment; append to judgments/."""
+    import ray
+    from ray.data import ActorPoolStrategy
+
+    from actors.judge import JudgeStage
+
+    responses, _ = read_table(join(cfg.output_uri, "responses"), RESPONSE_SCHEMA)
+    judgments, _ = read_table(join(cfg.output_uri, "judgments"), JUDGMENT_SCHEMA)
+    todo = plan_judging(responses.to_pylist(), judgments.to_pylist(), cfg.judges, only)
+    if not todo:
+        return {"judged": 0}
+    if any(j.kind == "llm" and j.with_image for j in cfg.judges.pattern):
+        if samples is None:
+            from ray_jobs.sweep import load_samples
+
+            samples, _ = load_samples(cfg)
+        first_image = {s["sample_id"]: image_data_url(s["images"][0]) for s in samples if s["images"]}
+        for r in todo:
+            r["image_data_url"] = first_image.get(r["sample_id"])
+    init_ray(cfg.ray)
+    bs = 16
+    ds = ray.data.from_arrow(blocks(conform(todo, STAGE_SCHEMA), bs))
+    ds = ds.map_batches(JudgeStage, fn_constructor_kwargs={"judges": cfg.judges.model_dump(), "only": only},
+                        batch_size=bs, batch_format="pyarrow", compute=ActorPoolStrategy(size=cfg.judges.replicas),
+                        num_cpus=cfg.judges.num_cpus)
+    write_parquet(ds, join(cfg.output_uri, "judgments"), cfg.ray.task_num_cpus)
+    log.info("judged %d responses", len(todo))
+    return {"judged": len(todo)}
+
+
+def load_run_config(run: str) -> SweepConfig:
+    """The config a run was made with (``<run>/run_config.json``)."""
+    fs, path = fs_and_path(join(run, "run_config.json"))
+    if not fs.exists(path):
+        raise FileNotFoundError(f"{run} has no run_config.json: is it the output of ray_jobs.sweep?")
+    with fs.open(path, "r") as f:
+        return SweepConfig.model_validate_json(f.read())
+
+
+def main(argv=None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    p = argparse.ArgumentParser(prog="python -m ray_jobs.judge", description=__doc__.split("\n")[0])
+    p.add_argument("--run", required=True, help="output URI of a sweep run")
+    p.add_argument("--judges", help="YAML with a `judges:` block replacing the run's judges")
+    p.add_argument("--only", nargs="+", help="judge names to run (default: all)")
+    p.add_argument("--no-report", action="store_true", help="skip rewriting metrics.json / report.md")
+    args = p.parse_args(argv)
+    try:
+        cfg = load_run_config(args.run)
+        raw = cfg.model_dump()
+        raw["output_uri"] = args.run
+        if args.judges:
+            with open(args.judges) as f:
+                doc = yaml.safe_load(f) or {}
+            raw["judges"] = doc.get("judges", doc)
+        cfg = SweepConfig.model_validate(raw)
+        res = judge_run(cfg, only=args.only)
+        if not args.no_report:
+            from ray_jobs.report import write_report
+
+            write_report(cfg)
+    except (ConfigError, FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Job: metrics and report of a run from its Parquet records (no Ray needed).
+
+    python -m ray_jobs.report --run runs/demo [--judge NAME]
+
+Joins each response with the primary pattern judge's judgment (same key and response hash; a
+judgment without error preferred), computes SPEC §1 metrics, writes ``metrics.json`` and ``report.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from howeval.config import SweepConfig
+from howeval.judging import judge_id
+from howeval.metrics import sweep_metrics
+from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA
+from howeval.report import render_report
+from howeval.store import fs_and_path, join, read_table, write_json
+
+JUDGMENT_COLUMNS = ("correct", "extracted", "verify_method", "verify_reason", "cot", "rep", "con", "pr",
+                    "judge_error", "judge")
+
+
+def joined_rows(responses: list[dict], judgments: list[dict], jid: str) -> list[dict]:
+    """Responses with the judgment of judge ``jid`` merged in (judgment columns null when none)."""
+    best: dict[tuple, dict] = {}
+    for j in judgments:
+        if j["judge"] != jid:
+            continue
+        k = (j["sample_id"], j["config"], j["mode"], j["response_hash"])
+        if k not in best or (best[k].get("judge_error") and not j.get("judge_error")):
+            best[k] = j
+    out = []
+    for r in responses:
+        j = best.get((r["sample_id"], r["config"], r["mode"], r["response_hash"]))
+        row = dict(r)
+        for c in JUDGMENT_COLUMNS:
+            row[c] = j.get(c) if j else None
+        if j is None and not r.get("error"):
+            row["judge_error"] = "not judged yet"
+        out.append(row)
+    return out
+
+
+def _read_bad_rows(run: str) -> list[dict]:
+    fs, path = fs_and_path(join(run, "bad_rows.json"))
+    if not fs.exists(path):
+        return []
+    with fs.open(path, "r") as f:
+        return json.load(f)
+
+
+def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: str | None = None) -> dict:
+    """Compute metrics for the run at ``cfg.output_uri`` and write ``metrics.json`` and ``report.md``."""
+    out = cfg.output_uri
+    responses = read_table(join(out, "responses"), RESPONSE_SCHEMA)[0].to_pylist()
+    judgments = read_table(join(out, "judgments"), JUDGMENT_SCHEMA)[0].to_pylist()
+    name = judge or cfg.judges.primary_name
+    jc = next((j for j in cfg.judges.pattern if j.name == name), None)
+    if jc is None:
+        raise ValueError(f"judge {name!r} not in the run's judges {[j.name for j in cfg.judges.pattern]}")
+    rows = joined_rows(responses, judgments, judge_id(jc))
+    metrics = sweep_metrics(rows)
+    metrics["run"] = {"name": cfg.name, "output_uri": out, "pattern_judge": judge_id(jc),
+                      "benchmarks": [b.path for b in cfg.benchmarks], "n_responses": len(responses)}
+    bad_rows = _read_bad_rows(out) if bad_rows is None else bad_rows
+    metrics["bad_rows"] = bad_rows
+    notes = [f"Pattern judge: `{judge_id(jc)}`; verifier: rule-based per answer type"
+             f"{' with LLM fallback' if cfg.judges.verifier.llm_fallback else ''}."]
+    blind = sorted({r["config"] for r in responses if r.get("images_seen") == 0 and not r.get("error")})
+    if blind:
+        notes.append(f"Text-only configs (they never saw the images, so image questions are answered blind): "
+                     f"{', '.join(blind)}. The embedded SmolLM2-135M is such a model: its numbers test the "
+                     "pipeline, not a VLM.")
+    write_json(join(out, "metrics.json"), json.dumps(metrics, indent=2, sort_keys=True))
+    write_json(join(out, "report.md"), render_report(metrics, title=f"Sweep report: {cfg.name}", notes=notes,
+                                                     bad_rows=bad_rows))
+    return metrics
+
+
+def main(argv=None) -> int:
+    from ray_jobs.judge import load_run_config
+
+    p = argparse.ArgumentParser(prog="python -m ray_jobs.report", description=__doc__.split("\n")[0])
+    p.add_argument("--run", required=True, help="output URI of a sweep run")
+    p.add_argument("--judge", help="pattern judge name whose labels enter the metrics (default: the primary)")
+    args = p.parse_args(argv)
+    cfg = load_run_config(args.run)
+    cfg = SweepConfig.model_validate({**cfg.model_dump(), "output_uri": args.run})
+    try:
+        write_report(cfg, judge=args.judge)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {join(args.run, 'metrics.json')} and {join(args.run, 'report.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
