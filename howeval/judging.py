@@ -111,7 +111,7 @@ class Judger:
                       "image_data_url": images[i] if images else None} for i in todo]
             verdicts = judge.judge_batch(items) if items else []
         else:
-            verdicts = [judge.judge(rows[i]["response"], rows[i]["question"]) for i in todo]
+            verdicts = [judge.judge(rows[i]["response"], rows[i]["question"], rows[i].get("options")) for i in todo]
         for i, v in zip(todo, verdicts):
             if v.error:
                 out[i] = {"labels": None, "evidence": None, "error": v.error, "rationale": v.raw}

@@ -1,0 +1,133 @@
+"""The PatternRM actor: text-only, batched four-label prediction for (question, response) pairs.
+
+Backends (a registry, :data:`BACKENDS`):
+
+- ``rules``: the deterministic rule judge (``howeval.judges.rules.RuleJudge``) standing in for a trained
+  PatternRM (the embedded default, no checkpoint needed).
+- ``checkpoint``: a causal LM trained by ``ray_jobs.train_patternrm`` (or any LM that writes the direct
+  format), greedy-decoded in batches with left padding; its output is read by
+  ``howeval.patternrm.parse_label_output``. Unparseable output is an error on that row (``labels`` None,
+  ``error`` set), never a clean label.
+
+The class is plain Python: the reward server wraps it in a Serve deployment, a Ray Data job can use it
+as a ``map_batches`` class or ``ray.remote(PatternRM)``. Heavy imports happen in ``__init__``.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from howeval.patternrm import PatternRMParseError, parse_label_output, patternrm_messages
+
+log = logging.getLogger(__name__)
+
+REQUIRED_KEYS = {"question": "the prompt q (text only)", "response": "the user-facing response y_m"}
+
+
+def _check_items(items: Sequence[dict]) -> None:
+    for i, it in enumerate(items):
+        missing = [k for k in REQUIRED_KEYS if k not in it]
+        if missing:
+            raise KeyError(f"PatternRM item {i} lacks {missing}; present: {sorted(it)}; required: {REQUIRED_KEYS}")
+
+
+class _RulesBackend:
+    name = "rules"
+
+    def __init__(self, **_: Any):
+        from howeval.judges.rules import RULES_VERSION, RuleJudge
+
+        self.judge = RuleJudge()
+        self.version = f"rules@{RULES_VERSION}"
+
+    def label(self, items: Sequence[dict]) -> list[dict]:
+        out = []
+        for it in items:
+            v = self.judge.judge(it["response"], it.get("question"))
+            out.append({"labels": dict(v.labels), "error": v.error, "raw": None})
+        return out
+
+
+class _CheckpointBackend:
+    name = "checkpoint"
+
+    def __init__(self, path: str | None = None, max_new_tokens: int = 24, max_input_tokens: int = 1024,
+                 max_response_chars: int | None = 4000, device: str | None = None, **_: Any):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if not path:
+            raise ValueError("patternrm kind 'checkpoint' needs a path (a trained checkpoint folder, or 'embedded')")
+        if path == "embedded":  # the untrained embedded SmolLM2: a format smoke test, not a reward model
+            from howeval.engines.hf import embedded_checkpoint
+
+            path = embedded_checkpoint()
+        self.path = path
+        self.version = f"checkpoint@{path}"
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.tok = AutoTokenizer.from_pretrained(path)
+        self.tok.padding_side = "left"
+        if self.tok.pad_token is None:
+            self.tok.pad_token = self.tok.eos_token
+        self.model = AutoModelForCausalLM.from_pretrained(path).to(self.device).eval()
+        self.max_new_tokens = max_new_tokens
+        self.max_input_tokens = max_input_tokens
+        self.max_response_chars = max_response_chars
+        self._torch = torch
+
+    def generate(self, items: Sequence[dict]) -> list[str]:
+        prompts = [
+            self.tok.apply_chat_template(patternrm_messages(it.get("question") or "", it["response"], self.max_response_chars),
+                                         tokenize=False, add_generation_prompt=True)
+            for it in items
+        ]
+        enc = self.tok(prompts, return_tensors="pt", padding=True, truncation=True,
+                       max_length=self.max_input_tokens).to(self.device)  # input_ids: (B, T)
+        with self._torch.inference_mode():
+            out = self.model.generate(**enc, max_new_tokens=self.max_new_tokens, do_sample=False,
+                                      pad_token_id=self.tok.pad_token_id)  # (B, T + new)
+        return self.tok.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+
+    def label(self, items: Sequence[dict]) -> list[dict]:
+        out = []
+        for raw in self.generate(items):
+            try:
+                out.append({"labels": parse_label_output(raw), "error": None, "raw": raw})
+            except PatternRMParseError as e:
+                out.append({"labels": None, "error": f"patternrm_parse_error: {e}", "raw": raw})
+        return out
+
+
+BACKENDS: dict[str, Callable[..., Any]] = {"rules": _RulesBackend, "checkpoint": _CheckpointBackend}
+
+
+class PatternRM:
+    """Labels ``{"question", "response"}`` items with the four pattern labels, one result per item.
+
+    Args:
+        kind: a registered backend (:data:`BACKENDS`): ``rules`` or ``checkpoint``.
+        **backend_kwargs: the backend's settings (``path``, ``max_new_tokens``, ``max_input_tokens``, ...).
+
+    Each result is ``{"labels": {cot, rep, con, pr} | None, "error": str | None, "raw": str | None}``.
+
+    >>> rm = PatternRM("rules")
+    >>> rm.label_batch([{"question": "2+2?", "response": "Wait, let me re-check. The answer is 4."}])[0]["labels"]
+    {'cot': True, 'rep': False, 'con': False, 'pr': False}
+    """
+
+    def __init__(self, kind: str = "rules", **backend_kwargs: Any):
+        if kind not in BACKENDS:
+            raise ValueError(f"patternrm kind={kind!r} is not registered; registered: {sorted(BACKENDS)}")
+        self.kind = kind
+        self.backend = BACKENDS[kind](**backend_kwargs)
+        self.version = self.backend.version
+
+    def label_batch(self, items: Sequence[dict]) -> list[dict]:
+        """Label a batch; a row whose output cannot be parsed carries ``error`` and no labels."""
+        _check_items(items)
+        if not items:
+            return []
+        res = self.backend.label(items)
+        assert len(res) == len(items), f"backend returned {len(res)} results for {len(items)} items"
+        return res
