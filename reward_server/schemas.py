@@ -1,0 +1,92 @@
+"""Request and response bodies of the reward server (pydantic; invalid bodies are 422 naming the field)."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from howeval.verify import VERIFIERS
+
+MAX_TEXT = 200_000  # characters per text field
+
+
+class RewardItem(BaseModel):
+    """One rollout to score."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: str = Field(..., max_length=MAX_TEXT, description="The prompt q (text); part of the gate key.")
+    response: str = Field(..., max_length=MAX_TEXT, description="The user-facing response y_m.")
+    answer: str = Field(..., max_length=MAX_TEXT, description="The reference answer g.")
+    answer_type: str = Field(..., description="Verifier answer type (howeval.verify.VERIFIERS).")
+    kind: Literal["base", "pattern", "cpr"] = Field("pattern", description="base = verifier only; pattern = PatternRL; cpr = CRYSTAL CPR.")
+    reference_steps: list[str] | None = Field(None, max_length=512, description="Reference steps (cpr only, non-empty).")
+    options: list[str] | None = Field(None, max_length=64, description="Option texts in order (multiple choice), optional.")
+
+    @field_validator("answer_type")
+    @classmethod
+    def _known_type(cls, v: str) -> str:
+        if v not in VERIFIERS:
+            raise ValueError(f"answer_type {v!r} is not registered; registered: {sorted(VERIFIERS)}")
+        return v
+
+    @model_validator(mode="after")
+    def _cpr_needs_steps(self) -> "RewardItem":
+        if self.kind == "cpr" and not self.reference_steps:
+            raise ValueError("reference_steps: required and non-empty when kind is 'cpr'")
+        if self.reference_steps is not None and any(len(s) > MAX_TEXT for s in self.reference_steps):
+            raise ValueError(f"reference_steps: each step must be at most {MAX_TEXT} characters")
+        return self
+
+
+class RewardRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[RewardItem] = Field(..., min_length=1, description="Rollouts to score, answered in the same order.")
+
+
+class RewardResult(BaseModel):
+    """One reward; parts a kind does not use are null."""
+
+    reward: float = Field(..., description="The reward (base: s_ver; pattern: s_ver·(0.9+0.1·a); cpr: CPR).")
+    s_ver: float = Field(..., description="Verifier reward in {0, 1}.")
+    labels: dict[str, bool] | None = Field(None, description="PatternRM labels (pattern kind with z = 1 and PatternRM up).")
+    s_pat: float | None = Field(None, description="Pattern score from labels.")
+    z: int | None = Field(None, description="Bernoulli gate (pattern kind).")
+    step_f1: float | None = Field(None, description="Step F1 (cpr kind).")
+    degraded: bool = Field(False, description="PatternRM was needed (z = 1) but down, failing, late or unparseable: verifier-only reward (a = 1).")
+    verify_method: str = Field(..., description="'rule' or 'unresolved' (rules could not decide; s_ver = 0 under on_unresolved=zero).")
+    error: str | None = Field(None, description="Why this row degraded, when it did.")
+
+
+class RewardResponse(BaseModel):
+    rewards: list[RewardResult]
+
+
+class OpenRLHFRequest(BaseModel):
+    """OpenRLHF remote reward model body: ``query`` = prompt + response, ``prompts``, ``labels`` (answers).
+
+    A label may also be a JSON object string ``{"answer", "answer_type"?, "kind"?, "reference_steps"?}``.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    query: list[str] = Field(..., min_length=1, max_length=1024)
+    prompts: list[str] | None = Field(None)
+    labels: list[str] | None = Field(None)
+
+    @model_validator(mode="after")
+    def _same_length(self) -> "OpenRLHFRequest":
+        for name in ("prompts", "labels"):
+            v = getattr(self, name)
+            if v is None:
+                raise ValueError(f"{name}: required (one per query)")
+            if len(v) != len(self.query):
+                raise ValueError(f"{name}: {len(v)} values for {len(self.query)} queries")
+        return self
+
+
+class OpenRLHFResponse(BaseModel):
+    rewards: list[float]
+    scores: list[float]
+    extra_logs: dict[str, list[float]]
