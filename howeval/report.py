@@ -67,3 +67,45 @@ def render_report(metrics: dict, *, title: str, notes: list[str] | None = None,
         out += [_table(["file:line", "uid", "field", "reason"],
                        [[f"{b['path']}:{b['line']}", str(b["uid"]), b["field"], b["reason"]] for b in bad_rows]), ""]
     return "\n".join(out)
+
+
+def render_crystal(crystal: dict) -> str:
+    """CRYSTAL table: mean step precision, recall, Match F1, LIS ratio, Ordered Match F1 per config x mode."""
+    rows = []
+    for c, modes in crystal.items():
+        for m, x in modes.items():
+            rows.append([c, m, str(x["n"]), pct(x["precision"]), pct(x["recall"]), pct(x["f1"]), pct(x["lis"]),
+                         pct(x["ordered_f1"])])
+    any_x = next((x for modes in crystal.values() for x in modes.values()), None)
+    head = "## CRYSTAL: step-level reasoning"
+    if any_x:
+        head += (f"\n\nGreedy one-to-one matching at τ = {any_x['tau']} ({any_x['embedder']}), Ordered Match F1 with "
+                 f"α = {any_x['alpha']} and the {any_x['order'].upper()} order score (SPEC §3). Means over responses "
+                 "whose item has reference steps, in %.")
+    return head + "\n\n" + _table(["config", "mode", "n", "Precision", "Recall", "Match F1", "LIS ratio",
+                                    "Ordered Match F1"], rows)
+
+
+def render_adapt(adapt: dict) -> str:
+    """AdaptMMBench tables: accuracy per mode and domain, MCC of tool calling, efficiency."""
+    rows, eff = [], []
+    for c, s in adapt.items():
+        for mode, acc in s["accuracy"].items():
+            doms = ", ".join(f"{d} {pct(v)}" for d, v in acc.items() if d != "all")
+            rows.append([c, mode, str(s["n"].get(mode, 0)), pct(acc.get("all")), doms])
+            e = s["efficiency"][mode]
+            eff.append([c, mode, *("–" if e[k] is None else f"{e[k]:.1f}" for k in ("tokens", "steps", "tool_calls", "turns")),
+                        pct(s["tool_exec_ok_rate"].get(mode))])
+    mcc = [[c, "–" if s["mcc"] is None else f"{s['mcc']:.3f}",
+            " / ".join(str((s["confusion"] or {}).get(k, "–")) for k in ("tp", "fp", "tn", "fn")),
+            " / ".join(str((s["labels"] or {}).get(k, "–")) for k in ("required", "redundant", "unsolved")),
+            str(sum(s["errors"].values())), str(s.get("unresolved", 0))] for c, s in adapt.items()]
+    return "\n\n".join([
+        "## AdaptMMBench: adaptive tool use",
+        "Accuracy (%) per mode and domain; text = no tools, adaptive = the model may call zoom/rotate/contrast "
+        "(executed by the system), oracle = gold evidence crops given (SPEC §4).",
+        _table(["config", "mode", "n", "Acc", "by domain"], rows),
+        "Mode selection: MCC of 'called a tool' against the model's own Tool-Required labels (ε = 1e-8).",
+        _table(["config", "MCC", "TP / FP / TN / FN", "required / redundant / unsolved", "errors", "unresolved"], mcc),
+        _table(["config", "mode", "tokens", "steps", "tool calls", "turns", "tool calls that ran"], eff),
+    ])

@@ -15,7 +15,7 @@ from howeval.config import SweepConfig
 from howeval.judging import judge_id
 from howeval.metrics import sweep_metrics
 from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA
-from howeval.report import render_report
+from howeval.report import render_adapt, render_crystal, render_report
 from howeval.store import fs_and_path, join, read_table, write_json
 
 JUDGMENT_COLUMNS = ("correct", "extracted", "verify_method", "verify_reason", "cot", "rep", "con", "pr",
@@ -73,9 +73,25 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
         notes.append(f"Text-only configs (they never saw the images, so image questions are answered blind): "
                      f"{', '.join(blind)}. The embedded SmolLM2-135M is such a model: its numbers test the "
                      "pipeline, not a VLM.")
-    write_json(join(out, "metrics.json"), json.dumps(metrics, indent=2, sort_keys=True))
+    extra = []
+    from ray_jobs.crystal import STEPS_SCHEMA, crystal_metrics
+
+    steps = read_table(join(out, "steps"), STEPS_SCHEMA)[0].to_pylist()
+    if steps:
+        metrics["crystal"] = crystal_metrics(steps)
+        extra.append(render_crystal(metrics["crystal"]))
+    from ray_jobs.adapt import ADAPT_SCHEMA, summarize_rows
+
+    adapt_rows = read_table(join(out, "adapt"), ADAPT_SCHEMA)[0].to_pylist()
+    if adapt_rows:
+        by_cfg: dict = {}
+        for r in adapt_rows:
+            by_cfg.setdefault(r["config"], []).append(r)
+        metrics["adapt"] = {c: summarize_rows(rs) for c, rs in sorted(by_cfg.items())}
+        extra.append(render_adapt(metrics["adapt"]))
+    write_json(join(out, "metrics.json"), json.dumps(metrics, indent=2, sort_keys=True, default=str))
     write_json(join(out, "report.md"), render_report(metrics, title=f"Sweep report: {cfg.name}", notes=notes,
-                                                     bad_rows=bad_rows))
+                                                     bad_rows=bad_rows, extra_sections=extra))
     return metrics
 
 

@@ -3,7 +3,8 @@
     python -m ray_jobs.sweep --config configs/demo.yaml [--data FILE] [--output URI] [--limit N]
 
 Flow (one direction): benchmark rows -> PolicyStage actor pool -> responses/*.parquet ->
-JudgeStage actor pool -> judgments/*.parquet -> metrics.json + report.md. Rerunning the same command
+JudgeStage actor pool -> judgments/*.parquet [-> CRYSTAL steps/ when ``crystal:`` is set]
+[-> AdaptMMBench adapt/ when ``adapt:`` is set] -> metrics.json + report.md. Rerunning the same command
 skips every key ``(sample_id, config, mode)`` already written (resume after a kill).
 """
 from __future__ import annotations
@@ -91,6 +92,14 @@ def run_sweep(cfg: SweepConfig) -> dict:
     for model in cfg.models:
         log.info("generate %s", json.dumps(generate(cfg, model, samples)))
     judge_run(cfg, samples=samples)
+    if cfg.crystal is not None:
+        from ray_jobs.crystal import score_run
+
+        score_run(cfg, samples)
+    if cfg.adapt is not None:
+        from ray_jobs.adapt import run_adapt
+
+        run_adapt(cfg, samples)
     return write_report(cfg, bad_rows=bad)
 
 

@@ -17,8 +17,7 @@ Batching (STYLE rule 4): each batched deployment has a per-request method (``lab
 awaits a separate ``@serve.batch`` list method; ``reconfigure(user_config)`` sets ``max_batch_size`` and
 ``batch_wait_timeout_s`` from the Serve config.
 """
-from __future__ import annotations
-
+# no `from __future__ import annotations`: FastAPI reads the route annotations of the ingress class at runtime
 import asyncio
 import json
 import logging

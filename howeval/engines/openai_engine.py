@@ -61,7 +61,7 @@ class OpenAIEngine:
     def _one(self, req: ChatRequest) -> Completion:
         self.limiter.wait()
         t0 = time.perf_counter()
-        kw: dict = {"model": self.model_name, "messages": req.messages, "max_tokens": req.max_tokens,
+        kw: dict = {"model": self.model_name, "messages": req.messages, self.options.max_tokens_param: req.max_tokens,
                     "temperature": req.temperature, "top_p": req.top_p}
         if req.seed is not None:
             kw["seed"] = req.seed

@@ -37,6 +37,8 @@ class OpenAIOptions(_Options):
     max_retries: int = Field(3, ge=0, description="The OpenAI client's own retries (429/5xx/timeouts, exponential backoff).")
     image_detail: Literal["auto", "low", "high"] | None = Field(None, description="image_url detail hint; None omits it.")
     extra_body: dict = Field(default_factory=dict, description="Extra JSON fields sent with every request (server-specific).")
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = Field(
+        "max_tokens", description="Request field for the token budget: OpenAI's reasoning models take only max_completion_tokens.")
 
 
 class VLLMOptions(_Options):

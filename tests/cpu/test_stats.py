@@ -125,3 +125,23 @@ def test_extend_metrics_and_sections_render():
     assert secs[1].startswith("## Response length")
     import json
     json.dumps(m)  # metrics.json must serialize
+
+
+def test_html_report_with_plots(tmp_path):
+    from howeval.html_report import write_html_report
+    from howeval.report import render_report
+
+    rows = _rows()
+    for i, r in enumerate(rows):
+        r["category"] = ("stem", "ocr", "grounding", "knowledge")[(i // 2) % 4]
+        r["family"] = "KR"
+    m = extend_metrics(sweep_metrics(rows), rows, n_boot=200)
+    (tmp_path / "report.md").write_text(render_report(m, title="Sweep report: t", extra_sections=extra_sections(m)))
+    uri = write_html_report(str(tmp_path), m, rows)
+    page = (tmp_path / "index.html").read_text()
+    assert uri.endswith("index.html") and "<title>Sweep report: t</title>" in page
+    pngs = sorted(p.name for p in (tmp_path / "plots").iterdir())
+    assert pngs == ["length_bins.png", "radar_m_NT.png", "radar_m_T.png"]
+    assert all((tmp_path / "plots" / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    assert all(f'src="plots/{p}"' in page for p in pngs)
+    assert "<h2>Uncertainty" in page and "<table>" in page and "McNemar" in page

@@ -1,0 +1,62 @@
+"""Ray Data stage: AdaptMMBench episodes (text / adaptive / oracle-visual) with a policy engine.
+
+Input: Sample columns with ``evidence_boxes`` plus ``config`` and ``adapt_mode``. Output: one row per
+item and mode (``ray_jobs.adapt.ADAPT_SCHEMA``), the final answer verified with ``howeval.verify``.
+An engine failure ends that item with ``error`` set; the rest of the batch goes on.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pyarrow as pa
+
+from actors.policy import check_columns
+from howeval.adapt.loop import run_adaptive_batch
+from howeval.config import ModelConfig
+from howeval.engines.registry import build_engine
+from howeval.records import conform
+from howeval.verify import verify
+
+REQUIRED_COLUMNS = {"sample_id": "item id", "images": "image bytes", "question": "question", "answer": "gold",
+                    "answer_type": "verifier type", "evidence_boxes": "gold boxes", "adapt_mode": "text|adaptive|oracle",
+                    "config": "model config"}
+
+
+class AdaptStage:
+    """Callable class for ``map_batches``; one engine per actor; ``settings`` from the sweep's ``adapt:``."""
+
+    def __init__(self, model_config: dict, settings: dict, schema: pa.Schema):
+        self.model = ModelConfig.model_validate(model_config)
+        self.engine = build_engine(self.model.engine, self.model.model, self.model.options)
+        self.settings, self.schema = settings, schema
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        check_columns(batch.column_names, REQUIRED_COLUMNS, "AdaptStage")
+        rows = batch.to_pylist()
+        out = []
+        for mode in sorted({r["adapt_mode"] for r in rows}):
+            sel = [r for r in rows if r["adapt_mode"] == mode]
+            items = [{"uid": r["sample_id"], "image": r["images"][0], "question": r["question"], "answer": r["answer"],
+                      "answer_type": r["answer_type"], "options": r.get("options") or [],
+                      "evidence_boxes": r.get("evidence_boxes") or [], "key_steps": r.get("key_steps") or [],
+                      "domain": r.get("domain") or "unknown"} for r in sel]
+            try:
+                results = run_adaptive_batch(self.engine, items, mode, self.settings["max_turns"],
+                                             tool_format=self.settings["tool_format"],
+                                             max_tokens=self.settings["max_tokens"], temperature=0.0)
+            except Exception as e:  # the whole batch failed in the engine: recorded on each row
+                out += [{"sample_id": r["sample_id"], "config": self.model.name, "mode": mode,
+                         "error": f"{type(e).__name__}: {e}"} for r in sel]
+                continue
+            for r, res in zip(sel, results):
+                v = None if res.error else verify(res.final_text or "", r["answer"], r["answer_type"], r.get("options"))
+                out.append({
+                    "sample_id": r["sample_id"], "config": self.model.name, "mode": mode, "domain": r.get("domain"),
+                    "correct": None if v is None else v.correct, "verify_method": None if v is None else v.method,
+                    "called": res.called, "n_calls": res.n_calls, "n_ineffective": res.n_ineffective,
+                    "tokens": res.tokens, "steps": res.steps, "n_turns": res.n_turns, "final_text": res.final_text,
+                    "calls": json.dumps([dataclasses.asdict(c) for c in res.calls], default=str),
+                    "error": res.error,
+                })
+        return conform(out, self.schema)

@@ -1,0 +1,171 @@
+"""HTTP client of the reward server, and a TRL reward function built on it.
+
+``RewardClient.score(items)`` posts ``{"items": [...]}`` to ``/v1/rewards`` and returns the ``rewards``
+list. Connection errors, timeouts and 5xx answers are retried with exponential backoff (each attempt
+logged); after the last retry it raises :class:`RewardServiceError`. It never returns None or a default
+reward: a training step that cannot be scored fails loudly instead of learning from made-up rewards.
+4xx answers (bad token, bad item) raise :class:`RewardRequestError` at once: retrying cannot fix them.
+
+``as_trl_reward(kind)`` adapts it to TRL's reward-function form (``GRPOTrainer(reward_funcs=[...])``)::
+
+    client = RewardClient("http://127.0.0.1:8000")
+    trainer = GRPOTrainer(..., reward_funcs=[client.as_trl_reward("pattern")])
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+__all__ = ["RewardClient", "RewardServiceError", "RewardRequestError", "message_text"]
+
+KINDS = ("base", "pattern", "cpr")
+
+
+class RewardServiceError(RuntimeError):
+    """The reward server could not be reached or kept failing (5xx, timeouts) through every retry."""
+
+
+class RewardRequestError(ValueError):
+    """The server refused the request (4xx): bad token, invalid item, body too large."""
+
+
+def message_text(x: Any, role: str | None = None) -> str:
+    """Text of a prompt or completion: a plain string, or the last message's content in a chat list.
+
+    ``role`` picks the last message with that role (``"assistant"`` for completions, ``"user"`` for
+    prompts); content given as parts keeps the text parts, joined by newlines.
+
+    >>> message_text([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "A"}], "assistant")
+    'A'
+    >>> message_text([{"role": "assistant", "content": [{"type": "text", "text": "B"}]}], "assistant")
+    'B'
+    """
+    if isinstance(x, str):
+        return x
+    if isinstance(x, dict):
+        x = [x]
+    if not isinstance(x, (list, tuple)) or not x:
+        raise TypeError(f"expected a string or a non-empty list of chat messages, got {type(x).__name__}: {str(x)[:80]!r}")
+    msgs = [m for m in x if isinstance(m, dict) and (role is None or m.get("role") == role)]
+    if not msgs:
+        raise ValueError(f"no message with role={role!r} in {str(x)[:120]!r}")
+    content = msgs[-1].get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    raise TypeError(f"message content must be str or a list of parts, got {type(content).__name__}")
+
+
+class RewardClient:
+    """Client of ``POST /v1/rewards``.
+
+    Args:
+        url: server root, e.g. ``http://127.0.0.1:8000``.
+        token_env: env var with the bearer token, read when the client is made (unset: no header; a
+            server with auth then answers 401, raised as :class:`RewardRequestError` naming the variable).
+        timeout_s: per-attempt HTTP timeout.
+        max_retries: retries after the first attempt (so ``max_retries + 1`` attempts in all).
+        backoff_s: first retry delay; doubles each retry (capped at 10 s).
+    """
+
+    def __init__(self, url: str = "http://127.0.0.1:8000", token_env: str = "HOWEVAL_REWARD_TOKEN",
+                 timeout_s: float = 30.0, max_retries: int = 3, backoff_s: float = 0.5):
+        if max_retries < 0:
+            raise ValueError(f"max_retries={max_retries!r} must be >= 0")
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s={timeout_s!r} must be > 0")
+        self.url = url.rstrip("/")
+        self.token_env = token_env
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        token = os.environ.get(token_env) if token_env else None
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(timeout=timeout_s, headers=self._headers)
+        self.n_degraded = 0  # rows answered verifier-only since the client was made
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> "RewardClient":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _post(self, path: str, body: dict) -> dict:
+        attempts = self.max_retries + 1
+        last: str = ""
+        for attempt in range(1, attempts + 1):
+            try:
+                r = self._http.post(self.url + path, json=body)
+            except (httpx.TransportError, httpx.TimeoutException) as e:
+                last = f"{type(e).__name__}: {e}"
+            else:
+                if r.status_code < 300:
+                    return r.json()
+                if r.status_code < 500:
+                    hint = f" (is ${self.token_env} set to the server's token?)" if r.status_code == 401 else ""
+                    raise RewardRequestError(f"POST {path} -> {r.status_code}{hint}: {r.text[:500]}")
+                last = f"HTTP {r.status_code}: {r.text[:300]}"
+            log.warning("reward server %s%s attempt %d/%d failed: %s", self.url, path, attempt, attempts, last)
+            if attempt < attempts:
+                time.sleep(min(self.backoff_s * 2 ** (attempt - 1), 10.0))
+        raise RewardServiceError(f"POST {self.url}{path} failed after {attempts} attempts; last error: {last}")
+
+    def score(self, items: list[dict]) -> list[dict]:
+        """Rewards for ``items`` (``prompt, response, answer, answer_type, kind, reference_steps``), in order.
+
+        Raises:
+            RewardServiceError: unreachable / 5xx / timeouts through every retry.
+            RewardRequestError: a 4xx answer.
+        """
+        if not items:
+            return []
+        out = self._post("/v1/rewards", {"items": items})
+        rewards = out.get("rewards")
+        if not isinstance(rewards, list) or len(rewards) != len(items):
+            raise RewardServiceError(f"server answered {str(out)[:200]} for {len(items)} items")
+        self.n_degraded += sum(bool(r.get("degraded")) for r in rewards)
+        return rewards
+
+    def as_trl_reward(self, kind: str) -> Callable[..., list[float]]:
+        """A TRL reward function ``(prompts, completions, answer, answer_type, reference_steps=None, **kw)``.
+
+        Completions may be strings or chat lists (the last assistant message is scored); prompts may be
+        strings or chat lists (the last user message is the prompt text, which is also part of the
+        gate key). Returns one float per completion; never None.
+        """
+        if kind not in KINDS:
+            raise ValueError(f"kind={kind!r} is not one of {list(KINDS)}")
+
+        def reward(prompts: Sequence[Any], completions: Sequence[Any], answer: Sequence[str],
+                   answer_type: Sequence[str], reference_steps: Sequence[Sequence[str]] | None = None,
+                   **kwargs: Any) -> list[float]:
+            n = len(completions)
+            for name, col in (("prompts", prompts), ("answer", answer), ("answer_type", answer_type)):
+                if len(col) != n:
+                    raise ValueError(f"{name} has {len(col)} values for {n} completions")
+            if kind == "cpr" and (reference_steps is None or len(reference_steps) != n):
+                raise ValueError("kind 'cpr' needs a reference_steps column with one list per completion")
+            items = []
+            for i in range(n):
+                it = {"prompt": message_text(prompts[i], None if isinstance(prompts[i], str) else "user"),
+                      "response": message_text(completions[i], None if isinstance(completions[i], str) else "assistant"),
+                      "answer": str(answer[i]), "answer_type": answer_type[i], "kind": kind}
+                if kind == "cpr":
+                    it["reference_steps"] = list(reference_steps[i])
+                items.append(it)
+            return [float(r["reward"]) for r in self.score(items)]
+
+        reward.__name__ = f"remote_{kind}_reward"
+        reward.__qualname__ = reward.__name__
+        return reward

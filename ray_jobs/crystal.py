@@ -1,0 +1,114 @@
+"""Job: CRYSTAL step metrics for the responses of a run (SPEC section 3).
+
+    python -m ray_jobs.crystal --run runs/demo [--tau 0.35] [--alpha 0.5] [--order lis|kendall]
+
+Every response whose sample has reference steps is segmented (``howeval.steps.response_steps``: the
+CRYSTAL JSON when present, else the reasoning channel, else the answer), embedded by a pool of
+embedder actors and matched. Rows land in ``<run>/steps/*.parquet``, keyed by
+(sample_id, config, mode, response_hash, embedder, tau, alpha, order): rerunning scores nothing twice.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import pyarrow as pa
+
+from howeval.config import SweepConfig
+from howeval.records import RESPONSE_SCHEMA
+from howeval.steps import response_steps
+from howeval.store import existing_keys, join, read_table
+from ray_jobs.common import blocks, init_ray, log, write_parquet
+
+STEPS_SCHEMA = pa.schema([
+    ("sample_id", pa.string()), ("config", pa.string()), ("mode", pa.string()), ("response_hash", pa.string()),
+    ("embedder", pa.string()), ("tau", pa.float64()), ("alpha", pa.float64()), ("order", pa.string()),
+    ("pred_steps", pa.list_(pa.string())), ("ref_steps", pa.list_(pa.string())),
+    ("step_matched", pa.int64()), ("step_precision", pa.float64()), ("step_recall", pa.float64()),
+    ("step_f1", pa.float64()), ("step_lis", pa.float64()), ("step_ordered_f1", pa.float64()),
+])
+STEP_KEY = ("sample_id", "config", "mode", "response_hash", "embedder", "tau", "alpha", "order")
+DEFAULTS = {"tau": 0.35, "alpha": 0.5, "order": "lis", "embedder": None, "replicas": 1, "num_cpus": 0.75}
+
+
+def settings(cfg: SweepConfig) -> dict:
+    """The sweep's ``crystal:`` block over the defaults; unknown keys raise naming them."""
+    extra = set(cfg.crystal or {}) - set(DEFAULTS)
+    if extra:
+        raise ValueError(f"crystal: unknown key(s) {sorted(extra)}; known: {sorted(DEFAULTS)}")
+    return {**DEFAULTS, **(cfg.crystal or {})}
+
+
+def score_run(cfg: SweepConfig, samples: list[dict]) -> dict:
+    """Score the run's responses that have reference steps; append to ``<run>/steps``."""
+    import ray  # noqa: F401
+
+    from actors.embedder import score_steps
+
+    s = settings(cfg)
+    emb = s["embedder"] or "all-MiniLM-L6-v2"
+    refs = {x["sample_id"]: x["reference_steps"] for x in samples if x.get("reference_steps")}
+    responses = read_table(join(cfg.output_uri, "responses"), RESPONSE_SCHEMA)[0].to_pylist()
+    done = existing_keys(read_table(join(cfg.output_uri, "steps"), STEPS_SCHEMA)[0], STEP_KEY)
+    todo = []
+    for r in responses:
+        if r["sample_id"] not in refs or r.get("error"):
+            continue
+        key = (r["sample_id"], r["config"], r["mode"], r["response_hash"], emb, s["tau"], s["alpha"], s["order"])
+        if key in done:
+            continue
+        todo.append(dict(zip(STEP_KEY, key)) | {"pred_steps": response_steps(r["response"] or "", r.get("reasoning")),
+                                                "ref_steps": refs[r["sample_id"]]})
+    if not todo:
+        return {"scored": 0}
+    init_ray(cfg.ray)
+    table = pa.Table.from_pylist(todo, schema=pa.schema([STEPS_SCHEMA.field(n) for n in (*STEP_KEY, "pred_steps", "ref_steps")]))
+    ds = ray.data.from_arrow(blocks(table, 64))
+    ds = score_steps(ds, tau=s["tau"], alpha=s["alpha"], order=s["order"], model_path=s["embedder"],
+                     pool_size=s["replicas"], num_cpus=s["num_cpus"])
+    write_parquet(ds, join(cfg.output_uri, "steps"), cfg.ray.task_num_cpus)
+    log.info("CRYSTAL: scored %d responses", len(todo))
+    return {"scored": len(todo)}
+
+
+def crystal_metrics(rows: list[dict]) -> dict:
+    """Mean step metrics per config x mode: ``{config: {mode: {n, precision, recall, f1, lis, ordered_f1}}}``."""
+    from collections import defaultdict
+
+    groups: dict = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        groups[r["config"]][r["mode"]].append(r)
+    out: dict = {}
+    for c, modes in sorted(groups.items()):
+        out[c] = {}
+        for m, rs in sorted(modes.items()):
+            mean = lambda k: sum(x[k] for x in rs) / len(rs)  # noqa: E731
+            out[c][m] = {"n": len(rs), "precision": mean("step_precision"), "recall": mean("step_recall"),
+                         "f1": mean("step_f1"), "lis": mean("step_lis"), "ordered_f1": mean("step_ordered_f1"),
+                         "tau": rs[0]["tau"], "alpha": rs[0]["alpha"], "order": rs[0]["order"],
+                         "embedder": rs[0]["embedder"]}
+    return out
+
+
+def main(argv=None) -> int:
+    from ray_jobs.judge import load_run_config
+    from ray_jobs.report import write_report
+    from ray_jobs.sweep import load_samples
+
+    p = argparse.ArgumentParser(prog="python -m ray_jobs.crystal", description=__doc__.split("\n")[0])
+    p.add_argument("--run", required=True)
+    p.add_argument("--tau", type=float)
+    p.add_argument("--alpha", type=float)
+    p.add_argument("--order", choices=["lis", "kendall"])
+    a = p.parse_args(argv)
+    cfg = load_run_config(a.run)
+    crystal = {**(cfg.crystal or {}), **{k: v for k, v in (("tau", a.tau), ("alpha", a.alpha), ("order", a.order)) if v is not None}}
+    cfg = SweepConfig.model_validate({**cfg.model_dump(), "output_uri": a.run, "crystal": crystal})
+    samples, _ = load_samples(cfg)
+    print(score_run(cfg, samples))
+    write_report(cfg)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
