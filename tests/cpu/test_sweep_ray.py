@@ -122,3 +122,28 @@ def test_killed_sweep_resumes_with_each_key_once(tmp_path, shared_data):
     metrics = json.loads((out / "metrics.json").read_text())
     # every recorded answer is the gold one, so whatever the verifier resolves is correct
     assert metrics["configs"]["rep"]["NT"]["n"] == 24 and metrics["configs"]["rep"]["T"]["n"] == 24
+
+
+def test_one_sweep_runs_patterneval_crystal_and_adaptmmbench(tmp_path, repo_root):
+    """configs/all-benchmarks.yaml on 4 demo items: the three families' tables side by side."""
+    from ray_jobs.sweep import main
+
+    out = tmp_path / "all"
+    assert main(["--config", str(repo_root / "configs" / "all-benchmarks.yaml"), "--output", str(out),
+                 "--limit", "4", "--max-tokens", "16"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    steps = pq.read_table(out / "steps").to_pylist()
+    adapt = pq.read_table(out / "adapt").to_pylist()
+    # every response of the 4 items (all have reference steps) is step-scored once
+    assert len(steps) == 8 and len({(s["sample_id"], s["mode"]) for s in steps}) == 8
+    for s in steps:
+        assert s["step_f1"] <= 1 and s["step_matched"] <= min(len(s["pred_steps"]), len(s["ref_steps"]))
+    nt = [s for s in steps if s["mode"] == "NT"]
+    assert metrics["crystal"]["smollm2-135m"]["NT"]["f1"] == pytest.approx(sum(s["step_f1"] for s in nt) / len(nt))
+    # AdaptMMBench: the items with evidence boxes, in all three modes
+    assert {a["mode"] for a in adapt} == {"text", "adaptive", "oracle"}
+    assert len(adapt) == 3 * len({a["sample_id"] for a in adapt})
+    assert "mcc" in metrics["adapt"]["smollm2-135m"]
+    report = (out / "report.md").read_text()
+    for heading in ("## PatternEval", "## CRYSTAL", "## AdaptMMBench"):
+        assert heading in report

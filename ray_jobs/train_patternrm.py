@@ -1,0 +1,163 @@
+"""Job: SFT of PatternRM with TRL's SFTTrainer, then a calibration pass on a labelled file (SPEC section 2).
+
+    python -m ray_jobs.train_patternrm --config configs/patternrm/smoke.yaml          # CPU, a few steps
+    accelerate launch --num_processes 8 -m ray_jobs.train_patternrm --config configs/patternrm/gpu-zero3.yaml
+
+The corpus is ``ray_jobs.build_corpus`` output (``sft_direct.jsonl`` or ``sft_thinking.jsonl``): chat
+records ``{"messages": [system, user, assistant]}``, turned into TRL's conversational prompt-completion
+form so the loss is on the assistant turn only. ``sft:`` in the config holds ``trl.SFTConfig`` fields,
+passed through unchanged (TRL's names, not redefined here; a DeepSpeed config is ``sft.deepspeed``).
+
+After training the checkpoint is saved to ``<output_dir>/checkpoint`` and, when ``calibration.path`` is
+set, read back through ``actors.patternrm.PatternRM`` (kind ``checkpoint``, the same parser the reward
+server uses) on that labelled JSONL (``{question, response, labels}`` rows, e.g. ``heldout.jsonl``).
+Per-label precision / recall / F1 come from ``howeval.patternrm.label_prf`` (``ray_jobs/calibrate.py``
+did not exist when this job was written); unparseable outputs are counted as failures, not clean labels.
+Results: ``<output_dir>/calibration.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+log = logging.getLogger("howeval")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CalibrationConfig(_Strict):
+    path: str | None = Field(None, description="Labelled JSONL ({question, response, labels}); None skips calibration.")
+    max_items: int | None = Field(None, ge=1, description="Score at most this many rows (smoke runs).")
+    batch_size: int = Field(8, ge=1, description="Rows per generate call.")
+    max_new_tokens: int = Field(24, ge=4, description="Decode budget (direct format ~16 tokens; thinking needs more).")
+
+
+class TrainPatternRMConfig(_Strict):
+    """PatternRM SFT job."""
+
+    model: str | None = Field(None, description="Base model folder or hub id (offline: a local folder); None = the embedded SmolLM2 fp32 copy.")
+    corpus: str = Field(..., description="SFT JSONL from ray_jobs.build_corpus (sft_direct.jsonl is the served variant).")
+    output_dir: str = Field(..., description="Trainer output; the final model goes to <output_dir>/checkpoint.")
+    max_rows: int | None = Field(None, ge=1, description="Use at most this many corpus rows (smoke runs).")
+    sft: dict[str, Any] = Field(default_factory=dict, description="trl.SFTConfig fields, passed through (e.g. max_steps, learning_rate, use_cpu, bf16, deepspeed).")
+    calibration: CalibrationConfig = Field(default_factory=CalibrationConfig)
+
+
+def load_config(path: str, overrides: dict[str, Any] | None = None) -> TrainPatternRMConfig:
+    raw = yaml.safe_load(Path(path).read_text()) or {}
+    raw.update(overrides or {})
+    try:
+        return TrainPatternRMConfig.model_validate(raw)
+    except ValidationError as e:
+        lines = [f"{path}: {len(e.errors())} config error(s):"]
+        lines += [f"  {'.'.join(map(str, x['loc']))}: {x['msg']} (got {str(x.get('input'))[:80]})" for x in e.errors()]
+        raise ValueError("\n".join(lines)) from None
+
+
+def _read_jsonl(path: str, limit: int | None = None) -> list[dict]:
+    rows = []
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                rows.append(json.loads(line))
+                if limit is not None and len(rows) >= limit:
+                    break
+    return rows
+
+
+def to_prompt_completion(rec: dict) -> dict:
+    """``{"messages": [..., assistant]}`` -> ``{"prompt": [...], "completion": [assistant]}`` (loss on the answer only)."""
+    msgs = rec.get("messages")
+    if not isinstance(msgs, list) or len(msgs) < 2 or msgs[-1].get("role") != "assistant":
+        raise ValueError(f"corpus record must have messages ending with an assistant turn; got {str(rec)[:160]}")
+    return {"prompt": msgs[:-1], "completion": msgs[-1:]}
+
+
+def train(cfg: TrainPatternRMConfig) -> str:
+    """Run SFT; returns the checkpoint folder."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    from howeval.engines.hf import embedded_checkpoint
+
+    model = cfg.model or embedded_checkpoint()
+    rows = [to_prompt_completion(r) for r in _read_jsonl(cfg.corpus, cfg.max_rows)]
+    if not rows:
+        raise ValueError(f"corpus {cfg.corpus} has no records")
+    log.info("PatternRM SFT: %d records from %s, base model %s", len(rows), cfg.corpus, model)
+    try:
+        args = SFTConfig(output_dir=cfg.output_dir, **cfg.sft)
+    except TypeError as e:
+        raise ValueError(f"sft: {e} (keys must be trl.SFTConfig fields)") from None
+    tok = AutoTokenizer.from_pretrained(model)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok)
+    trainer.train()
+    ckpt = str(Path(cfg.output_dir) / "checkpoint")
+    trainer.save_model(ckpt)
+    tok.save_pretrained(ckpt)
+    return ckpt
+
+
+def calibrate(ckpt: str, cal: CalibrationConfig) -> dict:
+    """Score the checkpoint on the labelled file through the PatternRM parser; per-label P/R/F1."""
+    from actors.patternrm import PatternRM
+    from howeval.patternrm import label_prf
+
+    rows = _read_jsonl(cal.path, cal.max_items)
+    if not rows:
+        raise ValueError(f"calibration file {cal.path} has no rows")
+    rm = PatternRM("checkpoint", path=ckpt, max_new_tokens=cal.max_new_tokens)
+    preds, raws = [], []
+    for i in range(0, len(rows), cal.batch_size):
+        for r in rm.label_batch([{"question": x.get("question") or "", "response": x["response"]} for x in rows[i:i + cal.batch_size]]):
+            preds.append(r["labels"])
+            raws.append({"raw": r["raw"], "error": r["error"]})
+    res = label_prf(preds, [r["labels"] for r in rows])
+    res.update(checkpoint=ckpt, file=cal.path, scorer="howeval.patternrm.label_prf", examples=raws[:5])
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    p = argparse.ArgumentParser(prog="python -m ray_jobs.train_patternrm", description=__doc__.split("\n")[0])
+    p.add_argument("--config", required=True)
+    p.add_argument("--corpus", help="override corpus")
+    p.add_argument("--output-dir", help="override output_dir")
+    p.add_argument("--calibration", help="override calibration.path")
+    a = p.parse_args(argv)
+    try:
+        over: dict[str, Any] = {}
+        if a.corpus:
+            over["corpus"] = a.corpus
+        if a.output_dir:
+            over["output_dir"] = a.output_dir
+        cfg = load_config(a.config, over)
+        if a.calibration:
+            cfg = cfg.model_copy(update={"calibration": cfg.calibration.model_copy(update={"path": a.calibration})})
+        ckpt = train(cfg)
+        out = {"checkpoint": ckpt}
+        if cfg.calibration.path:
+            res = calibrate(ckpt, cfg.calibration)
+            Path(cfg.output_dir, "calibration.json").write_text(json.dumps(res, indent=2))
+            out["calibration"] = {"macro": res["macro"], "parse_failures": res["parse_failures"], "n": res["n"]}
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
