@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from actors.policy import check_columns
 from howeval.adapt.loop import run_adaptive_batch
+from howeval.adapt.metrics import key_step_coverage
 from howeval.config import ModelConfig
 from howeval.engines.registry import build_engine
 from howeval.records import conform
@@ -30,6 +31,17 @@ class AdaptStage:
         self.model = ModelConfig.model_validate(model_config)
         self.engine = build_engine(self.model.engine, self.model.model, self.model.options)
         self.settings, self.schema = settings, schema
+        from howeval.embed import StepEmbedder
+
+        self.embedder = StepEmbedder(model_path=settings.get("embedder"))
+
+    def coverage(self, key_steps: list[str] | None, steps: list[str]) -> float | None:
+        """Key-step coverage by embedding match at ``coverage_tau`` (SPEC 4); None without key steps."""
+        if not key_steps:
+            return None
+        if not steps:
+            return 0.0
+        return key_step_coverage(key_steps, steps, self.embedder.similarity, tau=self.settings["coverage_tau"])
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         check_columns(batch.column_names, REQUIRED_COLUMNS, "AdaptStage")
@@ -56,6 +68,8 @@ class AdaptStage:
                     "correct": None if v is None else v.correct, "verify_method": None if v is None else v.method,
                     "called": res.called, "n_calls": res.n_calls, "n_ineffective": res.n_ineffective,
                     "tokens": res.tokens, "steps": res.steps, "n_turns": res.n_turns, "final_text": res.final_text,
+                    "trajectory_steps": list(res.trajectory_steps), "key_steps": r.get("key_steps"),
+                    "key_step_coverage": None if res.error else self.coverage(r.get("key_steps"), list(res.trajectory_steps)),
                     "calls": json.dumps([dataclasses.asdict(c) for c in res.calls], default=str),
                     "error": res.error,
                 })

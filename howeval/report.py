@@ -95,7 +95,7 @@ def render_adapt(adapt: dict) -> str:
             rows.append([c, mode, str(s["n"].get(mode, 0)), pct(acc.get("all")), doms])
             e = s["efficiency"][mode]
             eff.append([c, mode, *("–" if e[k] is None else f"{e[k]:.1f}" for k in ("tokens", "steps", "tool_calls", "turns")),
-                        pct(s["tool_exec_ok_rate"].get(mode))])
+                        pct(s["tool_exec_ok_rate"].get(mode)), pct(s.get("key_step_coverage", {}).get(mode))])
     mcc = [[c, "–" if s["mcc"] is None else f"{s['mcc']:.3f}",
             " / ".join(str((s["confusion"] or {}).get(k, "–")) for k in ("tp", "fp", "tn", "fn")),
             " / ".join(str((s["labels"] or {}).get(k, "–")) for k in ("required", "redundant", "unsolved")),
@@ -107,5 +107,22 @@ def render_adapt(adapt: dict) -> str:
         _table(["config", "mode", "n", "Acc", "by domain"], rows),
         "Mode selection: MCC of 'called a tool' against the model's own Tool-Required labels (ε = 1e-8).",
         _table(["config", "MCC", "TP / FP / TN / FN", "required / redundant / unsolved", "errors", "unresolved"], mcc),
-        _table(["config", "mode", "tokens", "steps", "tool calls", "turns", "tool calls that ran"], eff),
+        "Efficiency per item, the share of executed tool calls that ran without error, and key-step coverage "
+        "(embedding match of the trajectory's steps against K at τ = 0.35).",
+        _table(["config", "mode", "tokens", "steps", "tool calls", "turns", "tool calls that ran", "key-step coverage"], eff),
     ])
+
+
+def render_agreement(a: dict) -> str:
+    """Judge-agreement section: unanimity and, per label, how many judges agree with the majority."""
+    n = len(a["judges"])
+    rows = [[k, *(str(a["per_label"][k]["agreement_counts"].get(c, 0)) for c in range(n, 0, -1)),
+             str(a["per_label"][k]["n_disputed"]), str(a["per_label"][k]["majority_true"])] for k in a["per_label"]]
+    lines = [f"## Pattern-judge agreement ({n} judges: {', '.join(a['judges'])})", "",
+             f"{a['n']} responses judged by every judge; {a['n_unanimous']} unanimous on the whole 4-label vector "
+             f"({pct(a['unanimous_rate'])}%), {a['n_consensus_samples']} usable as PatternRM consensus samples, "
+             f"{a['n_with_errors']} with a judge error.", "",
+             _table(["label", *(f"{c}/{n} agree" for c in range(n, 0, -1)), "disputed", "majority true"], rows)]
+    if a.get("disputed"):
+        lines += ["", "Disputed responses (first 50): " + ", ".join(f"`{s}|{c}|{m}`" for s, c, m in a["disputed"])]
+    return "\n".join(lines)

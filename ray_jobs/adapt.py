@@ -26,9 +26,12 @@ ADAPT_SCHEMA = pa.schema([
     ("correct", pa.bool_()), ("verify_method", pa.string()), ("called", pa.bool_()), ("n_calls", pa.int64()),
     ("n_ineffective", pa.int64()), ("tokens", pa.int64()), ("steps", pa.int64()), ("n_turns", pa.int64()),
     ("final_text", pa.string()), ("calls", pa.string()), ("error", pa.string()),
+    ("trajectory_steps", pa.list_(pa.string())), ("key_steps", pa.list_(pa.string())),
+    ("key_step_coverage", pa.float64()),
 ])
 WORK_SCHEMA = SAMPLE_SCHEMA.append(pa.field("config", pa.string())).append(pa.field("adapt_mode", pa.string()))
-DEFAULTS = {"modes": ["text", "adaptive", "oracle"], "max_turns": 3, "max_tokens": 256, "tool_format": None}
+DEFAULTS = {"modes": ["text", "adaptive", "oracle"], "max_turns": 3, "max_tokens": 256, "tool_format": None,
+            "coverage_tau": 0.35, "embedder": None}
 
 
 def settings(cfg: SweepConfig, engine: str) -> dict:
@@ -73,10 +76,16 @@ def run_adapt(cfg: SweepConfig, samples: list[dict]) -> dict:
 
 
 def summarize_rows(rows: list[dict]) -> dict:
-    """``howeval.adapt.metrics.summarize`` over stored rows; unresolved verdicts are counted apart."""
+    """``howeval.adapt.metrics.summarize`` over stored rows, plus the mean key-step coverage per mode
+    (rows with key steps and no engine error); unresolved verdicts are counted apart."""
     scored = [dict(r, uid=r["sample_id"]) for r in rows if r.get("error") or r.get("correct") is not None]
     out = summarize(scored)
     out["unresolved"] = sum(1 for r in rows if not r.get("error") and r.get("correct") is None)
+    cov: dict[str, list[float]] = {}
+    for r in rows:
+        if r.get("key_step_coverage") is not None:
+            cov.setdefault(r["mode"], []).append(r["key_step_coverage"])
+    out["key_step_coverage"] = {m: sum(v) / len(v) for m, v in sorted(cov.items())}
     return out
 
 

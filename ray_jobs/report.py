@@ -15,7 +15,7 @@ from howeval.config import SweepConfig
 from howeval.judging import judge_id
 from howeval.metrics import sweep_metrics
 from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA
-from howeval.report import render_adapt, render_crystal, render_report
+from howeval.report import render_adapt, render_agreement, render_crystal, render_report
 from howeval.store import fs_and_path, join, read_table, write_json
 
 JUDGMENT_COLUMNS = ("correct", "extracted", "verify_method", "verify_reason", "cot", "rep", "con", "pr",
@@ -41,6 +41,36 @@ def joined_rows(responses: list[dict], judgments: list[dict], jid: str) -> list[
             row["judge_error"] = "not judged yet"
         out.append(row)
     return out
+
+
+def judge_agreement(judgments: list[dict]) -> dict | None:
+    """Consensus over the pattern judges that judged the same responses (issue: several judges).
+
+    Returns None with fewer than two judges; else ``howeval.judges.consensus.consensus_table`` over the
+    responses every judge has seen, plus ``judges`` and ``disputed`` (keys of responses with at least one
+    disputed label, at most 50 listed).
+    """
+    from howeval.judges.consensus import consensus, consensus_table
+    from howeval.judges.verdict import PatternVerdict
+    from howeval.records import LABELS
+
+    judges = sorted({j["judge"] for j in judgments})
+    if len(judges) < 2:
+        return None
+    by_resp: dict[tuple, dict] = {}
+    for j in judgments:
+        name, _, version = j["judge"].partition("@")
+        if j.get("judge_error") or any(j.get(k) is None for k in LABELS):
+            v = PatternVerdict.failed(name, version, j.get("judge_error") or "no labels")
+        else:
+            v = PatternVerdict({k: bool(j[k]) for k in LABELS}, {k: None for k in LABELS}, name, version)
+        by_resp.setdefault((j["sample_id"], j["config"], j["mode"], j["response_hash"]), {})[j["judge"]] = v
+    full = {k: v for k, v in by_resp.items() if len(v) == len(judges)}
+    results = {k: consensus(v) for k, v in full.items()}
+    table = consensus_table(results.values())
+    table["judges"] = judges
+    table["disputed"] = [list(k[:3]) for k, r in sorted(results.items()) if r.disputed_labels][:50]
+    return table
 
 
 def _read_bad_rows(run: str) -> list[dict]:
@@ -74,6 +104,10 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
                      f"{', '.join(blind)}. The embedded SmolLM2-135M is such a model: its numbers test the "
                      "pipeline, not a VLM.")
     extra = []
+    agreement = judge_agreement(judgments)
+    if agreement:
+        metrics["judge_agreement"] = agreement
+        extra.append(render_agreement(agreement))
     from ray_jobs.crystal import STEPS_SCHEMA, crystal_metrics
 
     steps = read_table(join(out, "steps"), STEPS_SCHEMA)[0].to_pylist()

@@ -62,6 +62,7 @@ def test_thirty_percent_faults_through_the_judging_core(real_rows):
     qps, conc = 20.0, 4
     with FakeJudgeServer(fault_rate=0.3, seed=0) as srv:
         out = Judger(judges_cfg(srv.base_url, conc, qps)).judge(rows)
+        srv.wait_idle()
         calls = list(srv.calls)
         max_in_flight = srv.max_in_flight
     judged, errored = check_rows(out, rows)
@@ -87,6 +88,7 @@ def test_every_call_failing_gives_judge_error_with_reason(real_rows, fault):
     rows = real_rows[48:54]
     with FakeJudgeServer(fault_rate=1.0, faults=(fault,)) as srv:
         out = Judger(judges_cfg(srv.base_url, 3, None, timeout_s=0.5)).judge(rows)
+        srv.wait_idle()
         calls = list(srv.calls)
     judged, errored = check_rows(out, rows)
     assert (judged, errored) == (0, len(rows))
@@ -133,6 +135,7 @@ def test_judge_run_fault_tolerant_and_cached(tmp_path, repo_root):
             "ray": {"num_cpus": 2},
         })
         run_sweep(cfg)
+        srv.wait_idle()
         first_calls = list(srv.calls)
         responses = read_table(join(cfg.output_uri, "responses"), RESPONSE_SCHEMA)[0].to_pylist()
         judgments = read_table(join(cfg.output_uri, "judgments"), JUDGMENT_SCHEMA)[0].to_pylist()
@@ -150,6 +153,7 @@ def test_judge_run_fault_tolerant_and_cached(tmp_path, repo_root):
 
         srv.reset_calls()
         res = judge_run(cfg)
+        srv.wait_idle()
         second = list(srv.calls)
     assert res["judged"] == len(failed_texts)
     assert {c.text for c in second} <= failed_texts, "a row judged without error was paid for again"

@@ -132,6 +132,14 @@ class FakeJudgeServer:
         assert self._httpd is not None, "server not started"
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
+    def wait_idle(self, timeout_s: float = 5.0) -> None:
+        """Wait until no request is in flight (a hung handler notices the client's close a moment later)."""
+        deadline = time.monotonic() + timeout_s
+        while self.in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if self.in_flight:
+            raise TimeoutError(f"{self.in_flight} request(s) still in flight after {timeout_s}s")
+
     def reset_calls(self) -> None:
         with self._lock:
             self.calls = []

@@ -1,0 +1,246 @@
+"""GRPO training job: TRL's GRPOTrainer inside Ray Train's TorchTrainer, checkpointed to a storage path.
+
+    python -m ray_jobs.train_grpo --config configs/train/patternrl.yaml [--storage-path URI] [--max-steps N] [--resume]
+
+All Ray Train wiring lives here (STYLE rule 6): ``ScalingConfig`` from ``scaling:`` (elastic
+``num_workers=(min, max)`` when given), ``RunConfig(storage_path, name)``, ``CheckpointConfig``, and a TRL
+callback that hands each TRL checkpoint to ``ray.train.report``. Resume: Ray Train 2.60 restores a run's
+checkpoint manager from ``<storage_path>/<name>`` when the same run is started again; the worker then
+gets the latest checkpoint from ``ray.train.get_checkpoint()`` and passes its TRL folder to
+``trainer.train(resume_from_checkpoint=...)`` (weights, optimizer, scheduler, RNG, global step).
+Without ``--resume`` an existing run folder is an error, so a run is never continued by accident.
+
+Rewards: ``reward.source: server`` scores through ``howeval.reward_client.RewardClient`` (URL from the env
+var ``reward.url_env``, token from ``reward.token_env``; both forwarded to the workers), ``inprocess``
+with ``howeval.grpo.InProcessScorer`` (the same ``howeval.rewards`` functions as the server).
+
+Per-step metrics (printed as one JSON line per log step by rank 0, kept in every checkpoint's
+``trainer_state.json`` and written to ``<run>/metrics.jsonl`` at the end): TRL's ``reward``,
+``rewards/<kind>/mean``, ``kl`` (beta > 0), ``completions/mean_length``, and ours under
+``reward_parts/``: ``accuracy``, ``trigger``, ``pattern/<label>``, ``s_pat``, ``z``, ``step_f1``,
+``degraded``, ``phase``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import tempfile
+from typing import Any
+
+from howeval.grpo import TrainConfig, load_train_config
+
+log = logging.getLogger("howeval.train_grpo")
+
+CKPT_SUBDIR = "checkpoint"  # the TRL checkpoint folder inside each Ray Train checkpoint
+
+
+# -------------------------------------------------------------------------------------------- worker
+
+
+def _make_callback():
+    from transformers import TrainerCallback
+
+    class RayTrainCheckpointCallback(TrainerCallback):
+        """Reports each TRL checkpoint (``checkpoint-<step>``) to Ray Train with the latest metrics.
+
+        Every worker reports its own folder (RNG state files are per process; DeepSpeed shards too); Ray
+        Train merges them into one checkpoint in storage. Rank 0 prints each log line as JSON.
+        """
+
+        def __init__(self, rank: int, resumed_from: int | None):
+            self.rank, self.resumed_from, self.latest = rank, resumed_from, {}
+
+        def on_log(self, args, state, control, logs=None, **kw):
+            if logs:
+                self.latest.update(logs)
+                if self.rank == 0:
+                    print("[train_grpo] " + json.dumps({"step": state.global_step, **logs}, default=float), flush=True)
+
+        def on_save(self, args, state, control, **kw):
+            import ray.train
+
+            src = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
+            if not os.path.isdir(src):
+                raise FileNotFoundError(f"TRL saved no checkpoint folder at {src}")
+            metrics = {k: v for k, v in self.latest.items() if isinstance(v, (int, float))}
+            metrics.update(step=state.global_step, resumed_from_step=-1 if self.resumed_from is None else self.resumed_from)
+            with tempfile.TemporaryDirectory() as tmp:
+                shutil.copytree(src, os.path.join(tmp, CKPT_SUBDIR))
+                ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(tmp),
+                                 checkpoint_dir_name=f"checkpoint_{state.global_step:07d}")
+
+    return RayTrainCheckpointCallback
+
+
+def _scorer(cfg: TrainConfig, url: str | None):
+    if cfg.reward.source == "inprocess":
+        from howeval.grpo import InProcessScorer
+
+        return InProcessScorer(cfg.reward)
+    from howeval.reward_client import RewardClient
+
+    if not url:
+        raise ValueError(f"reward.source=server but no URL: set ${cfg.reward.url_env} or reward.url")
+    return RewardClient(url, token_env=cfg.reward.token_env, timeout_s=cfg.reward.timeout_s,
+                        max_retries=cfg.reward.max_retries).score
+
+
+def train_loop_per_worker(loop_config: dict) -> None:
+    """One Ray Train worker: build the dataset and GRPOTrainer, resume from Ray's checkpoint, train."""
+    import ray.train
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from howeval.grpo import GRPOReward, curriculum_rows
+
+    cfg = TrainConfig.model_validate(loop_config["cfg"])
+    ctx = ray.train.get_context()
+    rank, world = ctx.get_world_rank(), ctx.get_world_size()
+    rows = loop_config["rows"]
+    if cfg.curriculum is not None:
+        rows = curriculum_rows(rows, cfg.curriculum.switch_step, cfg.prompts_per_step(world), cfg.data.split_seed)
+    dataset = Dataset.from_list(rows)
+
+    out_dir = tempfile.mkdtemp(prefix=f"grpo-{cfg.run_name}-rank{rank}-")
+    args = GRPOConfig(output_dir=out_dir, **cfg.grpo_kwargs())
+    rollout_log = None
+    if cfg.reward.rollout_log_dir:
+        rollout_log = os.path.join(cfg.reward.rollout_log_dir, f"rollouts.rank{rank}.jsonl")
+    reward = GRPOReward(_scorer(cfg, loop_config.get("url")), cfg.reward.kind, cfg.curriculum, rollout_log)
+
+    resume_dir, resumed_from = None, None
+    ckpt = ray.train.get_checkpoint()
+    if ckpt is not None:
+        local = ckpt.to_directory(os.path.join(out_dir, "_restored"))
+        resume_dir = os.path.join(local, CKPT_SUBDIR)
+        with open(os.path.join(resume_dir, "trainer_state.json"), encoding="utf-8") as f:
+            resumed_from = int(json.load(f)["global_step"])
+        if rank == 0:
+            print(f"[train_grpo] resuming from {ckpt.path} (global step {resumed_from})", flush=True)
+
+    trainer = GRPOTrainer(model=loop_config["model"], reward_funcs=[reward], args=args, train_dataset=dataset,
+                          callbacks=[_make_callback()(rank, resumed_from)])
+    trainer.train(resume_from_checkpoint=resume_dir)
+
+
+# -------------------------------------------------------------------------------------------- driver
+
+
+def _run_exists(storage_path: str, name: str) -> bool:
+    from howeval.store import fs_and_path
+
+    fs, path = fs_and_path(storage_path.rstrip("/") + "/" + name)
+    return fs.exists(path) and bool(fs.ls(path))
+
+
+def _abs_storage(path: str) -> str:
+    return path if "://" in path else os.path.abspath(path)
+
+
+def build_rows_for(cfg: TrainConfig) -> list[dict]:
+    """Training prompt rows: the benchmark loader, the hash split, ``build_rows``, ``limit``."""
+    from howeval.benchmarks import load_benchmark
+    from howeval.grpo import build_rows, train_split
+
+    res = load_benchmark(cfg.data.path, skip_bad_rows=cfg.data.skip_bad_rows)
+    samples = train_split(res.samples, cfg.data.train_fraction, cfg.data.split_seed, cfg.data.split)
+    if cfg.reward.kind == "cpr":
+        samples = [s for s in samples if s.get("reference_steps")] or samples  # build_rows names any left without
+    if cfg.data.limit is not None:
+        samples = samples[: cfg.data.limit]
+    if not samples:
+        raise ValueError(f"no training prompts: {cfg.data.path} split={cfg.data.split} fraction={cfg.data.train_fraction}")
+    return build_rows(samples, cfg.data.system_prompt, cfg.reward.kind)
+
+
+def run(cfg: TrainConfig, storage_path: str | None = None, max_steps: int | None = None, resume: bool = False):
+    """Start (or with ``resume`` continue) the run; returns Ray Train's ``Result``.
+
+    Raises:
+        FileExistsError: the run folder exists and ``resume`` is False.
+        FileNotFoundError: ``resume`` is True and there is nothing to resume.
+    """
+    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchTrainer
+
+    from ray_jobs.common import init_ray
+
+    if max_steps is not None:
+        cfg = TrainConfig.model_validate({**cfg.model_dump(), "grpo": {**cfg.grpo, "max_steps": max_steps}})
+    storage = _abs_storage(storage_path or cfg.storage.path)
+    exists = _run_exists(storage, cfg.run_name)
+    if exists and not resume:
+        raise FileExistsError(f"run {storage}/{cfg.run_name} exists: pass --resume to continue it, or pick another "
+                              "storage.name / --storage-path")
+    if resume and not exists:
+        raise FileNotFoundError(f"--resume: no run at {storage}/{cfg.run_name}")
+
+    model = cfg.model
+    if model is None:
+        from howeval.engines.hf import embedded_checkpoint
+
+        model = embedded_checkpoint()  # made once here, not raced by the workers
+    url = None
+    env_vars = {"TOKENIZERS_PARALLELISM": "false"}
+    if cfg.reward.source == "server":
+        url = os.environ.get(cfg.reward.url_env) or cfg.reward.url
+        if not url:
+            raise ValueError(f"reward.source=server: set ${cfg.reward.url_env} (or reward.url)")
+        if os.environ.get(cfg.reward.token_env):
+            env_vars[cfg.reward.token_env] = os.environ[cfg.reward.token_env]
+    rows = build_rows_for(cfg)
+    log.info("%d training prompts from %s (%s split)", len(rows), cfg.data.path, cfg.data.split)
+
+    init_ray(cfg.ray)
+    trainer = TorchTrainer(
+        train_loop_per_worker,
+        train_loop_config={"cfg": cfg.model_dump(), "rows": rows, "model": model, "url": url},
+        scaling_config=ScalingConfig(**cfg.scaling.ray_kwargs()),
+        run_config=RunConfig(
+            name=cfg.run_name, storage_path=storage,
+            checkpoint_config=CheckpointConfig(num_to_keep=cfg.storage.num_to_keep),
+            failure_config=FailureConfig(max_failures=cfg.scaling.max_failures),
+            worker_runtime_env={"env_vars": env_vars},
+        ),
+    )
+    result = trainer.fit()
+    _write_metrics(result, storage, cfg.run_name)
+    return result
+
+
+def _write_metrics(result, storage: str, name: str) -> None:
+    """``<run>/metrics.jsonl``: the per-step log history of the final checkpoint's trainer state."""
+    if result.checkpoint is None:
+        return
+    from howeval.store import fs_and_path
+
+    with result.checkpoint.as_directory() as d:
+        with open(os.path.join(d, CKPT_SUBDIR, "trainer_state.json"), encoding="utf-8") as f:
+            history = json.load(f).get("log_history", [])
+    fs, path = fs_and_path(storage.rstrip("/") + "/" + name + "/metrics.jsonl")
+    with fs.open(path, "w") as f:
+        for entry in history:
+            f.write(json.dumps(entry, default=float) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--config", required=True, help="configs/train/<recipe>.yaml")
+    p.add_argument("--storage-path", help="override storage.path (local folder or fsspec URL)")
+    p.add_argument("--max-steps", type=int, help="override grpo.max_steps")
+    p.add_argument("--resume", action="store_true", help="continue the run from its latest checkpoint")
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    cfg = load_train_config(a.config)
+    result = run(cfg, a.storage_path, a.max_steps, a.resume)
+    ck = result.checkpoint
+    print(json.dumps({"run": cfg.run_name, "checkpoint": ck.path if ck else None,
+                      "step": (result.metrics or {}).get("step")}, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
