@@ -105,8 +105,13 @@ def score_steps(
 ) -> Any:
     """Add the step-score columns to a Ray Dataset with ``pool_size`` embedder actors.
 
-    On a 2-core machine keep ``num_cpus`` below 1 (e.g. 0.75) so reads and writes still get CPU
-    (DESIGN.md, "Ray").
+    Args:
+        ds: a ``ray.data.Dataset`` with the ``StepScoreUDF.REQUIRED_COLUMNS``.
+        tau, alpha, order, model_path: passed to ``StepScoreUDF``.
+        pool_size: number of embedder actors (each loads the model once).
+        num_cpus: CPUs reserved per actor; on a 2-core machine keep it below 1 (e.g. 0.75) so reads and
+            writes still get CPU (DESIGN.md, "Ray").
+        batch_size: rows per batch handed to an actor.
     """
     import ray.data
 

@@ -109,6 +109,7 @@ def main() -> None:
 
     from howeval.embed import StepEmbedder
 
+    load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     items = make_items(args.items, args.seed)
     t_gen = time.perf_counter() - t0
@@ -135,6 +136,7 @@ def main() -> None:
     assert emb.n_encoded == n_encoded, "re-scoring must embed nothing"
 
     t_e2e = t_embed + t_score
+    load_after = os.getloadavg()[0]
 
     def mean(xs):
         return float(np.mean(list(xs)))
@@ -144,7 +146,8 @@ def main() -> None:
         "",
         f"`python bench/crystal_bench.py --items {args.items}` (seed {args.seed}, encoder batch {args.batch_size}); "
         f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} CPU cores, no GPU, "
-        "embedder all-MiniLM-L6-v2 (bundled, CPU).",
+        "embedder all-MiniLM-L6-v2 (bundled, CPU); "
+        f"1-minute load average {load_before:.1f} at start, {load_after:.1f} at end (other jobs share the CPUs).",
         "",
     ]
     if args.note:

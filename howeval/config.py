@@ -177,6 +177,32 @@ class SweepConfig(_Strict):
         return self
 
 
+class BuildRefsConfig(_Strict):
+    """Delphi reference-step builder (``ray_jobs.build_refs``, SPEC section 3)."""
+
+    name: str = "build-refs"
+    output_uri: str = Field(..., description="Folder or fsspec URL for chains/ and reference_steps.jsonl.")
+    benchmarks: list[BenchmarkConfig] = Field(..., min_length=1)
+    writers: list[ModelConfig] = Field(..., min_length=2, description="Step writers (several models or sampling settings).")
+    checker: ModelConfig | None = Field(None, description="Model that checks each merged chain; None = no check.")
+    mode: Literal["NT", "T"] = Field("NT", description="Writers' mode used for step writing.")
+    threshold: float = Field(0.75, ge=-1, le=1, description="Cosine threshold for clustering steps (strictly above joins).")
+    min_support: int = Field(1, ge=1, description="Keep clusters with steps from at least this many writers.")
+    embedder: str | None = Field(None, description="sentence-transformers path; None = bundled all-MiniLM-L6-v2.")
+    skip_bad_rows: bool = False
+    ray: RayConfig = Field(default_factory=RayConfig)
+
+    @model_validator(mode="after")
+    def _writers_have_mode(self) -> "BuildRefsConfig":
+        names = [w.name for w in self.writers]
+        if len(set(names)) != len(names):
+            raise ValueError(f"writers: names must be unique, got {names}")
+        for w in self.writers:
+            if self.mode not in w.modes:
+                raise ValueError(f"writers: {w.name!r} has no mode {self.mode!r} (configured: {sorted(w.modes)})")
+        return self
+
+
 class ConfigError(ValueError):
     """A config file that does not validate; the message lists every bad key path."""
 
@@ -191,8 +217,9 @@ def format_validation_error(err: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
-def load_sweep_config(path: str | Path, overrides: dict[str, Any] | None = None) -> SweepConfig:
-    """Load and validate a sweep YAML. Relative benchmark paths resolve against the file's folder.
+def load_sweep_config(path: str | Path, overrides: dict[str, Any] | None = None, cls: type[BaseModel] = SweepConfig):
+    """Load and validate a sweep YAML (or another job's, with ``cls``). Relative benchmark paths
+    resolve against the file's folder.
 
     Raises:
         FileNotFoundError: the file does not exist.
@@ -209,6 +236,6 @@ def load_sweep_config(path: str | Path, overrides: dict[str, Any] | None = None)
                 b["path"] = str((path.parent / p).resolve())
     raw.update(overrides or {})
     try:
-        return SweepConfig.model_validate(raw)
+        return cls.model_validate(raw)
     except ValidationError as e:
         raise ConfigError(format_validation_error(e, str(path))) from None

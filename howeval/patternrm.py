@@ -40,7 +40,6 @@ __all__ = [
     "label_counts",
     "oversample",
     "rollout_key",
-    "label_prf",
 ]
 
 PATTERNRM_VERSION = "patternrm-format-1"
@@ -326,39 +325,3 @@ def rollout_key(prompt: str, response: str) -> str:
     if not isinstance(prompt, str) or not isinstance(response, str):
         raise TypeError(f"prompt and response must be str, got {type(prompt).__name__}, {type(response).__name__}")
     return hashlib.sha256(f"{prompt}\x00{response}".encode()).hexdigest()
-
-
-def label_prf(pred: Sequence[Mapping[str, bool] | None], gold: Sequence[Mapping[str, bool]]) -> dict[str, Any]:
-    """Per-label precision, recall, F1 of PatternRM predictions against gold labels, and their macro means.
-
-    A ``None`` prediction (parse failure) counts as wrong on every label: a gold positive is a false
-    negative and a gold negative a false positive (so failures never look like clean labels). With no
-    positives predicted and none in gold, P = R = F1 = 1 for that label.
-
-    Returns:
-        ``{"n", "parse_failures", "per_label": {label: {"precision", "recall", "f1", "tp", "fp", "fn"}},
-        "macro": {"precision", "recall", "f1"}}``.
-
-    >>> r = label_prf([{"cot": True, "rep": False, "con": False, "pr": False}], [{"cot": True, "rep": False, "con": False, "pr": False}])
-    >>> r["macro"]["f1"], r["parse_failures"]
-    (1.0, 0)
-    """
-    if len(pred) != len(gold):
-        raise ValueError(f"{len(pred)} predictions for {len(gold)} gold rows")
-    per: dict[str, dict[str, float]] = {}
-    for k in LABELS:
-        tp = fp = fn = 0
-        for p, g in zip(pred, gold):
-            if p is None:
-                fn += bool(g[k])
-                fp += not g[k]
-                continue
-            tp += p[k] and g[k]
-            fp += p[k] and not g[k]
-            fn += (not p[k]) and g[k]
-        prec = tp / (tp + fp) if tp + fp else (1.0 if fn == 0 else 0.0)
-        rec = tp / (tp + fn) if tp + fn else (1.0 if fp == 0 else 0.0)
-        f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
-        per[k] = {"precision": prec, "recall": rec, "f1": f1, "tp": tp, "fp": fp, "fn": fn}
-    macro = {m: sum(per[k][m] for k in LABELS) / len(LABELS) for m in ("precision", "recall", "f1")}
-    return {"n": len(gold), "parse_failures": sum(p is None for p in pred), "per_label": per, "macro": macro}

@@ -28,13 +28,19 @@ def _mime(data: bytes) -> str:
     return "application/octet-stream"
 
 
+CRYSTAL_INSTRUCTION = ('Answer with a JSON object only: {"reasoning_steps": ["step 1", "step 2", ...], '
+                       '"answer": "final answer"}.')
+"""The CRYSTAL output format (SPEC section 3), used to make models write explicit steps."""
+
+
 def question_text(sample: dict) -> str:
-    """The question with lettered options (``A. ...``) when it has any, and the answer instruction."""
+    """The question with lettered options (``A. ...``) when it has any, and the answer instruction
+    (the sample's ``instruction`` when it has one, else :data:`ANSWER_INSTRUCTION`)."""
     q = sample["question"].strip()
     opts = sample.get("options") or []
     if opts:
         q += "\n" + "\n".join(f"{OPTION_LETTERS[i]}. {o}" for i, o in enumerate(opts))
-    return f"{q}\n{ANSWER_INSTRUCTION}"
+    return f"{q}\n{sample.get('instruction') or ANSWER_INSTRUCTION}"
 
 
 def build_request(sample: dict, model: ModelConfig, mode: str) -> ChatRequest:

@@ -24,11 +24,12 @@ from howeval.records import KEY, RESPONSE_SCHEMA, SAMPLE_SCHEMA, conform
 from howeval.store import existing_keys, join, read_table, write_json
 from ray_jobs.common import blocks, init_ray, log, write_parquet
 
-WORK_SCHEMA = SAMPLE_SCHEMA.append(pa.field("config", pa.string())).append(pa.field("mode", pa.string()))
+WORK_SCHEMA = (SAMPLE_SCHEMA.append(pa.field("config", pa.string())).append(pa.field("mode", pa.string()))
+               .append(pa.field("instruction", pa.string())))
 
 
-def load_samples(cfg: SweepConfig) -> tuple[list[dict], list[dict]]:
-    """All samples of the sweep's benchmarks and the bad rows skipped (``skip_bad_rows``).
+def load_samples(cfg) -> tuple[list[dict], list[dict]]:
+    """All samples of a config's ``benchmarks`` and the bad rows skipped (``skip_bad_rows``).
 
     Raises:
         BadRowError: a bad row when ``skip_bad_rows`` is False.
@@ -46,14 +47,18 @@ def load_samples(cfg: SweepConfig) -> tuple[list[dict], list[dict]]:
     return samples, bad
 
 
-def pending_work(samples: list[dict], model: ModelConfig, done: set[tuple]) -> list[dict]:
+def pending_work(samples: list[dict], model: ModelConfig, done: set[tuple], modes=("NT", "T")) -> list[dict]:
     """Rows (sample + config + mode) whose key is not in ``done``, in sample order, NT before T."""
-    return [{**s, "config": model.name, "mode": m} for s in samples for m in ("NT", "T")
+    return [{**s, "config": model.name, "mode": m} for s in samples for m in modes
             if m in model.modes and (s["sample_id"], model.name, m) not in done]
 
 
-def generate(cfg: SweepConfig, model: ModelConfig, samples: list[dict]) -> dict:
-    """Run one config over the samples through a Ray Data actor pool; returns counts."""
+def generate(cfg, model: ModelConfig, samples: list[dict], modes=("NT", "T")) -> dict:
+    """Run one config over the samples through a Ray Data actor pool; returns counts.
+
+    ``cfg`` is any job config with ``output_uri`` and ``ray`` (responses go to
+    ``<output_uri>/responses/<model.name>/``).
+    """
     import ray
     from ray.data import ActorPoolStrategy
 
@@ -61,7 +66,7 @@ def generate(cfg: SweepConfig, model: ModelConfig, samples: list[dict]) -> dict:
 
     uri = join(cfg.output_uri, "responses", model.name)
     existing, quarantined = read_table(uri, RESPONSE_SCHEMA)
-    todo = pending_work(samples, model, existing_keys(existing, KEY))
+    todo = pending_work(samples, model, existing_keys(existing, KEY), modes)
     if not todo:
         return {"config": model.name, "done": existing.num_rows, "new": 0, "quarantined": quarantined}
     r = model.resources

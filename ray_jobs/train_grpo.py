@@ -26,7 +26,6 @@ import argparse
 import json
 import logging
 import os
-import shutil
 import tempfile
 from typing import Any
 
@@ -34,7 +33,6 @@ from howeval.grpo import TrainConfig, load_train_config
 
 log = logging.getLogger("howeval.train_grpo")
 
-CKPT_SUBDIR = "checkpoint"  # the TRL checkpoint folder inside each Ray Train checkpoint
 
 
 # -------------------------------------------------------------------------------------------- worker
@@ -67,10 +65,9 @@ def _make_callback():
                 raise FileNotFoundError(f"TRL saved no checkpoint folder at {src}")
             metrics = {k: v for k, v in self.latest.items() if isinstance(v, (int, float))}
             metrics.update(step=state.global_step, resumed_from_step=-1 if self.resumed_from is None else self.resumed_from)
-            with tempfile.TemporaryDirectory() as tmp:
-                shutil.copytree(src, os.path.join(tmp, CKPT_SUBDIR))
-                ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(tmp),
-                                 checkpoint_dir_name=f"checkpoint_{state.global_step:07d}")
+            # the TRL folder is the Ray checkpoint (no extra local copy: these are GBs for real policies)
+            ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(src),
+                             checkpoint_dir_name=f"checkpoint_{state.global_step:07d}")
 
     return RayTrainCheckpointCallback
 
@@ -115,7 +112,7 @@ def train_loop_per_worker(loop_config: dict) -> None:
     ckpt = ray.train.get_checkpoint()
     if ckpt is not None:
         local = ckpt.to_directory(os.path.join(out_dir, "_restored"))
-        resume_dir = os.path.join(local, CKPT_SUBDIR)
+        resume_dir = local  # a Ray checkpoint is one TRL checkpoint-<step> folder
         with open(os.path.join(resume_dir, "trainer_state.json"), encoding="utf-8") as f:
             resumed_from = int(json.load(f)["global_step"])
         if rank == 0:
@@ -170,6 +167,12 @@ def run(cfg: TrainConfig, storage_path: str | None = None, max_steps: int | None
 
     if max_steps is not None:
         cfg = TrainConfig.model_validate({**cfg.model_dump(), "grpo": {**cfg.grpo, "max_steps": max_steps}})
+    ds = cfg.grpo.get("deepspeed")
+    if isinstance(ds, str):  # read here: workers may not share the driver's working folder
+        if not os.path.exists(ds):
+            raise FileNotFoundError(f"grpo.deepspeed={ds!r}: no such file (paths are relative to the current folder)")
+        with open(ds, encoding="utf-8") as f:
+            cfg = TrainConfig.model_validate({**cfg.model_dump(), "grpo": {**cfg.grpo, "deepspeed": json.load(f)}})
     storage = _abs_storage(storage_path or cfg.storage.path)
     exists = _run_exists(storage, cfg.run_name)
     if exists and not resume:
@@ -218,7 +221,7 @@ def _write_metrics(result, storage: str, name: str) -> None:
     from howeval.store import fs_and_path
 
     with result.checkpoint.as_directory() as d:
-        with open(os.path.join(d, CKPT_SUBDIR, "trainer_state.json"), encoding="utf-8") as f:
+        with open(os.path.join(d, "trainer_state.json"), encoding="utf-8") as f:
             history = json.load(f).get("log_history", [])
     fs, path = fs_and_path(storage.rstrip("/") + "/" + name + "/metrics.jsonl")
     with fs.open(path, "w") as f:

@@ -11,9 +11,10 @@ passed through unchanged (TRL's names, not redefined here; a DeepSpeed config is
 After training the checkpoint is saved to ``<output_dir>/checkpoint`` and, when ``calibration.path`` is
 set, read back through ``actors.patternrm.PatternRM`` (kind ``checkpoint``, the same parser the reward
 server uses) on that labelled JSONL (``{question, response, labels}`` rows, e.g. ``heldout.jsonl``).
-Per-label precision / recall / F1 come from ``howeval.patternrm.label_prf`` (``ray_jobs/calibrate.py``
-did not exist when this job was written); unparseable outputs are counted as failures, not clean labels.
-Results: ``<output_dir>/calibration.json``.
+Its predictions are written as ``<output_dir>/calibration/patternrm_predictions.jsonl`` (judge
+``patternrm``; an unparseable output is a row with ``judge_error`` and no labels, never a clean label)
+and scored by the calibration job (``ray_jobs.calibrate --labels FILE --predictions ...``): per-label
+precision / recall / F1 and macro averages in ``<output_dir>/calibration/calibration.{json,md}``.
 """
 from __future__ import annotations
 
@@ -110,23 +111,36 @@ def train(cfg: TrainPatternRMConfig) -> str:
     return ckpt
 
 
-def calibrate(ckpt: str, cal: CalibrationConfig) -> dict:
-    """Score the checkpoint on the labelled file through the PatternRM parser; per-label P/R/F1."""
+def calibrate(ckpt: str, cal: CalibrationConfig, out_dir: str) -> dict:
+    """Label the calibration file with the checkpoint (PatternRM parser), then score with ``ray_jobs.calibrate``.
+
+    Returns the calibration job's scores for judge ``patternrm`` plus ``parse_failures``.
+    """
     from actors.patternrm import PatternRM
-    from howeval.patternrm import label_prf
+    from ray_jobs import calibrate as calibrate_job
 
     rows = _read_jsonl(cal.path, cal.max_items)
     if not rows:
         raise ValueError(f"calibration file {cal.path} has no rows")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    labels_file = out / "labels.jsonl"  # the rows scored (max_items may cut the file)
+    labels_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     rm = PatternRM("checkpoint", path=ckpt, max_new_tokens=cal.max_new_tokens)
-    preds, raws = [], []
+    preds, failures = [], 0
     for i in range(0, len(rows), cal.batch_size):
-        for r in rm.label_batch([{"question": x.get("question") or "", "response": x["response"]} for x in rows[i:i + cal.batch_size]]):
-            preds.append(r["labels"])
-            raws.append({"raw": r["raw"], "error": r["error"]})
-    res = label_prf(preds, [r["labels"] for r in rows])
-    res.update(checkpoint=ckpt, file=cal.path, scorer="howeval.patternrm.label_prf", examples=raws[:5])
-    return res
+        chunk = rows[i:i + cal.batch_size]
+        for x, r in zip(chunk, rm.label_batch([{"question": x.get("question") or "", "response": x["response"]} for x in chunk])):
+            key = {k: x[k] for k in ("sample_id", "config", "mode", "source", "id", "model") if k in x}
+            failures += r["labels"] is None
+            preds.append({**key, "judge": "patternrm", "labels": r["labels"], "judge_error": r["error"], "raw": r["raw"]})
+    pred_file = out / "patternrm_predictions.jsonl"
+    pred_file.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in preds))
+    rc = calibrate_job.main(["--labels", str(labels_file), "--predictions", str(pred_file), "--out", str(out)])
+    if rc != 0:
+        raise ValueError(f"ray_jobs.calibrate failed (exit {rc}) on {labels_file} / {pred_file}")
+    scores = json.loads((out / "calibration.json").read_text())
+    return {"scores": scores["judges"]["patternrm"], "n": len(rows), "parse_failures": failures, "checkpoint": ckpt}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,9 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         ckpt = train(cfg)
         out = {"checkpoint": ckpt}
         if cfg.calibration.path:
-            res = calibrate(ckpt, cfg.calibration)
-            Path(cfg.output_dir, "calibration.json").write_text(json.dumps(res, indent=2))
-            out["calibration"] = {"macro": res["macro"], "parse_failures": res["parse_failures"], "n": res["n"]}
+            res = calibrate(ckpt, cfg.calibration, str(Path(cfg.output_dir) / "calibration"))
+            out["calibration"] = {"macro": res["scores"].get("macro"), "parse_failures": res["parse_failures"], "n": res["n"]}
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -1,0 +1,125 @@
+"""Job: build reference steps the Delphi way (SPEC section 3, CRYSTAL).
+
+    python -m ray_jobs.build_refs --config configs/build_refs.yaml [--limit N]
+
+1. Every writer config writes a step chain per item in the CRYSTAL JSON format (Ray Data actor pools,
+   the sweep's PolicyStage; resumable under ``<out>/chains/responses/<writer>/``).
+2. Steps are embedded (bundled all-MiniLM-L6-v2 by default) and clustered by cosine similarity
+   (connected components strictly above ``threshold``); the medoid of each cluster is kept, in order.
+3. The checker model judges each merged chain; its verdict (or ``checker_error``) is recorded.
+4. ``<out>/reference_steps.jsonl``: uid, reference_steps, support per step, the checker's verdict and
+   ``human_gate: "pending"`` — humans gate the result before it becomes a benchmark's reference.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from howeval.config import BuildRefsConfig, ConfigError, load_sweep_config
+from howeval.delphi import build_reference, checker_messages, parse_checker
+from howeval.engines.base import ChatRequest
+from howeval.prompts import CRYSTAL_INSTRUCTION
+from howeval.records import RESPONSE_SCHEMA
+from howeval.steps import response_steps
+from howeval.store import join, read_table, write_json
+from ray_jobs.common import init_ray, log
+
+
+def write_chains(cfg: BuildRefsConfig, samples: list[dict]) -> dict[str, dict[str, list[str]]]:
+    """Each writer's step chain per sample id (empty for a failed generation)."""
+    from ray_jobs.sweep import generate
+
+    chains_cfg = cfg.model_copy(update={"output_uri": join(cfg.output_uri, "chains")})
+    asked = [{**s, "instruction": CRYSTAL_INSTRUCTION} for s in samples]
+    for w in cfg.writers:
+        log.info("build_refs: writer %s %s", w.name, generate(chains_cfg, w, asked, modes=(cfg.mode,)))
+    out: dict[str, dict[str, list[str]]] = {}
+    for r in read_table(join(chains_cfg.output_uri, "responses"), RESPONSE_SCHEMA)[0].to_pylist():
+        if r["mode"] == cfg.mode:
+            steps = [] if r.get("error") else response_steps(r["response"] or "", r.get("reasoning"))
+            out.setdefault(r["sample_id"], {})[r["config"]] = steps
+    return out
+
+
+def merge(cfg: BuildRefsConfig, samples: list[dict], chains: dict) -> list[dict]:
+    """Cluster and merge the chains of every sample; returns output records (without the check)."""
+    from howeval.embed import StepEmbedder
+
+    emb = StepEmbedder(model_path=cfg.embedder)
+    records = []
+    for s in samples:
+        per_writer = [chains.get(s["sample_id"], {}).get(w.name, []) for w in cfg.writers]
+        flat = [x for ch in per_writer for x in ch]
+        vecs = emb.encode(flat) if flat else np.zeros((0, 1))
+        ref = build_reference(per_writer, vecs, cfg.threshold, cfg.min_support)
+        records.append({"uid": s["sample_id"], "question": s["question"], "answer": s["answer"],
+                        "reference_steps": ref.steps, "support": ref.support, "n_clusters": ref.n_clusters,
+                        "writers_with_steps": sum(bool(c) for c in per_writer), "human_gate": "pending"})
+    return records
+
+
+def check(cfg: BuildRefsConfig, records: list[dict]) -> None:
+    """Ask the checker about each merged chain; sets checker_consistent / checker_reason / checker_error."""
+    if cfg.checker is None:
+        return
+    from howeval.engines.registry import build_engine
+
+    c = cfg.checker
+    engine = build_engine(c.engine, c.model, c.options)
+    reqs = [ChatRequest(messages=checker_messages(r["question"], r["answer"], r["reference_steps"]),
+                        max_tokens=c.sampling.max_tokens, temperature=0.0, request_id=r["uid"]) for r in records]
+    for r, comp in zip(records, engine.generate(reqs)):
+        r["checker"] = c.name
+        r["checker_consistent"], r["checker_reason"], r["checker_error"] = None, None, None
+        if comp.error:
+            r["checker_error"] = f"engine: {comp.error}"
+            continue
+        try:
+            r["checker_consistent"], r["checker_reason"] = parse_checker(comp.text)
+        except ValueError as e:
+            r["checker_error"] = str(e)
+
+
+def run(cfg: BuildRefsConfig) -> list[dict]:
+    from ray_jobs.sweep import load_samples
+
+    samples, _ = load_samples(cfg)
+    init_ray(cfg.ray)
+    records = merge(cfg, samples, write_chains(cfg, samples))
+    check(cfg, records)
+    write_json(join(cfg.output_uri, "reference_steps.jsonl"),
+               "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    return records
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m ray_jobs.build_refs", description=__doc__.split("\n")[0])
+    p.add_argument("--config", required=True)
+    p.add_argument("--output")
+    p.add_argument("--limit", type=int)
+    a = p.parse_args(argv)
+    try:
+        cfg = load_sweep_config(a.config, cls=BuildRefsConfig)
+        raw = cfg.model_dump()
+        if a.output:
+            raw["output_uri"] = a.output
+        if a.limit:
+            for b in raw["benchmarks"]:
+                b["limit"] = a.limit
+        cfg = BuildRefsConfig.model_validate(raw)
+        records = run(cfg)
+    except (ConfigError, FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    n_checked = sum(r.get("checker_consistent") is not None for r in records)
+    print(f"wrote {join(cfg.output_uri, 'reference_steps.jsonl')}: {len(records)} items, "
+          f"{sum(len(r['reference_steps']) for r in records) / max(1, len(records)):.1f} steps/item, "
+          f"{n_checked} checked, {sum(bool(r.get('checker_error')) for r in records)} checker errors")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
