@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 PRED_STEPS = "pred_steps"
 REF_STEPS = "ref_steps"
@@ -77,7 +78,7 @@ class StepScoreUDF:
                 f"required: {cls.REQUIRED_COLUMNS}"
             )
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def __call__(self, batch: dict[str, np.ndarray]) -> pa.Table:
         self.check_columns(batch)
         items = [(list(p), list(r)) for p, r in zip(batch[PRED_STEPS], batch[REF_STEPS])]
         scores = self.embedder.score_items(items, taus=(self.tau,), alphas=(self.alpha,), order=self.order)
@@ -89,7 +90,9 @@ class StepScoreUDF:
         out[STEP_LIS] = np.array([s.lis for s in rows], dtype=np.float64)
         out[STEP_ORDERED_F1] = np.array([s.ordered_f1 for s in rows], dtype=np.float64)
         out[STEP_MATCHED] = np.array([s.matched for s in rows], dtype=np.int64)
-        return out
+        # Ragged list columns (object arrays of arrays) go back as Arrow lists, not pickled objects.
+        return pa.Table.from_pydict({k: [list(x) if isinstance(x, (np.ndarray, list, tuple)) else x for x in v]
+                                     if v.dtype == object else v for k, v in out.items()})
 
 
 def score_steps(

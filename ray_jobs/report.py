@@ -3,7 +3,9 @@
     python -m ray_jobs.report --run runs/demo [--judge NAME]
 
 Joins each response with the primary pattern judge's judgment (same key and response hash; a
-judgment without error preferred), computes SPEC §1 metrics, writes ``metrics.json`` and ``report.md``.
+judgment without error preferred), computes SPEC §1 metrics with bootstrap intervals, McNemar's test
+and the length analysis, adds CRYSTAL / AdaptMMBench / judge-agreement sections when the run has
+them, and writes ``metrics.json``, ``report.md``, ``index.html`` and ``plots/*.png``.
 """
 from __future__ import annotations
 
@@ -13,8 +15,10 @@ import sys
 
 from howeval.config import SweepConfig
 from howeval.judging import judge_id
+from howeval.html_report import write_html_report
 from howeval.metrics import sweep_metrics
 from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA
+from howeval.stats import extend_metrics, extra_sections
 from howeval.report import render_adapt, render_agreement, render_crystal, render_report
 from howeval.store import fs_and_path, join, read_table, write_json
 
@@ -91,7 +95,7 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
     if jc is None:
         raise ValueError(f"judge {name!r} not in the run's judges {[j.name for j in cfg.judges.pattern]}")
     rows = joined_rows(responses, judgments, judge_id(jc))
-    metrics = sweep_metrics(rows)
+    metrics = extend_metrics(sweep_metrics(rows), rows)  # + bootstrap CIs, McNemar, length analysis
     metrics["run"] = {"name": cfg.name, "output_uri": out, "pattern_judge": judge_id(jc),
                       "benchmarks": [b.path for b in cfg.benchmarks], "n_responses": len(responses)}
     bad_rows = _read_bad_rows(out) if bad_rows is None else bad_rows
@@ -103,7 +107,7 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
         notes.append(f"Text-only configs (they never saw the images, so image questions are answered blind): "
                      f"{', '.join(blind)}. The embedded SmolLM2-135M is such a model: its numbers test the "
                      "pipeline, not a VLM.")
-    extra = []
+    extra = extra_sections(metrics)
     agreement = judge_agreement(judgments)
     if agreement:
         metrics["judge_agreement"] = agreement
@@ -124,8 +128,9 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
         metrics["adapt"] = {c: summarize_rows(rs) for c, rs in sorted(by_cfg.items())}
         extra.append(render_adapt(metrics["adapt"]))
     write_json(join(out, "metrics.json"), json.dumps(metrics, indent=2, sort_keys=True, default=str))
-    write_json(join(out, "report.md"), render_report(metrics, title=f"Sweep report: {cfg.name}", notes=notes,
-                                                     bad_rows=bad_rows, extra_sections=extra))
+    md = render_report(metrics, title=f"Sweep report: {cfg.name}", notes=notes, bad_rows=bad_rows, extra_sections=extra)
+    write_json(join(out, "report.md"), md)
+    write_html_report(out, metrics, rows, markdown=md)  # plots/*.png + index.html
     return metrics
 
 

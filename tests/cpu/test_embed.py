@@ -155,7 +155,7 @@ def test_udf_adds_columns(embedder, worked_example):
         "pred_steps": np.array([np.array(worked_example["predicted_steps"]), np.array([], dtype=object)], dtype=object),
         "ref_steps": np.array([np.array(worked_example["reference_steps"]), np.array(["x y"])], dtype=object),
     }
-    out = _udf(embedder, tau=0.35, alpha=0.3)(batch)
+    out = _udf(embedder, tau=0.35, alpha=0.3)(batch).to_pydict()
     assert set(StepScoreUDF.OUTPUT_COLUMNS) <= set(out) and list(out["sample_id"]) == ["a", "b"]
     assert list(out["step_matched"]) == [5, 0]
     assert out["step_precision"][0] == pytest.approx(1.0)
