@@ -47,8 +47,9 @@ def test_build_refs_job_with_replay_writers(tmp_path, repo_root):
 
     manifest = repo_root / "datasets" / "demo" / "manifest.jsonl"
     uids = [json.loads(line)["uid"] for line in manifest.open()][:3]
-    chains = {"w1": ["Count the red circles.", "There are four of them."],
-              "w2": ["Count every red circle in the image.", "There are four red circles."]}
+    # cosine (all-MiniLM-L6-v2): first steps 0.92, second steps 0.91, across steps at most 0.71
+    chains = {"w1": ["Look at the image and find the red circles.", "The total number of red circles is four."],
+              "w2": ["Find the red circles in the picture.", "Four red circles in total."]}
     writers = []
     for name, steps in chains.items():
         p = tmp_path / f"{name}.jsonl"
@@ -61,7 +62,7 @@ def test_build_refs_job_with_replay_writers(tmp_path, repo_root):
                        + json.dumps({"sample_id": uids[1], "response": "looks fine"}) + "\n")
     cfg = {"output_uri": str(tmp_path / "out"), "benchmarks": [{"path": str(manifest), "limit": 3}], "writers": writers,
            "checker": {"name": "chk", "engine": "replay", "options": {"path": str(checker)}, "modes": {"NT": {}}},
-           "threshold": 0.6, "ray": {"num_cpus": 2}}
+           "threshold": 0.8, "ray": {"num_cpus": 2}}
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
     assert main(["--config", str(tmp_path / "c.yaml")]) == 0
     out = [json.loads(line) for line in (tmp_path / "out" / "reference_steps.jsonl").open()]
