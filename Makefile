@@ -11,13 +11,15 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast sweep report judge bench bench-sweep bench-crystal clean help
+.PHONY: install demo test test-fast sweep report judge bench bench-sweep bench-crystal train-smoke serve clean help
 
 help:
 	@echo "make demo    - create $(VENV), install, run the embedded-default sweep -> runs/demo/{metrics.json,report.md}"
 	@echo "make test    - run the test suite (creates $(VENV) if missing)"
 	@echo "make sweep DATA=../shared/data/manifest.jsonl [OUT=runs/sweep] - the same sweep on real samples"
 	@echo "make bench   - throughput benchmarks -> bench/results/*.md"
+	@echo "make train-smoke - 2 GRPO steps on CPU, checkpoint, then resume to step 3"
+	@echo "make serve   - the reward server on 127.0.0.1:8000 (embedded defaults)"
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -47,6 +49,11 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q tests/cpu -m "not ray and not slow"
+
+train-smoke: $(STAMP)
+	rm -rf runs/train-smoke
+	$(BIN)/python -m ray_jobs.train_grpo --config configs/train/smoke.yaml --storage-path runs/train-smoke --max-steps 2
+	$(BIN)/python -m ray_jobs.train_grpo --config configs/train/smoke.yaml --storage-path runs/train-smoke --max-steps 3 --resume
 
 bench: bench-sweep bench-crystal
 

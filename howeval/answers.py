@@ -42,7 +42,17 @@ def boxed_contents(text: str) -> list[str]:
     >>> boxed_contents(r"\\boxed{unclosed")
     []
     """
-    out: list[str] = []
+    return [content.strip() for _, _, content in boxed_spans(text)]
+
+
+def boxed_spans(text: str) -> list[tuple[int, int, str]]:
+    """Every ``\\boxed{...}`` / ``\\fbox{...}`` with balanced braces as ``(start, end, content)``:
+    ``text[start:end]`` is the whole box, ``content`` its unstripped inside. Unclosed boxes are skipped.
+
+    >>> boxed_spans(r"a \\boxed{x{1}} b")
+    [(2, 14, 'x{1}')]
+    """
+    out: list[tuple[int, int, str]] = []
     for m in _BOXED_RE.finditer(text):
         depth, i = 1, m.end()
         while i < len(text) and depth:
@@ -52,7 +62,7 @@ def boxed_contents(text: str) -> list[str]:
                 depth -= 1
             i += 1
         if depth == 0:
-            out.append(text[m.end() : i - 1].strip())
+            out.append((m.start(), i, text[m.end() : i - 1]))
     return out
 
 

@@ -73,6 +73,18 @@ def mode_metrics(rows: list[dict]) -> dict:
     return m
 
 
+def paired_outcomes(nt: list[dict], t: list[dict]) -> tuple[list[tuple], list[tuple]]:
+    """``(acc_pairs, trigger_pairs)``: (NT, T) outcomes on the prompts both modes have, paired by
+    ``sample_id``; a pair enters only when both sides are known (correct / labels not null)."""
+    a, b = {r["sample_id"]: r for r in nt}, {r["sample_id"]: r for r in t}
+    both = sorted(set(a) & set(b))
+    acc = [(a[s]["correct"], b[s]["correct"]) for s in both
+           if a[s].get("correct") is not None and b[s].get("correct") is not None]
+    pat = [(trigger_of(a[s]), trigger_of(b[s])) for s in both
+           if trigger_of(a[s]) is not None and trigger_of(b[s]) is not None]
+    return acc, pat
+
+
 def paired_deltas(nt: list[dict], t: list[dict]) -> dict:
     """Δacc = Acc_T − Acc_NT and Δpat = Trigger_NT − Trigger_T on the prompts both modes have (SPEC 1).
 
@@ -84,12 +96,7 @@ def paired_deltas(nt: list[dict], t: list[dict]) -> dict:
     >>> d = paired_deltas(nt, t); (d["delta_acc"], d["delta_pat"], d["n_paired_acc"])
     (1.0, 1.0, 1)
     """
-    a, b = {r["sample_id"]: r for r in nt}, {r["sample_id"]: r for r in t}
-    both = sorted(set(a) & set(b))
-    acc_pairs = [(a[s]["correct"], b[s]["correct"]) for s in both
-                 if a[s].get("correct") is not None and b[s].get("correct") is not None]
-    pat_pairs = [(trigger_of(a[s]), trigger_of(b[s])) for s in both
-                 if trigger_of(a[s]) is not None and trigger_of(b[s]) is not None]
+    acc_pairs, pat_pairs = paired_outcomes(nt, t)
     d_acc = (sum(float(y) - float(x) for x, y in acc_pairs) / len(acc_pairs)) if acc_pairs else None
     d_pat = (sum(float(x) - float(y) for x, y in pat_pairs) / len(pat_pairs)) if pat_pairs else None
     return {"delta_acc": d_acc, "delta_pat": d_pat, "n_paired_acc": len(acc_pairs), "n_paired_pat": len(pat_pairs)}

@@ -20,7 +20,7 @@ from typing import Iterable, Sequence
 import numpy as np
 from scipy import stats as _st
 
-from howeval.metrics import trigger_of
+from howeval.metrics import paired_outcomes, trigger_of
 from howeval.records import MODES
 
 EXACT_BELOW = 25
@@ -111,20 +111,6 @@ def mcnemar(pairs: Sequence[tuple]) -> dict:
     chi = (abs(b - c) - 1) ** 2 / nd
     return {"b": b, "c": c, "n": len(used), "statistic": float(chi), "p_value": float(_st.chi2.sf(chi, 1)),
             "exact": False}
-
-
-def paired_outcomes(nt: list[dict], t: list[dict]) -> tuple[list[tuple], list[tuple]]:
-    """``(acc_pairs, trigger_pairs)`` on the prompts both modes answered, paired by ``sample_id``.
-
-    Same pairing as ``howeval.metrics.paired_deltas``: a pair enters only when both sides are known.
-    """
-    a, b = {r["sample_id"]: r for r in nt}, {r["sample_id"]: r for r in t}
-    both = sorted(set(a) & set(b))
-    acc = [(a[s]["correct"], b[s]["correct"]) for s in both
-           if a[s].get("correct") is not None and b[s].get("correct") is not None]
-    pat = [(trigger_of(a[s]), trigger_of(b[s])) for s in both
-           if trigger_of(a[s]) is not None and trigger_of(b[s]) is not None]
-    return acc, pat
 
 
 def add_intervals(metrics: dict, rows: list[dict], n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> dict:

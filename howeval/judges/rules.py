@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Sequence
 
+from howeval.answers import boxed_spans
 from howeval.judges.verdict import LABELS, PatternVerdict, make_verdict
 
 RULES_VERSION = "rules-1.0"
@@ -131,22 +132,6 @@ def _clip(s: str, n: int = 240) -> str:
 # ----------------------------------------------------------------------------------------------------
 # Final-answer claims (for Con and for the conclusion count of Rep)
 # ----------------------------------------------------------------------------------------------------
-
-
-def _boxed_spans(text: str) -> list[tuple[int, int, str]]:
-    """All ``\\boxed{...}`` (balanced braces): (start, end, content)."""
-    out = []
-    for m in re.finditer(r"\\boxed\s*\{", text):
-        depth, i = 1, m.end()
-        while i < len(text) and depth:
-            if text[i] == "{":
-                depth += 1
-            elif text[i] == "}":
-                depth -= 1
-            i += 1
-        if depth == 0:
-            out.append((m.start(), i, text[m.end() : i - 1]))
-    return out
 
 
 _ANSWER_STMT = re.compile(
@@ -282,7 +267,7 @@ def extract_claims(text: str) -> list[Claim]:
     """Final-answer claims in ``text``: the last ``\\boxed{}``, every other ``\\boxed{}`` whose sentence
     mentions the answer, and every "the answer is X" / "answer: X" statement, in text order."""
     claims: list[Claim] = []
-    boxes = [b for b in _boxed_spans(text) if b[2].strip() not in ("", "?")]
+    boxes = [b for b in boxed_spans(text) if b[2].strip() not in ("", "?")]
     for i, (a, b, content) in enumerate(boxes):
         sent_start = max(text.rfind(". ", 0, a), text.rfind("\n", 0, a))
         sent = text[sent_start + 1 : a]
