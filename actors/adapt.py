@@ -1,7 +1,7 @@
 """Ray Data stage: AdaptMMBench episodes (text / adaptive / oracle-visual) with a policy engine.
 
 Input: Sample columns with ``evidence_boxes`` plus ``config`` and ``adapt_mode``. Output: one row per
-item and mode (``ray_jobs.adapt.ADAPT_SCHEMA``), the final answer verified with ``howeval.verify``.
+item and mode (``howeval.records.ADAPT_SCHEMA``), the final answer verified with ``howeval.verify``.
 An engine failure ends that item with ``error`` set; the rest of the batch goes on.
 """
 from __future__ import annotations

@@ -165,7 +165,7 @@ def main() -> int:
         b, u = results[("batched", c)]["rewards_s"], results[("unbatched", c)]["rewards_s"]
         lines.append(f"- {c} clients: batched / unbatched throughput = {b / u:.2f}x" if u else f"- {c} clients: unbatched 0")
     if mean_batch:
-        lines.append(f"- mean PatternRM batch size: " + ", ".join(f"{k} {v:.1f}" for k, v in mean_batch.items()))
+        lines.append("- mean PatternRM batch size: " + ", ".join(f"{k} {v:.1f}" for k, v in mean_batch.items()))
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -166,3 +166,23 @@ def load_benchmark(path: str, *, name: str | None = None, limit: int | None = No
         if limit is not None and len(samples) >= limit:
             break
     return LoadResult(samples, bad)
+
+
+def load_samples(benchmarks, skip_bad_rows: bool = False) -> tuple[list[dict], list[dict]]:
+    """All samples of several benchmarks (objects with ``path``, ``name``, ``limit``) and the bad rows
+    skipped (``skip_bad_rows``).
+
+    Raises:
+        BadRowError: a bad row when ``skip_bad_rows`` is False.
+        ValueError: two benchmarks share a sample id.
+    """
+    samples, bad, seen = [], [], set()
+    for b in benchmarks:
+        res = load_benchmark(b.path, name=b.name, limit=b.limit, skip_bad_rows=skip_bad_rows)
+        for s in res.samples:
+            if s["sample_id"] in seen:
+                raise ValueError(f"sample id {s['sample_id']!r} appears in two benchmarks; ids must be unique")
+            seen.add(s["sample_id"])
+        samples += res.samples
+        bad += res.bad_rows
+    return samples, bad

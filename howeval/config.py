@@ -5,6 +5,7 @@ greater than or equal to 1 (got 0)``. Unknown keys are errors (``extra="forbid"`
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -239,3 +240,21 @@ def load_sweep_config(path: str | Path, overrides: dict[str, Any] | None = None,
         return cls.model_validate(raw)
     except ValidationError as e:
         raise ConfigError(format_validation_error(e, str(path))) from None
+
+
+def load_run_config(run: str) -> SweepConfig:
+    """The config a sweep run was made with (``<run>/run_config.json``), with ``output_uri`` set to ``run``
+    (so a moved or copied run still points at itself).
+
+    Raises:
+        FileNotFoundError: ``run`` has no run_config.json (it is not the output of ``ray_jobs.sweep``).
+    """
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(run.rstrip("/") + "/run_config.json")
+    if not fs.exists(path):
+        raise FileNotFoundError(f"{run} has no run_config.json: is it the output of ray_jobs.sweep?")
+    with fs.open(path, "r") as f:
+        raw = json.loads(f.read())
+    raw["output_uri"] = run
+    return SweepConfig.model_validate(raw)

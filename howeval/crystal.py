@@ -19,6 +19,8 @@ Kendall's tau as its default order score).
 """
 from __future__ import annotations
 
+from collections import defaultdict
+
 import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -249,3 +251,20 @@ def _check_sim(sim: np.ndarray) -> np.ndarray:
     if not np.isfinite(sim).all():
         raise ValueError("sim holds NaN or inf values")
     return sim
+
+
+def summarize_step_rows(rows: list[dict]) -> dict:
+    """Mean step metrics per config x mode: ``{config: {mode: {n, precision, recall, f1, lis, ordered_f1}}}``."""
+    groups: dict = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        groups[r["config"]][r["mode"]].append(r)
+    out: dict = {}
+    for c, modes in sorted(groups.items()):
+        out[c] = {}
+        for m, rs in sorted(modes.items()):
+            mean = lambda k: sum(x[k] for x in rs) / len(rs)  # noqa: E731
+            out[c][m] = {"n": len(rs), "precision": mean("step_precision"), "recall": mean("step_recall"),
+                         "f1": mean("step_f1"), "lis": mean("step_lis"), "ordered_f1": mean("step_ordered_f1"),
+                         "tau": rs[0]["tau"], "alpha": rs[0]["alpha"], "order": rs[0]["order"],
+                         "embedder": rs[0]["embedder"]}
+    return out

@@ -93,6 +93,27 @@ JUDGMENT_SCHEMA = pa.schema(
 )
 
 
+# CRYSTAL step scores of one response (ray_jobs.crystal), keyed by STEP_KEY.
+STEPS_SCHEMA = pa.schema([
+    ("sample_id", pa.string()), ("config", pa.string()), ("mode", pa.string()), ("response_hash", pa.string()),
+    ("embedder", pa.string()), ("tau", pa.float64()), ("alpha", pa.float64()), ("order", pa.string()),
+    ("pred_steps", pa.list_(pa.string())), ("ref_steps", pa.list_(pa.string())),
+    ("step_matched", pa.int64()), ("step_precision", pa.float64()), ("step_recall", pa.float64()),
+    ("step_f1", pa.float64()), ("step_lis", pa.float64()), ("step_ordered_f1", pa.float64()),
+])
+STEP_KEY = ("sample_id", "config", "mode", "response_hash", "embedder", "tau", "alpha", "order")
+
+# One AdaptMMBench episode (ray_jobs.adapt): an item in one mode (text | adaptive | oracle).
+ADAPT_SCHEMA = pa.schema([
+    ("sample_id", pa.string()), ("config", pa.string()), ("mode", pa.string()), ("domain", pa.string()),
+    ("correct", pa.bool_()), ("verify_method", pa.string()), ("called", pa.bool_()), ("n_calls", pa.int64()),
+    ("n_ineffective", pa.int64()), ("tokens", pa.int64()), ("steps", pa.int64()), ("n_turns", pa.int64()),
+    ("final_text", pa.string()), ("calls", pa.string()), ("error", pa.string()),
+    ("trajectory_steps", pa.list_(pa.string())), ("key_steps", pa.list_(pa.string())),
+    ("key_step_coverage", pa.float64()),
+])
+
+
 def response_hash(response: str | None, reasoning: str | None = None) -> str:
     """Stable id of a response text: sha256 over (y_m, r_m), hex, 16 chars. Judgments are cached by it."""
     h = hashlib.sha256(json.dumps([response, reasoning], ensure_ascii=False).encode("utf-8"))

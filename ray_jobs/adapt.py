@@ -15,20 +15,13 @@ import sys
 
 import pyarrow as pa
 
-from howeval.adapt.metrics import summarize
-from howeval.config import SweepConfig
-from howeval.records import SAMPLE_SCHEMA, conform
+from howeval.adapt.metrics import summarize_rows
+from howeval.benchmarks import load_samples
+from howeval.config import SweepConfig, load_run_config
+from howeval.records import ADAPT_SCHEMA, SAMPLE_SCHEMA, conform
 from howeval.store import existing_keys, join, read_table
 from ray_jobs.common import blocks, init_ray, log, write_parquet
 
-ADAPT_SCHEMA = pa.schema([
-    ("sample_id", pa.string()), ("config", pa.string()), ("mode", pa.string()), ("domain", pa.string()),
-    ("correct", pa.bool_()), ("verify_method", pa.string()), ("called", pa.bool_()), ("n_calls", pa.int64()),
-    ("n_ineffective", pa.int64()), ("tokens", pa.int64()), ("steps", pa.int64()), ("n_turns", pa.int64()),
-    ("final_text", pa.string()), ("calls", pa.string()), ("error", pa.string()),
-    ("trajectory_steps", pa.list_(pa.string())), ("key_steps", pa.list_(pa.string())),
-    ("key_step_coverage", pa.float64()),
-])
 WORK_SCHEMA = SAMPLE_SCHEMA.append(pa.field("config", pa.string())).append(pa.field("adapt_mode", pa.string()))
 DEFAULTS = {"modes": ["text", "adaptive", "oracle"], "max_turns": 3, "max_tokens": 256, "tool_format": None,
             "coverage_tau": 0.35, "embedder": None}
@@ -75,31 +68,15 @@ def run_adapt(cfg: SweepConfig, samples: list[dict]) -> dict:
     return summaries
 
 
-def summarize_rows(rows: list[dict]) -> dict:
-    """``howeval.adapt.metrics.summarize`` over stored rows, plus the mean key-step coverage per mode
-    (rows with key steps and no engine error); unresolved verdicts are counted apart."""
-    scored = [dict(r, uid=r["sample_id"]) for r in rows if r.get("error") or r.get("correct") is not None]
-    out = summarize(scored)
-    out["unresolved"] = sum(1 for r in rows if not r.get("error") and r.get("correct") is None)
-    cov: dict[str, list[float]] = {}
-    for r in rows:
-        if r.get("key_step_coverage") is not None:
-            cov.setdefault(r["mode"], []).append(r["key_step_coverage"])
-    out["key_step_coverage"] = {m: sum(v) / len(v) for m, v in sorted(cov.items())}
-    return out
-
-
 def main(argv=None) -> int:
-    from ray_jobs.judge import load_run_config
     from ray_jobs.report import write_report
-    from ray_jobs.sweep import load_samples
 
     p = argparse.ArgumentParser(prog="python -m ray_jobs.adapt", description=__doc__.split("\n")[0])
     p.add_argument("--run", required=True)
     a = p.parse_args(argv)
     cfg = load_run_config(a.run)
-    cfg = SweepConfig.model_validate({**cfg.model_dump(), "output_uri": a.run, "adapt": cfg.adapt or {}})
-    samples, _ = load_samples(cfg)
+    cfg = SweepConfig.model_validate({**cfg.model_dump(), "adapt": cfg.adapt or {}})
+    samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
     run_adapt(cfg, samples)
     write_report(cfg)
     return 0

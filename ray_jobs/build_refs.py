@@ -18,6 +18,7 @@ import sys
 
 import numpy as np
 
+from howeval.benchmarks import load_samples
 from howeval.config import BuildRefsConfig, ConfigError, load_sweep_config
 from howeval.delphi import build_reference, checker_messages, parse_checker
 from howeval.engines.base import ChatRequest
@@ -84,9 +85,7 @@ def check(cfg: BuildRefsConfig, records: list[dict]) -> None:
 
 
 def run(cfg: BuildRefsConfig) -> list[dict]:
-    from ray_jobs.sweep import load_samples
-
-    samples, _ = load_samples(cfg)
+    samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
     init_ray(cfg.ray)
     records = merge(cfg, samples, write_chains(cfg, samples))
     check(cfg, records)

@@ -14,20 +14,13 @@ import sys
 
 import pyarrow as pa
 
-from howeval.config import SweepConfig
-from howeval.records import RESPONSE_SCHEMA
+from howeval.benchmarks import load_samples
+from howeval.config import SweepConfig, load_run_config
+from howeval.records import RESPONSE_SCHEMA, STEP_KEY, STEPS_SCHEMA
 from howeval.steps import response_steps
 from howeval.store import existing_keys, join, read_table
 from ray_jobs.common import blocks, init_ray, log, write_parquet
 
-STEPS_SCHEMA = pa.schema([
-    ("sample_id", pa.string()), ("config", pa.string()), ("mode", pa.string()), ("response_hash", pa.string()),
-    ("embedder", pa.string()), ("tau", pa.float64()), ("alpha", pa.float64()), ("order", pa.string()),
-    ("pred_steps", pa.list_(pa.string())), ("ref_steps", pa.list_(pa.string())),
-    ("step_matched", pa.int64()), ("step_precision", pa.float64()), ("step_recall", pa.float64()),
-    ("step_f1", pa.float64()), ("step_lis", pa.float64()), ("step_ordered_f1", pa.float64()),
-])
-STEP_KEY = ("sample_id", "config", "mode", "response_hash", "embedder", "tau", "alpha", "order")
 DEFAULTS = {"tau": 0.35, "alpha": 0.5, "order": "lis", "embedder": None, "replicas": 1, "num_cpus": 0.75}
 
 
@@ -71,29 +64,8 @@ def score_run(cfg: SweepConfig, samples: list[dict]) -> dict:
     return {"scored": len(todo)}
 
 
-def crystal_metrics(rows: list[dict]) -> dict:
-    """Mean step metrics per config x mode: ``{config: {mode: {n, precision, recall, f1, lis, ordered_f1}}}``."""
-    from collections import defaultdict
-
-    groups: dict = defaultdict(lambda: defaultdict(list))
-    for r in rows:
-        groups[r["config"]][r["mode"]].append(r)
-    out: dict = {}
-    for c, modes in sorted(groups.items()):
-        out[c] = {}
-        for m, rs in sorted(modes.items()):
-            mean = lambda k: sum(x[k] for x in rs) / len(rs)  # noqa: E731
-            out[c][m] = {"n": len(rs), "precision": mean("step_precision"), "recall": mean("step_recall"),
-                         "f1": mean("step_f1"), "lis": mean("step_lis"), "ordered_f1": mean("step_ordered_f1"),
-                         "tau": rs[0]["tau"], "alpha": rs[0]["alpha"], "order": rs[0]["order"],
-                         "embedder": rs[0]["embedder"]}
-    return out
-
-
 def main(argv=None) -> int:
-    from ray_jobs.judge import load_run_config
     from ray_jobs.report import write_report
-    from ray_jobs.sweep import load_samples
 
     p = argparse.ArgumentParser(prog="python -m ray_jobs.crystal", description=__doc__.split("\n")[0])
     p.add_argument("--run", required=True)
@@ -103,8 +75,8 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     cfg = load_run_config(a.run)
     crystal = {**(cfg.crystal or {}), **{k: v for k, v in (("tau", a.tau), ("alpha", a.alpha), ("order", a.order)) if v is not None}}
-    cfg = SweepConfig.model_validate({**cfg.model_dump(), "output_uri": a.run, "crystal": crystal})
-    samples, _ = load_samples(cfg)
+    cfg = SweepConfig.model_validate({**cfg.model_dump(), "crystal": crystal})
+    samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
     print(score_run(cfg, samples))
     write_report(cfg)
     return 0

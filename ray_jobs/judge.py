@@ -16,11 +16,12 @@ import sys
 import pyarrow as pa
 import yaml
 
-from howeval.config import ConfigError, JudgesConfig, SweepConfig
+from howeval.benchmarks import load_samples
+from howeval.config import ConfigError, JudgesConfig, SweepConfig, load_run_config
 from howeval.judging import judge_id, verifier_id
 from howeval.prompts import image_data_url
 from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA, conform
-from howeval.store import fs_and_path, join, read_table
+from howeval.store import join, read_table
 from ray_jobs.common import blocks, init_ray, log, write_parquet
 
 STAGE_SCHEMA = (RESPONSE_SCHEMA.append(pa.field("judges_needed", pa.list_(pa.string())))
@@ -68,9 +69,7 @@ def judge_run(cfg: SweepConfig, samples: list[dict] | None = None, only: list[st
         return {"judged": 0}
     if any(j.kind == "llm" and j.with_image for j in cfg.judges.pattern):
         if samples is None:
-            from ray_jobs.sweep import load_samples
-
-            samples, _ = load_samples(cfg)
+            samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
         first_image = {s["sample_id"]: image_data_url(s["images"][0]) for s in samples if s["images"]}
         for r in todo:
             r["image_data_url"] = first_image.get(r["sample_id"])
@@ -85,15 +84,6 @@ def judge_run(cfg: SweepConfig, samples: list[dict] | None = None, only: list[st
     return {"judged": len(todo)}
 
 
-def load_run_config(run: str) -> SweepConfig:
-    """The config a run was made with (``<run>/run_config.json``)."""
-    fs, path = fs_and_path(join(run, "run_config.json"))
-    if not fs.exists(path):
-        raise FileNotFoundError(f"{run} has no run_config.json: is it the output of ray_jobs.sweep?")
-    with fs.open(path, "r") as f:
-        return SweepConfig.model_validate_json(f.read())
-
-
 def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     p = argparse.ArgumentParser(prog="python -m ray_jobs.judge", description=__doc__.split("\n")[0])
@@ -105,7 +95,6 @@ def main(argv=None) -> int:
     try:
         cfg = load_run_config(args.run)
         raw = cfg.model_dump()
-        raw["output_uri"] = args.run
         if args.judges:
             with open(args.judges) as f:
                 doc = yaml.safe_load(f) or {}

@@ -13,11 +13,13 @@ import argparse
 import json
 import sys
 
-from howeval.config import SweepConfig
+from howeval.adapt.metrics import summarize_rows
+from howeval.config import SweepConfig, load_run_config
+from howeval.crystal import summarize_step_rows
 from howeval.judging import judge_id
 from howeval.html_report import write_html_report
 from howeval.metrics import sweep_metrics
-from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA
+from howeval.records import ADAPT_SCHEMA, JUDGMENT_SCHEMA, RESPONSE_SCHEMA, STEPS_SCHEMA
 from howeval.stats import extend_metrics, extra_sections
 from howeval.report import render_adapt, render_agreement, render_crystal, render_report
 from howeval.store import fs_and_path, join, read_table, write_json
@@ -112,14 +114,10 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
     if agreement:
         metrics["judge_agreement"] = agreement
         extra.append(render_agreement(agreement))
-    from ray_jobs.crystal import STEPS_SCHEMA, crystal_metrics
-
     steps = read_table(join(out, "steps"), STEPS_SCHEMA)[0].to_pylist()
     if steps:
-        metrics["crystal"] = crystal_metrics(steps)
+        metrics["crystal"] = summarize_step_rows(steps)
         extra.append(render_crystal(metrics["crystal"]))
-    from ray_jobs.adapt import ADAPT_SCHEMA, summarize_rows
-
     adapt_rows = read_table(join(out, "adapt"), ADAPT_SCHEMA)[0].to_pylist()
     if adapt_rows:
         by_cfg: dict = {}
@@ -135,14 +133,11 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
 
 
 def main(argv=None) -> int:
-    from ray_jobs.judge import load_run_config
-
     p = argparse.ArgumentParser(prog="python -m ray_jobs.report", description=__doc__.split("\n")[0])
     p.add_argument("--run", required=True, help="output URI of a sweep run")
     p.add_argument("--judge", help="pattern judge name whose labels enter the metrics (default: the primary)")
     args = p.parse_args(argv)
     cfg = load_run_config(args.run)
-    cfg = SweepConfig.model_validate({**cfg.model_dump(), "output_uri": args.run})
     try:
         write_report(cfg, judge=args.judge)
     except (ValueError, FileNotFoundError) as e:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from howeval.benchmarks import BadRowError, load_benchmark
+from howeval.benchmarks import BadRowError, load_samples
 from howeval.config import BenchmarkConfig, ConfigError, ModelConfig, SweepConfig, load_sweep_config
 from howeval.records import KEY, RESPONSE_SCHEMA, SAMPLE_SCHEMA, conform
 from howeval.store import existing_keys, join, read_table, write_json
@@ -26,25 +26,6 @@ from ray_jobs.common import blocks, init_ray, log, write_parquet
 
 WORK_SCHEMA = (SAMPLE_SCHEMA.append(pa.field("config", pa.string())).append(pa.field("mode", pa.string()))
                .append(pa.field("instruction", pa.string())))
-
-
-def load_samples(cfg) -> tuple[list[dict], list[dict]]:
-    """All samples of a config's ``benchmarks`` and the bad rows skipped (``skip_bad_rows``).
-
-    Raises:
-        BadRowError: a bad row when ``skip_bad_rows`` is False.
-        ValueError: two benchmarks share a sample id.
-    """
-    samples, bad, seen = [], [], set()
-    for b in cfg.benchmarks:
-        res = load_benchmark(b.path, name=b.name, limit=b.limit, skip_bad_rows=cfg.skip_bad_rows)
-        for s in res.samples:
-            if s["sample_id"] in seen:
-                raise ValueError(f"sample id {s['sample_id']!r} appears in two benchmarks; ids must be unique")
-            seen.add(s["sample_id"])
-        samples += res.samples
-        bad += res.bad_rows
-    return samples, bad
 
 
 def pending_work(samples: list[dict], model: ModelConfig, done: set[tuple], modes=("NT", "T")) -> list[dict]:
@@ -88,7 +69,7 @@ def run_sweep(cfg: SweepConfig) -> dict:
     from ray_jobs.judge import judge_run
     from ray_jobs.report import write_report
 
-    samples, bad = load_samples(cfg)
+    samples, bad = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
     if not samples:
         raise ValueError("no samples to run: every benchmark row was bad or the files are empty")
     write_json(join(cfg.output_uri, "run_config.json"), cfg.model_dump_json(indent=2))

@@ -27,7 +27,6 @@ import json
 import logging
 import os
 import tempfile
-from typing import Any
 
 from howeval.grpo import TrainConfig, load_train_config
 

@@ -240,3 +240,17 @@ def summarize(results: Sequence[Any], eps: float = 1e-8) -> dict[str, Any]:
         out["confusion"] = {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
         out["mcc"] = mcc(tp, fp, tn, fn, eps)
     return out
+
+
+def summarize_rows(rows: list[dict]) -> dict:
+    """``howeval.adapt.metrics.summarize`` over stored rows, plus the mean key-step coverage per mode
+    (rows with key steps and no engine error); unresolved verdicts are counted apart."""
+    scored = [dict(r, uid=r["sample_id"]) for r in rows if r.get("error") or r.get("correct") is not None]
+    out = summarize(scored)
+    out["unresolved"] = sum(1 for r in rows if not r.get("error") and r.get("correct") is None)
+    cov: dict[str, list[float]] = {}
+    for r in rows:
+        if r.get("key_step_coverage") is not None:
+            cov.setdefault(r["mode"], []).append(r["key_step_coverage"])
+    out["key_step_coverage"] = {m: sum(v) / len(v) for m, v in sorted(cov.items())}
+    return out

@@ -1,7 +1,6 @@
 """Tool-requiring variants of the demo items: pixels and evidence boxes follow the transform."""
 from __future__ import annotations
 
-import io
 import json
 
 import numpy as np

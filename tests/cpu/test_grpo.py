@@ -9,7 +9,6 @@ import pytest
 from howeval.grpo import (
     CurriculumSpec,
     GRPOReward,
-    RewardSpec,
     ScalingSpec,
     TrainConfig,
     build_rows,
