@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast sweep report judge bench bench-sweep bench-crystal train-smoke serve clean help
+.PHONY: install demo test test-fast sweep report judge bench bench-sweep bench-crystal bench-reward train-smoke serve clean help
 
 help:
 	@echo "make demo    - create $(VENV), install, run the embedded-default sweep -> runs/demo/{metrics.json,report.md}"
@@ -55,7 +55,14 @@ train-smoke: $(STAMP)
 	$(BIN)/python -m ray_jobs.train_grpo --config configs/train/smoke.yaml --storage-path runs/train-smoke --max-steps 2
 	$(BIN)/python -m ray_jobs.train_grpo --config configs/train/smoke.yaml --storage-path runs/train-smoke --max-steps 3 --resume
 
-bench: bench-sweep bench-crystal
+serve: $(STAMP)
+	@test -n "$$HOWEVAL_REWARD_TOKEN" || { echo "export HOWEVAL_REWARD_TOKEN=<a secret> first (bearer auth)"; exit 2; }
+	$(BIN)/serve run configs/serve/reward.yaml
+
+bench: bench-sweep bench-crystal bench-reward
+
+bench-reward: $(STAMP)
+	$(BIN)/python bench/reward_bench.py
 
 bench-sweep: $(STAMP)
 	$(BIN)/python bench/sweep_bench.py --out bench/results/sweep_bench.md

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from howeval.config import RayConfig
 from howeval.prompts import question_text
 from howeval.rewards import PATTERN_LABELS, bernoulli_gate, cpr_reward, pattern_reward, pattern_score
-from reward_server.config import CPRConfig, PatternConfig, PatternRMConfig
+from howeval.reward_config import CPRConfig, PatternConfig, PatternRMConfig
 
 KINDS = ("base", "pattern", "cpr")
 

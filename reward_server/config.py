@@ -7,49 +7,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+# The reward parameters are shared with the GRPO trainer: they live in the core.
+from howeval.reward_config import CPRConfig, PatternConfig, PatternRMConfig  # noqa: F401
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class PatternConfig(_Strict):
-    """PatternRL reward R = s_ver·(0.9 + 0.1·a), a = z·s_pat + (1 − z) (SPEC section 2)."""
-
-    p: float = Field(0.6, ge=0, le=1, description="P(z = 1): share of rollouts sent to PatternRM (paper 0.6).")
-    seed: int = Field(0, description="Gate seed: z = bernoulli_gate(rollout_key(prompt, response), p, seed); a trainer with the same seed gets the same z.")
-    mode: Literal["mean", "max"] = Field("mean", description="s_pat = 1 − mean(b) (default) or 1 − max(b).")
-
-
-class CPRConfig(_Strict):
-    """CRYSTAL CPR: correct R = a_w + s_w·F1; wrong R = s_w·F1·λ (SPEC section 3)."""
-
-    a_w: float = Field(0.65, ge=0, description="Answer weight (paper ablation 0.65; reference code 0.6).")
-    s_w: float = Field(0.35, ge=0, description="Step weight (paper 0.35; reference code 0.4).")
-    lam: float = Field(0.3, ge=0, description="λ: share of step credit a wrong answer keeps.")
-    tau: float = Field(0.35, ge=-1, le=1, description="Greedy matching threshold on cosine similarity (strict).")
-    alpha: float = Field(0.5, ge=0, le=1, description="Order weight for ordered F1 (only used with f1=ordered).")
-    order: Literal["lis", "kendall"] = Field("lis", description="Order score for ordered F1.")
-    f1: Literal["match", "ordered"] = Field("match", description="F1_step = Match F1 (SPEC) or Ordered Match F1.")
-    embedder_path: str | None = Field(None, description="Local sentence-transformers folder; None = bundled all-MiniLM-L6-v2.")
-
-
-class PatternRMConfig(_Strict):
-    """Which PatternRM the server calls (``actors.patternrm.PatternRM``)."""
-
-    kind: Literal["rules", "checkpoint"] = Field("rules", description="rules = the rule judge as a stand-in (embedded default); checkpoint = a trained PatternRM.")
-    path: str | None = Field(None, description="Checkpoint folder (kind=checkpoint); 'embedded' = the untrained SmolLM2 (format smoke only).")
-    max_new_tokens: int = Field(24, ge=4, description="Decode budget; the direct format needs ~16 tokens.")
-    max_input_tokens: int = Field(1024, ge=64, description="Prompt tokens kept (left-truncated by the tokenizer).")
-    max_response_chars: int | None = Field(4000, ge=64, description="Response characters kept (head + tail) before tokenizing.")
-    device: str | None = Field(None, description="torch device; None = cuda when available, else cpu.")
-
-    @model_validator(mode="after")
-    def _path_for_checkpoint(self) -> "PatternRMConfig":
-        if self.kind == "checkpoint" and not self.path:
-            raise ValueError("patternrm.path is required when patternrm.kind is 'checkpoint'")
-        return self
 
 
 class AuthConfig(_Strict):
