@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast sweep report judge bench bench-sweep bench-crystal bench-reward train-smoke serve clean help
+.PHONY: install demo test test-fast sweep report judge bench bench-sweep bench-crystal bench-reward train-smoke serve submit-local clean help
 
 help:
 	@echo "make demo    - create $(VENV), install, run the embedded-default sweep -> runs/demo/{metrics.json,report.md}"
@@ -20,6 +20,7 @@ help:
 	@echo "make bench   - throughput benchmarks -> bench/results/*.md"
 	@echo "make train-smoke - 2 GRPO steps on CPU, checkpoint, then resume to step 3"
 	@echo "make serve   - the reward server on 127.0.0.1:8000 (embedded defaults)"
+	@echo "make submit-local - ray job submit of the demo sweep to a local ray start --head"
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -54,6 +55,13 @@ train-smoke: $(STAMP)
 	rm -rf runs/train-smoke
 	$(BIN)/python -m ray_jobs.train_grpo --config configs/train/smoke.yaml --storage-path runs/train-smoke --max-steps 2
 	$(BIN)/python -m ray_jobs.train_grpo --config configs/train/smoke.yaml --storage-path runs/train-smoke --max-steps 3 --resume
+
+# ray job submit of the demo sweep to a local `ray start --head` on 127.0.0.1 (the cluster flow, on one machine)
+submit-local: $(STAMP)
+	$(BIN)/ray start --head --node-ip-address=127.0.0.1 --port=6389 --dashboard-host=127.0.0.1 --dashboard-port=8265 --num-cpus=2 --disable-usage-stats
+	$(BIN)/ray job submit --address http://127.0.0.1:8265 --working-dir . -- \
+	  python -m ray_jobs.sweep --config configs/demo.yaml --limit $(or $(LIMIT),4) --max-tokens 32 --output $(CURDIR)/runs/submit; \
+	  rc=$$?; $(BIN)/ray stop --force >/dev/null 2>&1; exit $$rc
 
 serve: $(STAMP)
 	@test -n "$$HOWEVAL_REWARD_TOKEN" || { echo "export HOWEVAL_REWARD_TOKEN=<a secret> first (bearer auth)"; exit 2; }

@@ -36,9 +36,9 @@ def server():
 
     from reward_server.app import build_app, build_patternrm_app
 
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
+    if ray.is_initialized():  # a cluster started by an earlier test lacks the token in its environment
+        ray.shutdown()
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
     port = _free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     serve.run(build_patternrm_app({"patternrm": {"kind": "rules"}}), name="patternrm", route_prefix=None)
@@ -49,8 +49,7 @@ def server():
         yield f"http://127.0.0.1:{port}"
     finally:
         serve.shutdown()
-        if started:
-            ray.shutdown()
+        ray.shutdown()
 
 
 def item(response, answer="4", kind="pattern", **kw):

@@ -34,9 +34,9 @@ def reward_server():
 
     from reward_server.app import build_app, build_patternrm_app
 
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=4, include_dashboard=False, log_to_driver=True)
+    if ray.is_initialized():  # a cluster started by an earlier test lacks the token in its environment
+        ray.shutdown()
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=True)
     port = _free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     serve.run(build_patternrm_app({"patternrm": {"kind": "rules"}}), name="patternrm", route_prefix=None)
@@ -47,8 +47,7 @@ def reward_server():
         yield os.environ[URL_ENV]
     finally:
         serve.shutdown()
-        if started:
-            ray.shutdown()
+        ray.shutdown()
 
 
 def test_grpo_smoke_server_checkpoint_resume(reward_server, tmp_path, repo_root):
