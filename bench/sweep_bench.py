@@ -3,8 +3,10 @@
     python bench/sweep_bench.py [--prompts 64] [--max-tokens 32] [--out bench/results/sweep_bench.md]
 
 All three generate the same prompts (the demo set, repeated to --prompts, NT mode) with the embedded
-SmolLM2-135M, greedy, and the same max_tokens. Times include model loading for each (the Ray
-pipeline's actors load their own copy); Ray cluster start-up is excluded and reported apart.
+SmolLM2-135M, greedy, and the same max_tokens. Every contender pays its own process start-up: the naive
+loop and the bare engine run in a fresh Python process each (timed from outside: imports, model load,
+generation), and the Ray pipeline's actors are fresh worker processes that import and load the model
+too. Only the Ray cluster's own start-up is excluded (reported apart: a sweep joins a running cluster).
 Goal (issue 2): Ray >= 3x the naive loop and <= 15% overhead against the bare batched engine.
 """
 from __future__ import annotations
@@ -32,33 +34,48 @@ def prompts(n: int) -> list[dict]:
     return [{**base[i % len(base)], "sample_id": f"{base[i % len(base)]['sample_id']}#{i}"} for i in range(n)]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--prompts", type=int, default=64)
-    ap.add_argument("--max-tokens", type=int, default=32)
-    ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "sweep_bench.md"))
-    a = ap.parse_args()
-
+def _requests(a):
     cfg = load_sweep_config(REPO / "configs" / "demo.yaml")
     model = cfg.models[0].model_copy(update={
         "sampling": cfg.models[0].sampling.model_copy(update={"max_tokens": a.max_tokens}),
         "modes": {"NT": cfg.models[0].modes["NT"]}, "vision": False})
     samples = prompts(a.prompts)
-    reqs = [build_request(s, model, "NT") for s in samples]
-    res = {}
+    return cfg, model, samples, [build_request(s, model, "NT") for s in samples]
+
+
+def _engine_only(a) -> None:
+    """Child process: the naive loop (batch 1) or the bare batched engine; prints completion tokens."""
+    _, _, _, reqs = _requests(a)
+    bs = 1 if a.only == "naive" else a.batch_size
+    eng = HFEngine(None, HFOptions(batch_size=bs, torch_threads=os.cpu_count()))
+    out = [eng.generate([r])[0] for r in reqs] if bs == 1 else eng.generate(reqs)
+    print(f"TOKENS {sum(c.completion_tokens for c in out)}")
+
+
+def _timed_child(a, which: str) -> tuple[float, int]:
+    import subprocess
 
     t0 = time.perf_counter()
-    eng = HFEngine(None, HFOptions(batch_size=1))
-    out = [eng.generate([r])[0] for r in reqs]
-    res["naive loop (batch 1)"] = (time.perf_counter() - t0, sum(c.completion_tokens for c in out))
-    del eng
+    p = subprocess.run([sys.executable, __file__, "--only", which, "--prompts", str(a.prompts),
+                        "--max-tokens", str(a.max_tokens), "--batch-size", str(a.batch_size)],
+                       capture_output=True, text=True, check=True)
+    dt = time.perf_counter() - t0
+    return dt, int(next(line.split()[1] for line in p.stdout.splitlines() if line.startswith("TOKENS")))
 
-    t0 = time.perf_counter()
-    eng = HFEngine(None, HFOptions(batch_size=a.batch_size))
-    out = eng.generate(reqs)
-    res[f"bare batched engine (batch {a.batch_size})"] = (time.perf_counter() - t0, sum(c.completion_tokens for c in out))
-    del eng
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", choices=["naive", "bare"], help=argparse.SUPPRESS)
+    ap.add_argument("--prompts", type=int, default=128)
+    ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "sweep_bench.md"))
+    a = ap.parse_args()
+    if a.only:
+        return _engine_only(a)
+    cfg, model, samples, _ = _requests(a)
+    res = {"naive loop (batch 1, fresh process)": _timed_child(a, "naive"),
+           f"bare batched engine (batch {a.batch_size}, fresh process)": _timed_child(a, "bare")}
 
     import pyarrow.parquet as pq
     import ray
@@ -85,11 +102,11 @@ def main() -> None:
             res[f"Ray pipeline ({replicas} actor{'s' if replicas > 1 else ''} x {threads} thread{'s' if threads > 1 else ''}, batch {a.batch_size})"] = (dt, toks)
     ray.shutdown()
 
-    naive = res["naive loop (batch 1)"][0]
-    bare = res[f"bare batched engine (batch {a.batch_size})"][0]
+    naive = res["naive loop (batch 1, fresh process)"][0]
+    bare = res[f"bare batched engine (batch {a.batch_size}, fresh process)"][0]
     lines = [f"# Sweep throughput ({a.prompts} prompts, max_tokens {a.max_tokens}, SmolLM2-135M, greedy)", "",
              f"Machine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, Python {platform.python_version()}. "
-             f"Ray start-up (excluded): {ray_start:.1f} s. Times include model loading.", "",
+             f"Ray cluster start-up (excluded): {ray_start:.1f} s. Every time includes process start-up, imports and model loading.", "",
              "| run | seconds | prompts/s | completion tokens | tokens/s | speed-up vs naive | vs bare batched |",
              "|---|---|---|---|---|---|---|"]
     for name, (dt, toks) in res.items():
