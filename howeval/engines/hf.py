@@ -59,14 +59,16 @@ def embedded_checkpoint() -> str:
     mdl.hf_quantizer = None
     if hasattr(mdl.config, "quantization_config"):
         del mdl.config.quantization_config
-    tmp = Path(tempfile.mkdtemp(prefix=".smollm2-", dir=out.parent if out.parent.exists() else None))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".smollm2-", dir=out.parent))  # same filesystem: the rename is atomic
     mdl.save_pretrained(tmp)
     tok.save_pretrained(tmp)
-    out.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.replace(tmp, out)
-    except OSError:  # another process won the race
+    except OSError:  # another process won the race (out exists, non-empty)
         shutil.rmtree(tmp, ignore_errors=True)
+        if not (out / "config.json").exists():
+            raise
     return str(out)
 
 
