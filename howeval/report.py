@@ -32,7 +32,9 @@ def render_report(metrics: dict, *, title: str, notes: list[str] | None = None,
         out.append("")
     out += ["## PatternEval: accuracy and response patterns", "",
             "Acc = verifier accuracy; Trigger = share of responses with at least one pattern; CoT, Rep, Con, PR =",
-            "per-label rates (SPEC §1). All in %. n = responses; scored / labelled = rows with a verdict.", ""]
+            "per-label rates (SPEC §1). All in %. n = responses; scored / labelled = rows with a verdict. Acc is over",
+            "the scored rows: 'unresolved' answers (the rules could not decide; no LLM fallback configured) and",
+            "engine errors are left out of it and counted here, never scored as wrong.", ""]
     rows = []
     for name, c in cfgs.items():
         for m in MODES:
@@ -40,10 +42,10 @@ def render_report(metrics: dict, *, title: str, notes: list[str] | None = None,
                 continue
             x = c[m]
             rows.append([name, m, str(x["n"]), f"{x['n_scored']}/{x['n_labeled']}", pct(x["acc"]), pct(x["trigger"]),
-                         *[pct(x["labels"][k]) for k in LABELS], str(x["n_errors"]), str(x["n_truncated"]),
+                         *[pct(x["labels"][k]) for k in LABELS], str(x["n_unresolved"]), str(x["n_errors"]), str(x["n_truncated"]),
                          "–" if x.get("mean_completion_tokens") is None else f"{x['mean_completion_tokens']:.0f}"])
     out += [_table(["config", "mode", "n", "scored/labelled", "Acc", "Trigger", "CoT", "Rep", "Con", "PR",
-                    "errors", "truncated", "tokens"], rows), ""]
+                    "unresolved", "errors", "truncated", "tokens"], rows), ""]
     out += ["## Paired gaps (T vs NT on the same prompts)", "",
             "Δacc = Acc_T − Acc_NT; Δpat = Trigger_NT − Trigger_T (positive: thinking mode triggers fewer patterns).", ""]
     drows = [[n, pts(c.get("delta_acc")), pts(c.get("delta_pat")), str(c.get("n_paired_acc", 0)),
