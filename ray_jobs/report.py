@@ -115,6 +115,12 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
         metrics["judge_agreement"] = agreement
         extra.append(render_agreement(agreement))
     steps = read_table(join(out, "steps"), STEPS_SCHEMA)[0].to_pylist()
+    if steps and cfg.crystal is not None:  # only rows at the run's current (tau, alpha, order, embedder)
+        from ray_jobs.crystal import settings as crystal_settings
+
+        cs = crystal_settings(cfg)
+        want = (cs["embedder"] or "all-MiniLM-L6-v2", cs["tau"], cs["alpha"], cs["order"])
+        steps = [r for r in steps if (r["embedder"], r["tau"], r["alpha"], r["order"]) == want]
     if steps:
         metrics["crystal"] = summarize_step_rows(steps)
         extra.append(render_crystal(metrics["crystal"]))
