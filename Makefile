@@ -62,8 +62,8 @@ train-smoke: $(STAMP)
 # ray job submit of the demo sweep to a local `ray start --head` on 127.0.0.1 (the cluster flow, on one machine)
 submit-local: $(STAMP)
 	$(BIN)/ray start --head --node-ip-address=127.0.0.1 --port=6389 --dashboard-host=127.0.0.1 --dashboard-port=8265 --num-cpus=2 --disable-usage-stats
-	$(BIN)/ray job submit --address http://127.0.0.1:8265 --working-dir . -- \
-	  python -m ray_jobs.sweep --config configs/demo.yaml --limit $(or $(LIMIT),4) --max-tokens 32 --output $(CURDIR)/runs/submit; \
+	RAY_AUTH_MODE=token $(BIN)/ray job submit --address http://127.0.0.1:8265 --working-dir . -- \
+	  $(abspath $(BIN))/python -m ray_jobs.sweep --config configs/demo.yaml --limit $(or $(LIMIT),4) --max-tokens 32 --output $(CURDIR)/runs/submit; \
 	  rc=$$?; $(BIN)/ray stop --force >/dev/null 2>&1; exit $$rc
 
 serve: $(STAMP)
