@@ -21,6 +21,17 @@ def judge_id(cfg: PatternJudgeConfig) -> str:
     return f"{cfg.name}@{cfg.version}"
 
 
+def merge_judges(old: JudgesConfig, new: JudgesConfig) -> JudgesConfig:
+    """The judges of a run after re-judging with ``new``: the run keeps its earlier pattern judges (their
+    judgments stay reportable), a judge of the same name is replaced, the verifier is ``new``'s, and the
+    primary is ``new.primary`` if given, else the old primary."""
+    names = {j.name for j in new.pattern}
+    merged = new.model_dump()
+    merged["pattern"] = [j.model_dump() for j in old.pattern if j.name not in names] + merged["pattern"]
+    merged["primary"] = new.primary or old.primary_name
+    return JudgesConfig.model_validate(merged)
+
+
 def verifier_id(cfg: JudgesConfig) -> str:
     return f"rules{'+llm' if cfg.verifier.llm_fallback else ''}@{cfg.verifier.version}"
 

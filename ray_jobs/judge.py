@@ -18,7 +18,7 @@ import yaml
 
 from howeval.benchmarks import load_samples
 from howeval.config import ConfigError, JudgesConfig, SweepConfig, load_run_config
-from howeval.judging import judge_id, verifier_id
+from howeval.judging import judge_id, merge_judges, verifier_id
 from howeval.prompts import image_data_url
 from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA, conform
 from howeval.store import join, read_table, write_json
@@ -98,13 +98,7 @@ def main(argv=None) -> int:
         if args.judges:
             with open(args.judges) as f:
                 doc = yaml.safe_load(f) or {}
-            new = JudgesConfig.model_validate(doc.get("judges", doc))
-            # the run keeps its earlier judges (their judgments stay reportable); same name = replaced
-            names = {j.name for j in new.pattern}
-            merged = new.model_dump()
-            merged["pattern"] = [j.model_dump() for j in cfg.judges.pattern if j.name not in names] + merged["pattern"]
-            merged["primary"] = new.primary or cfg.judges.primary_name
-            raw["judges"] = merged
+            raw["judges"] = merge_judges(cfg.judges, JudgesConfig.model_validate(doc.get("judges", doc))).model_dump()
         cfg = SweepConfig.model_validate(raw)
         if args.judges:
             write_json(join(args.run, "run_config.json"), cfg.model_dump_json(indent=2))

@@ -95,7 +95,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--data", action="append", help="benchmark manifest(s) replacing the config's (repeatable)")
     p.add_argument("--output", help="output URI replacing the config's output_uri")
     p.add_argument("--limit", type=int, help="use only the first N rows of each benchmark")
-    p.add_argument("--max-tokens", type=int, help="override sampling.max_tokens of every model")
+    p.add_argument("--max-tokens", type=int, help="token budget for every model in both modes (replaces sampling.max_tokens and per-mode max_tokens)")
     p.add_argument("--skip-bad-rows", action="store_true", help="record bad benchmark rows in the report and go on")
     return p.parse_args(argv)
 

@@ -202,3 +202,14 @@ def test_judge_agreement_over_two_judges():
     assert a["n_unanimous"] == 2 and a["n_consensus_samples"] == 1 and a["n_with_errors"] == 1
     assert a["per_label"]["rep"]["n_disputed"] == 1 and a["disputed"] == [["y", "c", "T"]]
     assert judge_agreement([r for r in rows if r["judge"] == "rules@1"]) is None
+
+
+def test_rejudging_merges_judges_into_the_run():
+    from howeval.judging import merge_judges
+
+    old = JudgesConfig.model_validate({"pattern": [{"name": "rules"}, {"name": "a", "version": "1"}]})
+    new = JudgesConfig.model_validate({"pattern": [{"name": "a", "version": "2"}, {"name": "b"}]})
+    m = merge_judges(old, new)
+    assert [(j.name, j.version) for j in m.pattern] == [("rules", "1"), ("a", "2"), ("b", "1")]
+    assert m.primary_name == "rules"
+    assert merge_judges(old, new.model_copy(update={"primary": "b"})).primary_name == "b"
