@@ -33,7 +33,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from howeval.config import RayConfig
+from howeval.config import RayConfig, format_validation_error
 from howeval.prompts import question_text
 from howeval.rewards import PATTERN_LABELS, bernoulli_gate, cpr_reward, pattern_reward, pattern_score
 from howeval.reward_config import CPRConfig, PatternConfig, PatternRMConfig
@@ -228,11 +228,7 @@ def load_train_config(path: str, overrides: Mapping[str, Any] | None = None) -> 
     try:
         return TrainConfig.model_validate(raw)
     except ValidationError as e:
-        lines = [f"{path}: {len(e.errors())} error(s):"]
-        for err in e.errors():
-            loc = ".".join(str(x) for x in err["loc"]) or "<root>"
-            lines.append(f"  {loc}: {err['msg']} (got {str(err.get('input'))[:80]})")
-        raise ValueError("\n".join(lines)) from None
+        raise ValueError(format_validation_error(e, str(path))) from None
 
 
 # ------------------------------------------------------------------------------------------ prompts

@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from howeval.config import format_validation_error
+
 # The reward parameters are shared with the GRPO trainer: they live in the core.
 from howeval.reward_config import CPRConfig, PatternConfig, PatternRMConfig  # noqa: F401
 
@@ -59,8 +61,4 @@ def load_server_config(args: dict[str, Any] | None, model: type[_Strict] = Rewar
     try:
         return model.model_validate(args or {})
     except ValidationError as e:
-        lines = [f"reward server config: {len(e.errors())} error(s):"]
-        for err in e.errors():
-            loc = ".".join(str(p) for p in err["loc"]) or "<root>"
-            lines.append(f"  {loc}: {err['msg']} (got {str(err.get('input'))[:80]})")
-        raise ValueError("\n".join(lines)) from None
+        raise ValueError(format_validation_error(e, "reward server config")) from None
