@@ -175,6 +175,10 @@ class SweepConfig(_Strict):
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"models: config names must be unique, repeated: {dup}")
+        if self.crystal is not None:  # unknown keys fail at load, not after generation
+            from howeval.crystal import crystal_settings
+
+            crystal_settings(self.crystal)
         return self
 
 

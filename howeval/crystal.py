@@ -268,3 +268,19 @@ def summarize_step_rows(rows: list[dict]) -> dict:
                          "tau": rs[0]["tau"], "alpha": rs[0]["alpha"], "order": rs[0]["order"],
                          "embedder": rs[0]["embedder"]}
     return out
+
+
+CRYSTAL_DEFAULTS = {"tau": 0.35, "alpha": 0.5, "order": "lis", "embedder": None, "replicas": 1, "num_cpus": 0.75}
+"""Defaults of a sweep's ``crystal:`` block (SPEC 3: τ 0.35, α 0.5, LIS order; bundled embedder)."""
+
+
+def crystal_settings(block: dict | None) -> dict:
+    """A sweep's ``crystal:`` block over :data:`CRYSTAL_DEFAULTS`.
+
+    Raises:
+        ValueError: an unknown key (names it and lists the known ones).
+    """
+    extra = set(block or {}) - set(CRYSTAL_DEFAULTS)
+    if extra:
+        raise ValueError(f"crystal: unknown key(s) {sorted(extra)}; known: {sorted(CRYSTAL_DEFAULTS)}")
+    return {**CRYSTAL_DEFAULTS, **(block or {})}

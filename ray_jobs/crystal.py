@@ -16,20 +16,15 @@ import pyarrow as pa
 
 from howeval.benchmarks import load_samples
 from howeval.config import SweepConfig, load_run_config
+from howeval.crystal import crystal_settings
 from howeval.records import RESPONSE_SCHEMA, STEP_KEY, STEPS_SCHEMA
 from howeval.steps import response_steps
 from howeval.store import existing_keys, join, read_table, write_json
 from ray_jobs.common import blocks, init_ray, log, write_parquet
 
-DEFAULTS = {"tau": 0.35, "alpha": 0.5, "order": "lis", "embedder": None, "replicas": 1, "num_cpus": 0.75}
-
-
 def settings(cfg: SweepConfig) -> dict:
-    """The sweep's ``crystal:`` block over the defaults; unknown keys raise naming them."""
-    extra = set(cfg.crystal or {}) - set(DEFAULTS)
-    if extra:
-        raise ValueError(f"crystal: unknown key(s) {sorted(extra)}; known: {sorted(DEFAULTS)}")
-    return {**DEFAULTS, **(cfg.crystal or {})}
+    """The sweep's ``crystal:`` block over the defaults (``howeval.crystal.crystal_settings``)."""
+    return crystal_settings(cfg.crystal)
 
 
 def score_run(cfg: SweepConfig, samples: list[dict]) -> dict:

@@ -15,7 +15,7 @@ import sys
 
 from howeval.adapt.metrics import summarize_rows
 from howeval.config import SweepConfig, load_run_config
-from howeval.crystal import summarize_step_rows
+from howeval.crystal import crystal_settings, summarize_step_rows
 from howeval.judging import judge_id
 from howeval.html_report import write_html_report
 from howeval.metrics import sweep_metrics
@@ -116,9 +116,7 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
         extra.append(render_agreement(agreement))
     steps = read_table(join(out, "steps"), STEPS_SCHEMA)[0].to_pylist()
     if steps and cfg.crystal is not None:  # only rows at the run's current (tau, alpha, order, embedder)
-        from ray_jobs.crystal import settings as crystal_settings
-
-        cs = crystal_settings(cfg)
+        cs = crystal_settings(cfg.crystal)
         want = (cs["embedder"] or "all-MiniLM-L6-v2", cs["tau"], cs["alpha"], cs["order"])
         steps = [r for r in steps if (r["embedder"], r["tau"], r["alpha"], r["order"]) == want]
     if steps:
