@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import socket
 
 import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from fakes.reward_server import running_reward_server
 
 pytestmark = pytest.mark.ray
 
@@ -22,34 +22,12 @@ TOKEN = "test-token-7f3a"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
-    os.environ[TOKEN_ENV] = TOKEN  # before ray.init: replicas inherit the raylet's environment
-    import ray
-    from ray import serve
-
-    from reward_server.app import build_app, build_patternrm_app
-
-    if ray.is_initialized():  # a cluster started by an earlier test lacks the token in its environment
-        ray.shutdown()
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
-    port = _free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
-    serve.run(build_patternrm_app({"patternrm": {"kind": "rules"}}), name="patternrm", route_prefix=None)
-    args = {"pattern": {"p": 1.0, "seed": 0, "mode": "mean"}, "auth": {"token_env": TOKEN_ENV},
+    args = {"pattern": {"p": 1.0, "seed": 0, "mode": "mean"},
             "limits": {"max_body_bytes": 200_000, "patternrm_timeout_s": 5.0}}
-    serve.run(build_app(args), name="reward", route_prefix="/")
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        serve.shutdown()
-        ray.shutdown()
+    with running_reward_server(TOKEN_ENV, TOKEN, args) as url:
+        yield url
 
 
 def item(response, answer="4", kind="pattern", **kw):

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 
 import pytest
+
+from fakes.reward_server import running_reward_server
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -18,36 +19,14 @@ TOKEN = "grpo-smoke-token"
 URL_ENV = "HOWEVAL_TEST_REWARD_URL"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def reward_server():
-    os.environ[TOKEN_ENV] = TOKEN  # before ray.init: replicas inherit the raylet's environment
     for k, v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
         os.environ.setdefault(k, v)
-    import ray
-    from ray import serve
-
-    from reward_server.app import build_app, build_patternrm_app
-
-    if ray.is_initialized():  # a cluster started by an earlier test lacks the token in its environment
-        ray.shutdown()
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=True)
-    port = _free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
-    serve.run(build_patternrm_app({"patternrm": {"kind": "rules"}}), name="patternrm", route_prefix=None)
-    serve.run(build_app({"pattern": {"p": 0.6, "seed": 0, "mode": "mean"}, "auth": {"token_env": TOKEN_ENV}}),
-              name="reward", route_prefix="/")
-    os.environ[URL_ENV] = f"http://127.0.0.1:{port}"
-    try:
-        yield os.environ[URL_ENV]
-    finally:
-        serve.shutdown()
-        ray.shutdown()
+    args = {"pattern": {"p": 0.6, "seed": 0, "mode": "mean"}}
+    with running_reward_server(TOKEN_ENV, TOKEN, args, log_to_driver=True) as url:
+        os.environ[URL_ENV] = url
+        yield url
 
 
 def test_grpo_smoke_server_checkpoint_resume(reward_server, tmp_path, repo_root):
