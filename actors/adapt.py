@@ -1,7 +1,7 @@
 """Ray Data stage: AdaptMMBench episodes (text / adaptive / oracle-visual) with a policy engine.
 
 Input: Sample columns with ``evidence_boxes`` plus ``config`` and ``adapt_mode``. Output: one row per
-item and mode (``howeval.records.ADAPT_SCHEMA``), the final answer verified with ``howeval.verify``.
+item and mode (``howeval.records.ADAPT_SCHEMA``), the final answer verified with ``howeval.judges.verify``.
 An engine failure ends that item with ``error`` set; the rest of the batch goes on.
 """
 from __future__ import annotations
@@ -12,12 +12,12 @@ import json
 import pyarrow as pa
 
 from actors.policy import check_columns
-from howeval.adapt.loop import run_adaptive_batch
-from howeval.adapt.metrics import key_step_coverage
+from howeval.benchmarks.adapt.loop import run_adaptive_batch
+from howeval.benchmarks.adapt.metrics import key_step_coverage
 from howeval.config import ModelConfig
 from howeval.engines.registry import build_engine
 from howeval.records import conform
-from howeval.verify import verify
+from howeval.judges.verify import verify
 
 REQUIRED_COLUMNS = {"sample_id": "item id", "images": "image bytes", "question": "question", "answer": "gold",
                     "answer_type": "verifier type", "evidence_boxes": "gold boxes", "adapt_mode": "text|adaptive|oracle",

@@ -2,7 +2,7 @@
 
 A thin wrapper (STYLE rule 3): ``StepScoreUDF`` holds one ``howeval.embed.StepEmbedder`` per actor
 (loaded once in ``__init__``) and calls ``StepEmbedder.score_items`` on each batch; the metrics
-themselves live in ``howeval.crystal`` (SPEC.md section 3).
+themselves live in ``howeval.benchmarks.crystal`` (SPEC.md section 3).
 
 Column flow (one row)::
 
@@ -39,13 +39,13 @@ class StepScoreUDF:
     Args:
         tau: matching threshold (strict), SPEC section 3.
         alpha: order weight of Ordered Match F1, in [0, 1].
-        order: ``"lis"`` or ``"kendall"`` (``howeval.crystal.ORDER_SCORES``).
+        order: ``"lis"`` or ``"kendall"`` (``howeval.benchmarks.crystal.ORDER_SCORES``).
         model_path: local sentence-transformers directory; None = bundled all-MiniLM-L6-v2.
         batch_size: encoder batch size.
     """
 
     REQUIRED_COLUMNS: dict[str, str] = {
-        PRED_STEPS: "list[str]: predicted steps of the response (howeval.steps.response_steps)",
+        PRED_STEPS: "list[str]: predicted steps of the response (howeval.parsing.steps.response_steps)",
         REF_STEPS: "list[str]: reference steps of the sample (non-empty)",
     }
     OUTPUT_COLUMNS: tuple[str, ...] = (STEP_PRECISION, STEP_RECALL, STEP_F1, STEP_LIS, STEP_ORDERED_F1, STEP_MATCHED)
@@ -58,7 +58,7 @@ class StepScoreUDF:
         model_path: str | None = None,
         batch_size: int = 64,
     ):
-        from howeval.crystal import ORDER_SCORES
+        from howeval.benchmarks.crystal import ORDER_SCORES
         from howeval.embed import StepEmbedder
 
         if order not in ORDER_SCORES:

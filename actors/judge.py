@@ -1,4 +1,4 @@
-"""Ray Data stage: verify and pattern-judge Response rows (wraps ``howeval.judging.Judger``).
+"""Ray Data stage: verify and pattern-judge Response rows (wraps ``howeval.judges.pipeline.Judger``).
 
 Input: Response columns (optionally ``image_data_url`` for image-aware judges). Output: Judgment rows.
 """
@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from actors.policy import check_columns
 from howeval.config import JudgesConfig
-from howeval.judging import Judger
+from howeval.judges.pipeline import Judger
 from howeval.records import JUDGMENT_SCHEMA, conform
 
 REQUIRED_COLUMNS = {

@@ -6,7 +6,7 @@ Backends (a registry, :data:`BACKENDS`):
   PatternRM (the embedded default, no checkpoint needed).
 - ``checkpoint``: a causal LM trained by ``ray_jobs.train_patternrm`` (or any LM that writes the direct
   format), greedy-decoded in batches with left padding; its output is read by
-  ``howeval.patternrm.parse_label_output``. Unparseable output is an error on that row (``labels`` None,
+  ``howeval.rewards.patternrm.parse_label_output``. Unparseable output is an error on that row (``labels`` None,
   ``error`` set), never a clean label.
 
 The class is plain Python: the reward server wraps it in a Serve deployment, a Ray Data job can use it
@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from howeval.patternrm import PatternRMParseError, parse_label_output, patternrm_messages
+from howeval.rewards.patternrm import PatternRMParseError, parse_label_output, patternrm_messages
 
 log = logging.getLogger(__name__)
 

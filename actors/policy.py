@@ -12,7 +12,7 @@ from howeval.config import ModelConfig
 from howeval.engines.base import Completion
 from howeval.engines.messages import count_images
 from howeval.engines.registry import build_engine
-from howeval.prompts import build_request
+from howeval.engines.prompts import build_request
 from howeval.records import RESPONSE_SCHEMA, conform, response_hash
 
 REQUIRED_COLUMNS = {

@@ -22,11 +22,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from howeval.benchmarks import load_benchmark  # noqa: E402
+from howeval.benchmarks.loaders import load_benchmark  # noqa: E402
 from howeval.config import load_sweep_config  # noqa: E402
 from howeval.engines.hf import HFEngine  # noqa: E402
 from howeval.engines.options import HFOptions  # noqa: E402
-from howeval.prompts import build_request  # noqa: E402
+from howeval.engines.prompts import build_request  # noqa: E402
 
 
 def prompts(n: int) -> list[dict]:

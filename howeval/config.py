@@ -176,7 +176,7 @@ class SweepConfig(_Strict):
         if dup:
             raise ValueError(f"models: config names must be unique, repeated: {dup}")
         if self.crystal is not None:  # unknown keys fail at load, not after generation
-            from howeval.crystal import crystal_settings
+            from howeval.benchmarks.crystal import crystal_settings
 
             crystal_settings(self.crystal)
         return self

@@ -15,8 +15,8 @@ import sys
 
 import pyarrow as pa
 
-from howeval.adapt.metrics import summarize_rows
-from howeval.benchmarks import load_samples
+from howeval.benchmarks.adapt.metrics import summarize_rows
+from howeval.benchmarks.loaders import load_samples
 from howeval.config import SweepConfig, load_run_config
 from howeval.records import ADAPT_SCHEMA, SAMPLE_SCHEMA, conform
 from howeval.store import existing_keys, join, read_table

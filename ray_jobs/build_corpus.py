@@ -9,7 +9,7 @@ Steps, each printing its counts:
 3. join the response text (responses with an engine error, a truncated thinking response or an empty
    y_m are dropped: there is nothing to label);
 4. hold out a share (by a hash of the key) as a labelled file for calibration (``heldout.jsonl``);
-5. oversample positives of rare labels (``howeval.patternrm.oversample``);
+5. oversample positives of rare labels (``howeval.rewards.patternrm.oversample``);
 6. write SFT chat records: ``sft_direct.jsonl`` (labels only, the served variant) and
    ``sft_thinking.jsonl`` (a short judgment, then labels), plus ``counts.json``.
 
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from howeval.patternrm import ROW_KEY, TARGETS, label_counts, oversample, sft_record, unanimous_rows
+from howeval.rewards.patternrm import ROW_KEY, TARGETS, label_counts, oversample, sft_record, unanimous_rows
 from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA
 from howeval.store import join, read_table
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from howeval.calibration import (calibration_scores, calibration_table, item_key, labels_of, read_jsonl,
+from howeval.judges.calibration import (calibration_scores, calibration_table, item_key, labels_of, read_jsonl,
                                  sample_calibration_set)
 from howeval.config import ConfigError, JudgesConfig
 from howeval.judges.verdict import PatternVerdict, make_verdict
@@ -97,7 +97,7 @@ def recorded_texts(paths: list[str]) -> dict[str, str]:
 
 def judge_items(judges: JudgesConfig, items: list[dict]) -> dict[str, dict[str, dict | None]]:
     """Run each configured pattern judge in-process over ``items`` (``key``, ``question``, ``response``)."""
-    from howeval.judging import Judger, judge_id
+    from howeval.judges.pipeline import Judger, judge_id
 
     judger = Judger(judges)
     rows = [{"question": it.get("question") or "", "response": it["response"], "error": None, "truncated": False}

@@ -2,7 +2,7 @@
 
     python -m ray_jobs.crystal --run runs/demo [--tau 0.35] [--alpha 0.5] [--order lis|kendall]
 
-Every response whose sample has reference steps is segmented (``howeval.steps.response_steps``: the
+Every response whose sample has reference steps is segmented (``howeval.parsing.steps.response_steps``: the
 CRYSTAL JSON when present, else the reasoning channel, else the answer), embedded by a pool of
 embedder actors and matched. Rows land in ``<run>/steps/*.parquet``, keyed by
 (sample_id, config, mode, response_hash, embedder, tau, alpha, order): rerunning scores nothing twice.
@@ -14,16 +14,16 @@ import sys
 
 import pyarrow as pa
 
-from howeval.benchmarks import load_samples
+from howeval.benchmarks.loaders import load_samples
 from howeval.config import SweepConfig, load_run_config
-from howeval.crystal import crystal_settings
+from howeval.benchmarks.crystal import crystal_settings
 from howeval.records import RESPONSE_SCHEMA, STEP_KEY, STEPS_SCHEMA
-from howeval.steps import response_steps
+from howeval.parsing.steps import response_steps
 from howeval.store import existing_keys, join, read_table, write_json
 from ray_jobs.common import blocks, init_ray, log, write_parquet
 
 def settings(cfg: SweepConfig) -> dict:
-    """The sweep's ``crystal:`` block over the defaults (``howeval.crystal.crystal_settings``)."""
+    """The sweep's ``crystal:`` block over the defaults (``howeval.benchmarks.crystal.crystal_settings``)."""
     return crystal_settings(cfg.crystal)
 
 

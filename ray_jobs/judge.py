@@ -16,10 +16,10 @@ import sys
 import pyarrow as pa
 import yaml
 
-from howeval.benchmarks import load_samples
+from howeval.benchmarks.loaders import load_samples
 from howeval.config import ConfigError, JudgesConfig, SweepConfig, load_run_config
-from howeval.judging import judge_id, merge_judges, verifier_id
-from howeval.prompts import image_data_url
+from howeval.judges.pipeline import judge_id, merge_judges, verifier_id
+from howeval.engines.prompts import image_data_url
 from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA, conform
 from howeval.store import join, read_table, write_json
 from ray_jobs.common import blocks, init_ray, log, write_parquet

@@ -13,15 +13,15 @@ import argparse
 import json
 import sys
 
-from howeval.adapt.metrics import summarize_rows
+from howeval.benchmarks.adapt.metrics import summarize_rows
 from howeval.config import SweepConfig, load_run_config
-from howeval.crystal import crystal_settings, summarize_step_rows
-from howeval.judging import judge_id
-from howeval.html_report import write_html_report
-from howeval.metrics import sweep_metrics
+from howeval.benchmarks.crystal import crystal_settings, summarize_step_rows
+from howeval.judges.pipeline import judge_id
+from howeval.report.html import write_html_report
+from howeval.metrics.patterneval import sweep_metrics
 from howeval.records import ADAPT_SCHEMA, JUDGMENT_SCHEMA, RESPONSE_SCHEMA, STEPS_SCHEMA
-from howeval.stats import extend_metrics, extra_sections
-from howeval.report import render_adapt, render_agreement, render_crystal, render_report
+from howeval.metrics.stats import extend_metrics, extra_sections
+from howeval.report.tables import render_adapt, render_agreement, render_crystal, render_report
 from howeval.store import fs_and_path, join, read_table, write_json
 
 JUDGMENT_COLUMNS = ("correct", "extracted", "verify_method", "verify_reason", "cot", "rep", "con", "pr",

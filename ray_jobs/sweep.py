@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from howeval.benchmarks import BadRowError, load_samples
+from howeval.benchmarks.loaders import BadRowError, load_samples
 from howeval.config import BenchmarkConfig, ConfigError, ModelConfig, SweepConfig, load_sweep_config
 from howeval.records import KEY, RESPONSE_SCHEMA, SAMPLE_SCHEMA, conform
 from howeval.store import existing_keys, join, read_table, write_json

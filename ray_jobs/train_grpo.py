@@ -10,9 +10,9 @@ gets the latest checkpoint from ``ray.train.get_checkpoint()`` and passes its TR
 ``trainer.train(resume_from_checkpoint=...)`` (weights, optimizer, scheduler, RNG, global step).
 Without ``--resume`` an existing run folder is an error, so a run is never continued by accident.
 
-Rewards: ``reward.source: server`` scores through ``howeval.reward_client.RewardClient`` (URL from the env
+Rewards: ``reward.source: server`` scores through ``howeval.rewards.client.RewardClient`` (URL from the env
 var ``reward.url_env``, token from ``reward.token_env``; both forwarded to the workers), ``inprocess``
-with ``howeval.grpo.InProcessScorer`` (the same ``howeval.rewards`` functions as the server).
+with ``howeval.training.grpo.InProcessScorer`` (the same ``howeval.rewards.functions`` functions as the server).
 
 Per-step metrics (printed as one JSON line per log step by rank 0, kept in every checkpoint's
 ``trainer_state.json`` and written to ``<run>/metrics.jsonl`` at the end): TRL's ``reward``,
@@ -28,7 +28,7 @@ import logging
 import os
 import tempfile
 
-from howeval.grpo import TrainConfig, load_train_config
+from howeval.training.grpo import TrainConfig, load_train_config
 
 log = logging.getLogger("howeval.train_grpo")
 
@@ -73,10 +73,10 @@ def _make_callback():
 
 def _scorer(cfg: TrainConfig, url: str | None):
     if cfg.reward.source == "inprocess":
-        from howeval.grpo import InProcessScorer
+        from howeval.training.grpo import InProcessScorer
 
         return InProcessScorer(cfg.reward)
-    from howeval.reward_client import RewardClient
+    from howeval.rewards.client import RewardClient
 
     if not url:
         raise ValueError(f"reward.source=server but no URL: set ${cfg.reward.url_env} or reward.url")
@@ -90,7 +90,7 @@ def train_loop_per_worker(loop_config: dict) -> None:
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from howeval.grpo import GRPOReward, curriculum_rows
+    from howeval.training.grpo import GRPOReward, curriculum_rows
 
     cfg = TrainConfig.model_validate(loop_config["cfg"])
     ctx = ray.train.get_context()
@@ -138,8 +138,8 @@ def _abs_storage(path: str) -> str:
 
 def build_rows_for(cfg: TrainConfig) -> list[dict]:
     """Training prompt rows: the benchmark loader, the hash split, ``build_rows``, ``limit``."""
-    from howeval.benchmarks import load_benchmark
-    from howeval.grpo import build_rows, train_split
+    from howeval.benchmarks.loaders import load_benchmark
+    from howeval.training.grpo import build_rows, train_split
 
     res = load_benchmark(cfg.data.path, skip_bad_rows=cfg.data.skip_bad_rows)
     samples = train_split(res.samples, cfg.data.train_fraction, cfg.data.split_seed, cfg.data.split)

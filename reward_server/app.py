@@ -9,7 +9,7 @@ Two Serve applications, started together by ``serve run configs/serve/reward.yam
   ``GET /healthz``, ``GET /metrics``, ``/openapi.json``, ``/docs``) and ``StepScorer`` (batched step
   embeddings for CPR).
 
-Reward formulas come from ``howeval.rewards`` (the GRPO trainer imports the same functions); the gate is
+Reward formulas come from ``howeval.rewards.functions`` (the GRPO trainer imports the same functions); the gate is
 ``bernoulli_gate(rollout_key(prompt, response), p, seed)``. Routes only parse, authorize and delegate to
 ``RewardIngress.score``.
 
@@ -114,7 +114,7 @@ class StepScorer:
         return await asyncio.to_thread(self._score, pairs)
 
     def _score(self, pairs: list[dict]) -> list[float]:
-        from howeval.crystal import step_scores
+        from howeval.benchmarks.crystal import step_scores
 
         self.emb.add(s for p in pairs for s in (*p["pred"], *p["ref"]))  # one encoder pass for the batch
         out = []
@@ -314,9 +314,9 @@ class RewardIngress:
 
     async def score(self, items: list[RewardItem]) -> list[RewardResult]:
         """Rewards for ``items`` in order (base: s_ver; pattern: PatternRL; cpr: CPR)."""
-        from howeval.patternrm import rollout_key
-        from howeval.rewards import bernoulli_gate, cpr_reward, pattern_reward, pattern_score
-        from howeval.steps import response_steps
+        from howeval.rewards.patternrm import rollout_key
+        from howeval.rewards.functions import bernoulli_gate, cpr_reward, pattern_reward, pattern_score
+        from howeval.parsing.steps import response_steps
 
         if len(items) > self.cfg.limits.max_items:
             raise _RowError(f"body.items: {len(items)} items exceed limits.max_items={self.cfg.limits.max_items}")
@@ -367,7 +367,7 @@ class RewardIngress:
         return out
 
     def _verify_all(self, items: list[RewardItem]) -> list[tuple[bool, str]]:
-        from howeval.verify import verify
+        from howeval.judges.verify import verify
 
         out = []
         for i, it in enumerate(items):

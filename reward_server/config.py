@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from howeval.config import format_validation_error
 
 # The reward parameters are shared with the GRPO trainer: they live in the core.
-from howeval.reward_config import CPRConfig, PatternConfig, PatternRMConfig  # noqa: F401
+from howeval.rewards.config import CPRConfig, PatternConfig, PatternRMConfig  # noqa: F401
 
 
 class _Strict(BaseModel):

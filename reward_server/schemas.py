@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from howeval.verify import VERIFIERS
+from howeval.judges.verify import VERIFIERS
 
 MAX_TEXT = 200_000  # characters per text field
 
@@ -18,7 +18,7 @@ class RewardItem(BaseModel):
     prompt: str = Field(..., max_length=MAX_TEXT, description="The prompt q (text); part of the gate key.")
     response: str = Field(..., max_length=MAX_TEXT, description="The user-facing response y_m.")
     answer: str = Field(..., max_length=MAX_TEXT, description="The reference answer g.")
-    answer_type: str = Field(..., description="Verifier answer type (howeval.verify.VERIFIERS).")
+    answer_type: str = Field(..., description="Verifier answer type (howeval.judges.verify.VERIFIERS).")
     kind: Literal["base", "pattern", "cpr"] = Field("pattern", description="base = verifier only; pattern = PatternRL; cpr = CRYSTAL CPR.")
     reference_steps: list[str] | None = Field(None, max_length=512, description="Reference steps (cpr only, non-empty).")
     options: list[str] | None = Field(None, max_length=64, description="Option texts in order (multiple choice), optional.")

@@ -15,7 +15,7 @@ from pathlib import Path
 from howeval.engines.base import ChatRequest, Completion
 from howeval.engines.messages import flatten_text
 from howeval.engines.options import HFOptions
-from howeval.reasoning import split_reasoning
+from howeval.parsing.reasoning import split_reasoning
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 

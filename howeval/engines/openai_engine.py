@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from howeval.engines.base import ChatRequest, Completion
 from howeval.engines.options import OpenAIOptions
-from howeval.reasoning import split_reasoning
+from howeval.parsing.reasoning import split_reasoning
 
 
 class RateLimiter:

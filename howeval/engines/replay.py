@@ -14,7 +14,7 @@ import fsspec
 
 from howeval.engines.base import ChatRequest, Completion
 from howeval.engines.options import ReplayOptions
-from howeval.reasoning import split_reasoning
+from howeval.parsing.reasoning import split_reasoning
 
 
 class ReplayEngine:

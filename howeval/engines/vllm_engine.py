@@ -10,7 +10,7 @@ from collections import defaultdict
 
 from howeval.engines.base import ChatRequest, Completion
 from howeval.engines.options import VLLMOptions
-from howeval.reasoning import split_reasoning
+from howeval.parsing.reasoning import split_reasoning
 
 
 def sampling_kwargs(req: ChatRequest) -> dict:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Sequence
 
-from howeval.answers import boxed_spans
+from howeval.parsing.answers import boxed_spans
 from howeval.judges.verdict import LABELS, PatternVerdict, make_verdict
 
 RULES_VERSION = "rules-1.0"

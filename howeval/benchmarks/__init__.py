@@ -1,0 +1,1 @@
+"""Benchmarks: manifest loaders (PatternEval rows), CRYSTAL step metrics and Delphi references, AdaptMMBench."""

@@ -1,0 +1,1 @@
+"""Response parsing: reasoning-channel split, final-answer extraction, step segmentation (pure strings)."""

@@ -1,0 +1,80 @@
+"""Length bins and length-vs-Trigger correlation (howeval.metrics.length), with hand-computed values."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from howeval.metrics.length import length_analysis, length_bins, length_correlation, pearson, response_length
+
+
+def _row(cfg, mode, correct, trig, nwords, **kw):
+    return {"sample_id": f"{cfg}{mode}{nwords}{trig}", "config": cfg, "mode": mode, "correct": correct,
+            "cot": trig, "rep": False, "con": False, "pr": False, "response": " ".join(["w"] * nwords),
+            "error": None, "truncated": False, **kw}
+
+
+def test_response_length_units():
+    assert response_length("a bb  ccc\n d") == 4
+    assert response_length("a bb", "chars") == 4
+    assert response_length(None) == 0
+    with pytest.raises(ValueError, match="unit must be one of"):
+        response_length("x", "tokens")
+
+
+def test_pearson_hand_computed():
+    # x = 1,2,3 ; y = 2,4,5 : Sxy = 3, Sxx = 2, Syy = 42/9 -> r = 3 / sqrt(2 * 42/9)
+    r, p = pearson([1, 2, 3], [2, 4, 5])
+    assert r == pytest.approx(3 / math.sqrt(2 * 42 / 9))
+    assert pearson([1, 2], [1, 2]) == (None, None)
+    assert pearson([1, 1, 1], [1, 2, 3]) == (None, None)
+
+
+def test_sextiles_split_equal_counts_ranked_by_length():
+    # 12 wrong NT rows, lengths 1..12; trigger only on the 4 longest
+    rows = [_row("a", "NT", False, n > 8, n) for n in range(12, 0, -1)]
+    bins = length_bins(rows)["NT/wrong"]
+    assert [b["n"] for b in bins] == [2] * 6
+    assert [(b["min_len"], b["max_len"]) for b in bins] == [(1, 2), (3, 4), (5, 6), (7, 8), (9, 10), (11, 12)]
+    assert [b["trigger"] for b in bins] == [0, 0, 0, 0, 1, 1]
+    assert bins[0]["mean_len"] == 1.5
+
+
+def test_bins_per_group_and_exclusions():
+    rows = [_row("a", "T", True, True, 5), _row("a", "T", False, False, 3),
+            _row("a", "NT", None, True, 4),  # unscored: out
+            _row("a", "NT", True, True, 4, error="boom"),  # engine error: out
+            {**_row("a", "NT", True, True, 4), "cot": None}]  # unlabelled: out
+    b = length_bins(rows)
+    assert set(b) == {"T/correct", "T/wrong"}
+    assert b["T/correct"] == [{"bin": 1, "n": 1, "min_len": 5, "max_len": 5, "mean_len": 5.0, "trigger": 1.0}]
+    # 13 rows in 6 bins: sizes 3,2,2,2,2,2
+    rows = [_row("a", "NT", True, False, n) for n in range(13)]
+    assert [x["n"] for x in length_bins(rows)["NT/correct"]] == [3, 2, 2, 2, 2, 2]
+
+
+def test_correlation_over_model_by_correctness_aggregates():
+    rows = []
+    # config a NT correct: lengths 2,4 (mean 3), trigger 0/2 ; a NT wrong: lengths 6,10 (mean 8), trigger 1/2
+    rows += [_row("a", "NT", True, False, 2), _row("a", "NT", True, False, 4)]
+    rows += [_row("a", "NT", False, True, 6), _row("a", "NT", False, False, 10)]
+    # config b T wrong: length 12, trigger 1
+    rows += [_row("b", "T", False, True, 12)]
+    c = length_correlation(rows)
+    pts = [(p["config"], p["mode"], p["correct"], p["mean_len"], p["trigger"]) for p in c["points"]]
+    assert pts == [("a", "NT", False, 8.0, 0.5), ("a", "NT", True, 3.0, 0.0), ("b", "T", False, 12.0, 1.0)]
+    # x = 8, 3, 12 ; y = .5, 0, 1 : mean x = 23/3, mean y = .5
+    x, y = [8, 3, 12], [0.5, 0, 1]
+    mx, my = sum(x) / 3, sum(y) / 3
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxx = sum((a - mx) ** 2 for a in x)
+    syy = sum((b - my) ** 2 for b in y)
+    assert c["r"] == pytest.approx(sxy / math.sqrt(sxx * syy))
+    assert c["n_points"] == 3
+    c2 = length_correlation(rows, min_rows=2)
+    assert c2["n_points"] == 2 and c2["r"] is None
+
+
+def test_length_analysis_bundle():
+    la = length_analysis([_row("a", "NT", True, True, n) for n in range(1, 7)], unit="chars")
+    assert la["unit"] == "chars" and la["n_bins"] == 6 and len(la["bins"]["NT/correct"]) == 6

@@ -1,0 +1,193 @@
+"""Reward server on a local Serve instance (127.0.0.1, a free port): rewards, auth, limits, load, bad input, degraded.
+
+One module-scoped fixture starts Ray + Serve and both applications once; the degraded test deletes the
+PatternRM application and runs last.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fakes.reward_server import running_reward_server
+
+pytestmark = pytest.mark.ray
+
+TOKEN_ENV = "HOWEVAL_TEST_REWARD_TOKEN"
+TOKEN = "test-token-7f3a"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture(scope="module")
+def server():
+    args = {"pattern": {"p": 1.0, "seed": 0, "mode": "mean"},
+            "limits": {"max_body_bytes": 200_000, "patternrm_timeout_s": 5.0}}
+    with running_reward_server(TOKEN_ENV, TOKEN, args) as url:
+        yield url
+
+
+def item(response, answer="4", kind="pattern", **kw):
+    return {"prompt": "What is 2+2?", "response": response, "answer": answer, "answer_type": "free_form", "kind": kind, **kw}
+
+
+def post(url, body, headers=AUTH, **kw):
+    return httpx.post(url + "/v1/rewards", json=body, headers=headers, timeout=60, **kw)
+
+
+CLEAN = "2 + 2 = 4, so the answer is \\boxed{4}."
+TWO_PATTERNS = ("Wait, let me re-check the sum. Two plus two makes four in this simple sum. "
+                "Two plus two makes four in this simple sum. The answer is \\boxed{4}.")  # rules: cot + rep
+
+
+def test_exact_rewards(server):
+    steps = ["Add 2 and 2", "The sum is 4"]
+    r = post(server, {"items": [
+        item(CLEAN),                                           # correct, no pattern, z = 1 (p = 1)
+        item(TWO_PATTERNS),                                     # correct, 2 of 4 patterns
+        item("The answer is \\boxed{5}."),                      # wrong -> 0
+        item(CLEAN, kind="base"),
+        item("Step 1: Add 2 and 2.\nStep 2: The sum is 4.\nThe answer is \\boxed{4}.", kind="cpr", reference_steps=steps),
+        item("The answer is \\boxed{5}.", kind="cpr", reference_steps=steps),  # wrong, one step -> F1 < 1
+    ]})
+    assert r.status_code == 200, r.text
+    res = r.json()["rewards"]
+    clean, two, wrong, base, cpr_ok, cpr_wrong = res
+    assert clean["z"] == 1 and clean["labels"] == {"cot": False, "rep": False, "con": False, "pr": False}
+    assert clean["reward"] == pytest.approx(1.0) and clean["s_pat"] == 1.0 and not clean["degraded"]
+    assert two["labels"] == {"cot": True, "rep": True, "con": False, "pr": False}
+    assert two["s_pat"] == 0.5 and two["reward"] == pytest.approx(0.9 + 0.1 * (1 - 0.5))  # 0.95
+    assert wrong["reward"] == 0.0 and wrong["s_ver"] == 0.0
+    assert base == {**base, "reward": 1.0, "s_ver": 1.0, "labels": None, "z": None, "step_f1": None}
+    assert cpr_ok["step_f1"] == pytest.approx(1.0) and cpr_ok["reward"] == pytest.approx(0.65 + 0.35 * 1.0)
+    assert cpr_ok["labels"] is None and cpr_ok["z"] is None
+    f1 = cpr_wrong["step_f1"]
+    assert 0.0 <= f1 < 1.0 and cpr_wrong["reward"] == pytest.approx(0.35 * f1 * 0.3)
+
+
+def test_same_functions_as_trainer(server):
+    """The server's reward equals howeval.rewards.functions applied in-process with the same gate key."""
+    from howeval.rewards.patternrm import rollout_key
+    from howeval.rewards.functions import bernoulli_gate, pattern_reward, pattern_score
+
+    it = item(TWO_PATTERNS)
+    got = post(server, {"items": [it]}).json()["rewards"][0]
+    z = bernoulli_gate(rollout_key(it["prompt"], it["response"]), p=1.0, seed=0)
+    assert got["z"] == z
+    assert got["reward"] == pattern_reward(1.0, pattern_score(got["labels"], "mean"), z)
+
+
+def test_openrlhf_shape(server):
+    body = {"query": ["What is 2+2? " + CLEAN, "What is 2+2? The answer is \\boxed{5}."],
+            "prompts": ["What is 2+2? ", "What is 2+2? "], "labels": ["4", json.dumps({"answer": "4", "kind": "base"})]}
+    r = httpx.post(server + "/get_reward", json=body, headers=AUTH, timeout=60)
+    assert r.status_code == 200, r.text
+    assert r.json()["rewards"] == [pytest.approx(1.0), 0.0]
+
+
+def test_auth_and_open_routes(server):
+    assert post(server, {"items": [item(CLEAN)]}, headers={}).status_code == 401
+    assert post(server, {"items": [item(CLEAN)]}, headers={"Authorization": "Bearer nope"}).status_code == 401
+    assert httpx.post(server + "/get_reward", json={}).status_code == 401
+    h = httpx.get(server + "/healthz")
+    assert h.status_code == 200 and h.json()["patternrm"] == "up"
+    spec = httpx.get(server + "/openapi.json").json()
+    assert {"/v1/rewards", "/get_reward", "/healthz"} <= set(spec["paths"])
+    m = httpx.get(server + "/metrics")
+    assert m.status_code == 200 and "howeval_reward_requests_total" in m.text
+
+
+def test_validation_names_field_and_size_limit(server):
+    r = post(server, {"items": [{k: v for k, v in item(CLEAN).items() if k != "answer"}]})
+    assert r.status_code == 422 and "body.items.0.answer" in r.json()["message"]
+    r = post(server, {"items": [item(CLEAN, answer_type="nonsense")]})
+    assert r.status_code == 422 and "answer_type" in r.json()["message"]
+    r = post(server, {"items": [item(CLEAN, kind="cpr")]})
+    assert r.status_code == 422 and "reference_steps" in r.json()["message"]
+    r = post(server, {"items": [item("x" * 250_000)]})
+    assert r.status_code == 413
+
+
+def test_load_64_clients_no_errors(server):
+    n_clients, per_client = 64, 4
+
+    async def client(c: httpx.AsyncClient, k: int) -> list[int]:
+        codes = []
+        for j in range(per_client):
+            body = {"items": [item(f"{k} and {j}: the answer is \\boxed{{4}}."), item("\\boxed{5}", kind="base")]}
+            r = await c.post(server + "/v1/rewards", json=body, headers=AUTH)
+            codes.append(r.status_code)
+            if r.status_code == 200:
+                assert [x["reward"] for x in r.json()["rewards"]][1] == 0.0
+        return codes
+
+    async def main() -> list[int]:
+        limits = httpx.Limits(max_connections=n_clients, max_keepalive_connections=n_clients)
+        async with httpx.AsyncClient(timeout=60, limits=limits) as c:
+            return [x for codes in await asyncio.gather(*[client(c, k) for k in range(n_clients)]) for x in codes]
+
+    codes = asyncio.run(main())
+    assert len(codes) == n_clients * per_client
+    assert codes.count(200) == len(codes), {c: codes.count(c) for c in set(codes)}
+
+
+_text = st.text(max_size=40)
+_value = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), _text,
+                   st.lists(_text, max_size=3))
+_item = st.dictionaries(st.sampled_from(["prompt", "response", "answer", "answer_type", "kind", "reference_steps",
+                                         "options", "extra"]), _value, max_size=8)
+_items = st.fixed_dictionaries({"items": st.one_of(st.lists(_item, max_size=3), _value)})
+_body = st.one_of(_items, st.dictionaries(_text, _value, max_size=3), _value)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(body=_body, route=st.sampled_from(["/v1/rewards", "/get_reward"]))
+def test_bad_input_never_5xx(server, body, route):
+    r = httpx.post(server + route, content=json.dumps(body).encode(), headers={**AUTH, "content-type": "application/json"},
+                   timeout=60)
+    assert r.status_code < 500, (body, r.status_code, r.text)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(response=st.text(max_size=200), answer=st.text(min_size=0, max_size=20),
+       answer_type=st.sampled_from(["free_form", "multiple_choice", "integer_number", "decimal_number",
+                                    "boolean_text", "free_form_or_mc", "extractive_text", "other_text"]),
+       kind=st.sampled_from(["base", "pattern", "cpr"]))
+def test_valid_shape_random_text_never_5xx(server, response, answer, answer_type, kind):
+    it = {"prompt": "q", "response": response, "answer": answer, "answer_type": answer_type, "kind": kind,
+          "reference_steps": ["a step"]}
+    r = post(server, {"items": [it]})
+    assert r.status_code < 500, (it, r.status_code, r.text)
+    if r.status_code == 200:
+        x = r.json()["rewards"][0]
+        assert 0.0 <= x["reward"] <= 1.0
+
+
+def test_trl_reward_function_against_server(server, monkeypatch):
+    from howeval.rewards.client import RewardClient
+
+    monkeypatch.setenv("HOWEVAL_REWARD_TOKEN", TOKEN)
+    fn = RewardClient(server).as_trl_reward("pattern")
+    assert fn.__name__ == "remote_pattern_reward"
+    prompts = [[{"role": "user", "content": "What is 2+2?"}]] * 2
+    completions = [[{"role": "assistant", "content": CLEAN}], [{"role": "assistant", "content": TWO_PATTERNS}]]
+    out = fn(prompts=prompts, completions=completions, answer=["4", "4"], answer_type=["free_form"] * 2)
+    assert out == [pytest.approx(1.0), pytest.approx(0.95)]
+
+
+def test_z1_degraded_when_patternrm_stopped(server):
+    """Runs last: deletes the PatternRM application; the server answers 200, degraded, verifier-only."""
+    from ray import serve
+
+    serve.delete("patternrm")
+    r = post(server, {"items": [item(TWO_PATTERNS), item("The answer is \\boxed{5}."), item(CLEAN, kind="base")]})
+    assert r.status_code == 200, r.text
+    two, wrong, base = r.json()["rewards"]
+    assert two["degraded"] and two["z"] == 1 and two["labels"] is None and two["reward"] == 1.0
+    assert two["error"].startswith("patternrm unavailable")
+    assert wrong["degraded"] and wrong["reward"] == 0.0
+    assert not base["degraded"] and base["reward"] == 1.0
+    assert httpx.get(server + "/healthz").json()["patternrm"].startswith("down")

@@ -1,0 +1,179 @@
+"""Table-driven tests of howeval.rewards.functions with hand-computed values (SPEC sections 2 and 3)."""
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+from howeval.rewards import functions as rewards
+from howeval.rewards.functions import (
+    bernoulli_gate,
+    cpr_reward,
+    cpr_rewards,
+    pattern_reward,
+    pattern_rewards,
+    pattern_score,
+)
+
+
+def _labels(cot=False, rep=False, con=False, pr=False):
+    return {"cot": cot, "rep": rep, "con": con, "pr": pr}
+
+
+@pytest.mark.parametrize(
+    "labels, mean, max_",
+    [
+        (_labels(), 1.0, 1.0),
+        (_labels(cot=True), 0.75, 0.0),
+        (_labels(cot=True, rep=True), 0.5, 0.0),
+        (_labels(rep=True, con=True, pr=True), 0.25, 0.0),
+        (_labels(True, True, True, True), 0.0, 0.0),
+        ({"cot": 0, "rep": 1, "con": 0, "pr": 0}, 0.75, 0.0),
+    ],
+)
+def test_pattern_score_table(labels, mean, max_):
+    assert pattern_score(labels) == pytest.approx(mean)
+    assert pattern_score(labels, mode="mean") == pytest.approx(mean)
+    assert pattern_score(labels, mode="max") == pytest.approx(max_)
+
+
+@pytest.mark.parametrize(
+    "labels, mode, match",
+    [
+        ({"cot": True, "rep": False, "con": False}, "mean", "missing \\['pr'\\]"),
+        ({**_labels(), "extra": True}, "mean", "unexpected \\['extra'\\]"),
+        ({**_labels(), "cot": 0.5}, "mean", "cot"),
+        ({**_labels(), "cot": "yes"}, "mean", "cot"),
+        (_labels(), "median", "registered"),
+    ],
+)
+def test_pattern_score_errors(labels, mode, match):
+    with pytest.raises(ValueError, match=match):
+        pattern_score(labels, mode=mode)
+
+
+@pytest.mark.parametrize(
+    "s_ver, s_pat, z, expected",
+    [
+        # R = s_ver * (0.9 + 0.1 * a), a = z*s_pat + (1-z)
+        (1.0, 1.0, 1, 1.0),
+        (1.0, 0.75, 1, 0.975),
+        (1.0, 0.5, 1, 0.95),
+        (1.0, 0.0, 1, 0.9),
+        (1.0, 0.0, 0, 1.0),  # gate closed: s_pat ignored
+        (1.0, None, 0, 1.0),
+        (0.0, 1.0, 1, 0.0),  # wrong answer: always 0
+        (0.0, None, 0, 0.0),
+        (0.5, 0.5, 1, 0.475),  # a soft verifier score scales the same way
+    ],
+)
+def test_pattern_reward_table(s_ver, s_pat, z, expected):
+    assert pattern_reward(s_ver, s_pat, z) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        ((1.0, None, 1), "s_pat is None"),
+        ((1.0, 0.5, 2), "z="),
+        ((1.0, 0.5, 0.5), "z="),
+        ((1.5, 0.5, 1), "s_ver"),
+        ((1.0, 1.2, 1), "s_pat"),
+    ],
+)
+def test_pattern_reward_errors(args, match):
+    with pytest.raises(ValueError, match=match):
+        pattern_reward(*args)
+
+
+def test_pattern_reward_range():
+    for s_pat in (0.0, 0.25, 0.5, 0.75, 1.0):
+        for z in (0, 1):
+            assert 0.9 <= pattern_reward(1.0, s_pat, z) <= 1.0
+            assert pattern_reward(0.0, s_pat, z) == 0.0
+
+
+def test_bernoulli_gate_deterministic_and_rate():
+    keys = [f"prompt-{i}:{g}" for i in range(2500) for g in range(4)]
+    z = [bernoulli_gate(k) for k in keys]
+    assert z == [bernoulli_gate(k, p=0.6, seed=0) for k in keys]  # same on every call
+    assert set(z) == {0, 1}
+    assert abs(sum(z) / len(z) - 0.6) < 0.02  # 10,000 keys: sd ~0.005
+    z_other_seed = [bernoulli_gate(k, seed=1) for k in keys]
+    assert z_other_seed != z
+    assert all(bernoulli_gate(k, p=1.0) == 1 for k in keys[:100])
+    assert all(bernoulli_gate(k, p=0.0) == 0 for k in keys[:100])
+
+
+def test_bernoulli_gate_pinned_values():
+    # SHA-256("0:prompt-1:0")[:8] / 2**64: pinned so server and trainer releases stay in agreement.
+    import hashlib
+
+    u = int.from_bytes(hashlib.sha256(b"0:prompt-1:0").digest()[:8], "big") / 2**64
+    assert bernoulli_gate("prompt-1:0", p=0.6) == int(u < 0.6)
+    assert bernoulli_gate("prompt-1:0", p=u) == 0 and bernoulli_gate("prompt-1:0", p=min(1.0, u + 1e-9)) == 1
+
+
+@pytest.mark.parametrize("args, exc", [(("k", 1.5), ValueError), (("k", -0.1), ValueError), ((3, 0.5), TypeError)])
+def test_bernoulli_gate_errors(args, exc):
+    with pytest.raises(exc):
+        bernoulli_gate(*args)
+
+
+@pytest.mark.parametrize(
+    "correct, f1, kwargs, expected",
+    [
+        # correct: a_w + s_w * F1
+        (True, 0.0, {}, 0.65),
+        (True, 0.5, {}, 0.825),
+        (True, 1.0, {}, 1.0),
+        # wrong: s_w * F1 * lam
+        (False, 0.0, {}, 0.0),
+        (False, 0.5, {}, 0.0525),
+        (False, 1.0, {}, 0.105),
+        # the reference code's weights 0.6 / 0.4
+        (True, 0.5, {"a_w": 0.6, "s_w": 0.4}, 0.8),
+        (False, 0.5, {"a_w": 0.6, "s_w": 0.4}, 0.06),
+        (False, 1.0, {"lam": 0.0}, 0.0),
+    ],
+)
+def test_cpr_reward_table(correct, f1, kwargs, expected):
+    assert cpr_reward(correct, f1, **kwargs) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [((True, 1.2), {}), ((True, -0.1), {}), ((2, 0.5), {}), (("yes", 0.5), {}), ((True, 0.5), {"lam": -1.0})],
+)
+def test_cpr_reward_errors(args, kwargs):
+    with pytest.raises(ValueError):
+        cpr_reward(*args, **kwargs)
+
+
+def test_trl_wrappers():
+    completions = [[{"role": "assistant", "content": "x"}]] * 3  # conversational form: content not read
+    r = pattern_rewards(completions, s_ver=[1.0, 1.0, 0.0], s_pat=[0.5, None, 1.0], z=[1, 0, 1], prompts=["p"] * 3)
+    assert r == pytest.approx([0.95, 1.0, 0.0])
+    r = cpr_rewards(["a", "b", "c"], correct=[True, False, None], step_f1=[0.5, 0.5, 0.5])
+    assert r[:2] == pytest.approx([0.825, 0.0525]) and r[2] is None
+    r = cpr_rewards(["a"], correct=[True], step_f1=[0.5], a_w=0.6, s_w=0.4)
+    assert r == pytest.approx([0.8])
+    assert pattern_rewards(["a"], s_ver=[None], s_pat=[None], z=[0]) == [None]
+
+
+@pytest.mark.parametrize(
+    "fn, kwargs, match",
+    [
+        (pattern_rewards, {"s_ver": [1.0], "z": [1]}, "missing column 's_pat'"),
+        (pattern_rewards, {"s_ver": [1.0, 1.0], "s_pat": [1.0], "z": [1]}, "2 values for 1"),
+        (cpr_rewards, {"correct": [True]}, "missing column 'step_f1'"),
+        (pattern_rewards, {"s_ver": [1.0], "s_pat": [None], "z": [1]}, "s_pat is None"),
+    ],
+)
+def test_trl_wrapper_errors(fn, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        fn(["a"], **kwargs)
+
+
+def test_doctests():
+    assert doctest.testmod(rewards).failed == 0

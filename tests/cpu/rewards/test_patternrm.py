@@ -1,0 +1,123 @@
+"""PatternRM: label format and parser, SFT records, oversampling, the actor, and a CPU SFT smoke run."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from actors.patternrm import BACKENDS, PatternRM, _CheckpointBackend
+from howeval.rewards.patternrm import (
+    PatternRMParseError,
+    format_labels,
+    oversample,
+    parse_label_output,
+    rollout_key,
+    sft_record,
+    thinking_target,
+    unanimous_rows,
+)
+
+L = lambda *b: dict(zip(("cot", "rep", "con", "pr"), b))  # noqa: E731
+
+
+@pytest.mark.parametrize("text, want", [
+    ("LABELS: cot=1 rep=0 con=0 pr=1", L(True, False, False, True)),
+    ("labels: cot=0, rep=0, con=1, pr=0.", L(False, False, True, False)),
+    ("LABELS: cot=1 rep=1 con=1 pr=1\nLABELS: cot=0 rep=0 con=0 pr=0", L(False, False, False, False)),  # last line
+    ("<analysis>\ncot: absent.\n</analysis>\nLABELS: pr=1 con=0 rep=0 cot=0", L(False, False, False, True)),
+])
+def test_parse_ok(text, want):
+    assert parse_label_output(text) == want
+
+
+@pytest.mark.parametrize("text, why", [
+    ("", "no 'LABELS:'"),
+    ("cot=1 rep=0 con=0 pr=0", "no 'LABELS:'"),
+    ("LABELS: cot=1 rep=0 con=0", "missing"),
+    ("LABELS: cot=1 rep=0 con=0 pr=0 cot=1", "repeated"),
+    ("LABELS: cot=yes rep=0 con=0 pr=0", "must be 0 or 1"),
+    ("LABELS: cot=1 rep=0 con=0 pr=0 foo=1", "unknown label"),
+    ("LABELS: cot=1 rep=0 con=0 pr=0 because", "unexpected text"),
+])
+def test_parse_errors(text, why):
+    with pytest.raises(PatternRMParseError, match=why):
+        parse_label_output(text)
+
+
+def test_round_trip_and_records():
+    labs = L(True, False, True, False)
+    assert parse_label_output(format_labels(labs)) == labs
+    assert parse_label_output(thinking_target(labs, {"con": "5 ... 6"})) == labs
+    rec = sft_record("Q?", "R" * 100, labs, "direct", max_chars=20, meta={"sample_id": "s"})
+    assert rec["sample_id"] == "s" and rec["labels"] == labs
+    assert [m["role"] for m in rec["messages"]] == ["system", "user", "assistant"]
+    assert "[...]" in rec["messages"][1]["content"] and "image" not in json.dumps(rec["messages"][1])
+    with pytest.raises(ValueError, match="target"):
+        sft_record("q", "r", labs, "both")
+
+
+def test_unanimous_and_oversample():
+    rows = []
+    for sid, votes in {"a": [L(1, 0, 0, 0)] * 3, "b": [L(0, 0, 0, 0), L(0, 0, 0, 0), L(0, 1, 0, 0)]}.items():
+        for j, v in zip(("j1", "j2", "j3"), votes):
+            rows.append({"sample_id": sid, "config": "c", "mode": "NT", "response_hash": "h", "judge": j, **v})
+    kept, counts = unanimous_rows(rows, ["j1", "j2", "j3"])
+    assert [k["sample_id"] for k in kept] == ["a"] and counts["disagree"] == 1
+    base = [{"sample_id": str(i), "labels": L(i < 1, i < 2, False, False)} for i in range(20)]
+    out = oversample(base, min_rate=0.2, max_copies=10)
+    assert out == oversample(base, min_rate=0.2, max_copies=10)  # deterministic
+    n = len(out)
+    assert sum(r["labels"]["cot"] for r in out) / n >= 0.2 and sum(r["labels"]["rep"] for r in out) / n >= 0.2
+    assert out[:20] == [{**r, "copy": 0} for r in base]
+
+
+def test_rollout_key_stable():
+    assert rollout_key("p", "r") == rollout_key("p", "r") != rollout_key("p", "r ")
+    assert rollout_key("ab", "c") != rollout_key("a", "bc")
+
+
+def test_actor_rules_and_registry():
+    rm = PatternRM("rules")
+    res = rm.label_batch([{"question": "q", "response": "Hmm, wait. The answer is 3."}, {"question": "q", "response": "3"}])
+    assert res[0]["labels"]["cot"] and res[1]["labels"] == L(False, False, False, False)
+    with pytest.raises(ValueError, match="registered"):
+        PatternRM("nope")
+    with pytest.raises(KeyError, match="response"):
+        rm.label_batch([{"question": "q"}])
+    assert set(BACKENDS) == {"rules", "checkpoint"}
+
+
+def test_checkpoint_unparseable_is_row_error():
+    be = _CheckpointBackend.__new__(_CheckpointBackend)  # no model: generation is stubbed
+    be.generate = lambda items: ["LABELS: cot=0 rep=0 con=0 pr=0", "I think it is fine", "LABELS: cot=1"]
+    res = be.label([{"question": "q", "response": "r"}] * 3)
+    assert res[0] == {"labels": L(False, False, False, False), "error": None, "raw": "LABELS: cot=0 rep=0 con=0 pr=0"}
+    assert res[1]["labels"] is None and res[1]["error"].startswith("patternrm_parse_error")
+    assert res[2]["labels"] is None and "missing" in res[2]["error"]
+
+
+@pytest.mark.slow
+def test_sft_smoke_then_calibration(tmp_path):
+    """3 SFT steps on the embedded SmolLM2 (use_cpu), checkpoint saved, scored by the calibration job."""
+    from test_build_corpus import make_run
+
+    from ray_jobs.build_corpus import build_corpus
+    from ray_jobs.train_patternrm import main
+
+    build_corpus(str(make_run(tmp_path)), None, str(tmp_path / "corpus"), holdout=0.3, seed=0)
+    cfg = tmp_path / "smoke.yaml"
+    import yaml
+
+    raw = yaml.safe_load(open("configs/patternrm/smoke.yaml"))
+    raw["sft"].update(per_device_train_batch_size=1, max_length=256)
+    raw["calibration"].update(max_items=4)
+    cfg.write_text(yaml.safe_dump(raw))
+    out = tmp_path / "out"
+    assert main(["--config", str(cfg), "--corpus", str(tmp_path / "corpus" / "sft_direct.jsonl"),
+                 "--output-dir", str(out), "--calibration", str(tmp_path / "corpus" / "heldout.jsonl")]) == 0
+    assert (out / "checkpoint" / "config.json").exists() and (out / "checkpoint" / "model.safetensors").exists()
+    scores = json.loads((out / "calibration" / "calibration.json").read_text())["judges"]["patternrm"]
+    assert set(scores["labels"]) == {"cot", "rep", "con", "pr"}
+    assert {"precision", "recall", "f1"} <= set(scores["labels"]["cot"])
+    preds = [json.loads(x) for x in (out / "calibration" / "patternrm_predictions.jsonl").read_text().splitlines()]
+    assert preds and all((p["labels"] is None) == (p["judge_error"] is not None) for p in preds)
