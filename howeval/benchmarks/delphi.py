@@ -6,11 +6,11 @@ Pure numpy: the embeddings come from any encoder (``howeval.embed.StepEmbedder``
 """
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from howeval.parsing.text import find_json_object
 
 
 @dataclass
@@ -127,11 +127,7 @@ def parse_checker(text: str) -> tuple[bool, str]:
         ValueError: no JSON object with a boolean ``consistent`` in the reply (the caller records
             ``checker_error``; never a default verdict).
     """
-    for m in re.finditer(r"\{.*?\}", text or "", flags=re.DOTALL):
-        try:
-            obj = json.loads(m.group(0))
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict) and isinstance(obj.get("consistent"), bool):
-            return obj["consistent"], str(obj.get("reason", ""))
+    obj = find_json_object(text or "", lambda o: isinstance(o.get("consistent"), bool))
+    if obj is not None:
+        return obj["consistent"], str(obj.get("reason", ""))
     raise ValueError(f"checker reply has no JSON object with a boolean 'consistent': {text[:120]!r}")

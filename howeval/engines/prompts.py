@@ -6,26 +6,51 @@ import base64
 from howeval.config import ModelConfig
 from howeval.engines.base import ChatRequest
 
-OPTION_LETTERS = "ABCDEFGHIJ"
-
 ANSWER_INSTRUCTION = "Put your final answer in \\boxed{}."
+
+_IMAGE_MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF87a", "image/gif"),
+                (b"GIF89a", "image/gif"))
+
+
+def image_mime(data: bytes) -> str | None:
+    """The MIME type of PNG, JPEG, GIF or WebP bytes (sniffed from the header), or None for anything else.
+
+    >>> image_mime(b"\\x89PNG\\r\\n\\x1a\\n...."), image_mime(b"plain text")
+    ('image/png', None)
+    """
+    for magic, mime in _IMAGE_MAGIC:
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
 
 
 def image_data_url(data: bytes) -> str:
-    """``data:<mime>;base64,...`` for PNG, JPEG, GIF or WebP bytes (sniffed from the header)."""
-    return f"data:{_mime(data)};base64,{base64.b64encode(data).decode('ascii')}"
+    """``data:<mime>;base64,...`` for encoded image bytes (:func:`image_mime`; unknown formats:
+    ``application/octet-stream``)."""
+    return f"data:{image_mime(data) or 'application/octet-stream'};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-def _mime(data: bytes) -> str:
-    if data[:8] == b"\x89PNG\r\n\x1a\n":
-        return "image/png"
-    if data[:3] == b"\xff\xd8\xff":
-        return "image/jpeg"
-    if data[:6] in (b"GIF87a", b"GIF89a"):
-        return "image/gif"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return "application/octet-stream"
+def format_question(question: str, options: list[str] | None, instruction: str | None, *, sep: str = "\n") -> str:
+    """The question, its lettered options (``A. ...``, one a line) when it has any, and the instruction
+    when non-empty, joined by ``sep`` (the sweep uses one newline, the AdaptMMBench loop a blank line).
+
+    Raises:
+        ValueError: more than 26 options.
+
+    >>> format_question(" Pick ", ["x", "y"], "Answer: <letter>")
+    'Pick\\nA. x\\nB. y\\nAnswer: <letter>'
+    """
+    opts = list(options or [])
+    if len(opts) > 26:
+        raise ValueError(f"options: at most 26 can be lettered A..Z, got {len(opts)}")
+    parts = [question.strip()]
+    if opts:
+        parts.append("\n".join(f"{chr(ord('A') + i)}. {o}" for i, o in enumerate(opts)))
+    if instruction:
+        parts.append(instruction)
+    return sep.join(parts)
 
 
 CRYSTAL_INSTRUCTION = ('Answer with a JSON object only: {"reasoning_steps": ["step 1", "step 2", ...], '
@@ -36,11 +61,7 @@ CRYSTAL_INSTRUCTION = ('Answer with a JSON object only: {"reasoning_steps": ["st
 def question_text(sample: dict) -> str:
     """The question with lettered options (``A. ...``) when it has any, and the answer instruction
     (the sample's ``instruction`` when it has one, else :data:`ANSWER_INSTRUCTION`)."""
-    q = sample["question"].strip()
-    opts = sample.get("options") or []
-    if opts:
-        q += "\n" + "\n".join(f"{OPTION_LETTERS[i]}. {o}" for i, o in enumerate(opts))
-    return f"{q}\n{sample.get('instruction') or ANSWER_INSTRUCTION}"
+    return format_question(sample["question"], sample.get("options"), sample.get("instruction") or ANSWER_INSTRUCTION)
 
 
 def build_request(sample: dict, model: ModelConfig, mode: str) -> ChatRequest:

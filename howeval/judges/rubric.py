@@ -7,10 +7,10 @@ PR). ``RUBRIC_VERSION`` names this wording; change it whenever the text changes.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from howeval.judges.verdict import LABELS, JudgeParseError
+from howeval.parsing.text import json_candidates
 
 RUBRIC_VERSION = "pattern-rubric-1.0"
 
@@ -107,35 +107,6 @@ def build_pattern_messages(question: str, response: str, image_data_url: str | N
     ]
 
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-
-
-def _candidate_objects(text: str) -> list[str]:
-    """JSON-object candidates: fenced blocks first, then each balanced ``{...}`` span (outermost first)."""
-    cands = [m.group(1).strip() for m in _FENCE.finditer(text)]
-    depth, start, in_str, esc = 0, None, False, False
-    for i, ch in enumerate(text):
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-            continue
-        if ch == '"':
-            in_str = True
-        elif ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0 and start is not None:
-                cands.append(text[start : i + 1])
-    return cands
-
-
 def parse_pattern_output(text: str) -> tuple[dict[str, bool], dict[str, str | None]]:
     """Read a judge's output into ``(labels, evidence)``.
 
@@ -152,7 +123,7 @@ def parse_pattern_output(text: str) -> tuple[dict[str, bool], dict[str, str | No
     """
     if not isinstance(text, str) or not text.strip():
         raise JudgeParseError("empty output")
-    cands = _candidate_objects(text)
+    cands = json_candidates(text, nested=False)
     if not cands and "{" in text:
         raise JudgeParseError(f"no complete JSON object (unbalanced braces; truncated output?), ends {text.strip()[-60:]!r}")
     if not cands:

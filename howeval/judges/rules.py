@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Sequence
 
-from howeval.parsing.answers import boxed_spans
+from howeval.parsing.text import NUMBER_WORDS, boxed_spans, strip_latex
 from howeval.judges.verdict import LABELS, PatternVerdict, make_verdict
 
 RULES_VERSION = "rules-1.0"
@@ -142,19 +142,6 @@ _ANSWER_STMT = re.compile(
 _OPTION_HEAD = re.compile(r"^\(?\s*([A-Ea-e])\s*\)?(?:[\s.,:)]|$)(?P<rest>.*)$")
 
 
-def _strip_latex(v: str) -> str:
-    v = v.strip()
-    for _ in range(3):
-        v = re.sub(r"\\(?:text|mathrm|textbf|mathbf|operatorname)\s*\{([^{}]*)\}", r"\1", v)
-    v = re.sub(r"\\boxed\s*\{(.*)\}", r"\1", v)
-    v = v.replace("\\left", "").replace("\\right", "").replace("\\!", "").replace("\\,", "")
-    v = re.sub(r"\^\s*\{?\\circ\}?|°|\\circ|\\degree", "", v)
-    v = v.replace("\\%", "%")
-    v = v.replace("$", "").replace("\\(", "").replace("\\)", "").replace("\\[", "").replace("\\]", "")
-    v = v.replace("dfrac", "frac").replace("tfrac", "frac")
-    return v.strip()
-
-
 @dataclass(frozen=True)
 class Claim:
     """A final-answer claim: an option letter and/or a value, where it stood, and its source text."""
@@ -166,7 +153,7 @@ class Claim:
 
 
 def _parse_claim(raw: str, pos: int) -> Claim | None:
-    v = _strip_latex(raw)
+    v = strip_latex(raw)
     v = v.strip().strip(" .;:*")
     if not v:
         return None
@@ -246,7 +233,7 @@ def parse_options(text: str | None, *, strict: bool = False) -> dict[str, str]:
         val = m.group(2) or m.group(4)
         if strict and (":" in val or len(val.split()) > 6):
             continue
-        found.setdefault(letter, _norm_value(_strip_latex(val)))
+        found.setdefault(letter, _norm_value(strip_latex(val)))
     letters = sorted(found)
     if len(letters) < 2 or letters != [chr(ord("A") + i) for i in range(len(letters))]:
         return {}
@@ -260,7 +247,7 @@ def options_from_list(options: Sequence[str] | None) -> dict[str, str]:
         return {}
     if all(re.fullmatch(r"\(?[A-Ea-e]\)?", o.strip()) for o in options):
         return {}
-    return {chr(ord("A") + i): _norm_value(_strip_latex(o)) for i, o in enumerate(options[:26])}
+    return {chr(ord("A") + i): _norm_value(strip_latex(o)) for i, o in enumerate(options[:26])}
 
 
 def extract_claims(text: str) -> list[Claim]:
@@ -336,11 +323,8 @@ _ASSERTIVE = re.compile(
     re.IGNORECASE,
 )
 _CONCLUSION = re.compile(r"\b(?:therefore|thus|hence|so|consequently|in fact|this means|which means)\b", re.IGNORECASE)
-_NUMBER_WORDS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
-    "sixteen": 16, "twenty": 20, "half": None, "twice": 2, "double": 2, "triple": 3,
-}
+_QUANTITY_WORDS = {**NUMBER_WORDS, "twice": 2, "double": 2, "triple": 3}
+"""Words that state a quantity in prose (value known); "half" also counts as support (no value used)."""
 _ARITH = re.compile(r"\d\s*(?:[-+×*/÷−]|\\times|\\cdot|\\div)\s*\(?\$?\d|=|\\frac|\bsum\s+of\b|\bproduct\s+of\b", re.IGNORECASE)
 
 
@@ -352,7 +336,7 @@ def _has_support(s: str) -> bool:
         return True
     if re.search(r"\"[^\"]{2,}\"|“[^”]{2,}”", s):
         return True
-    return any(w in _NUMBER_WORDS for w in _words(s))
+    return any(w in _QUANTITY_WORDS or w == "half" for w in _words(s))
 
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
@@ -361,7 +345,7 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
 def _numbers(s: str) -> list[float]:
     s = re.sub(r"\\boxed\s*\{[^{}]*\}", " ", s)
     out = [float(x.replace(",", "")) for x in re.findall(r"(?<![A-Za-z_])\d+(?:,\d{3})*(?:\.\d+)?", s)]
-    out += [float(v) for w in _words(s) if (v := _NUMBER_WORDS.get(w)) is not None]
+    out += [float(v) for w in _words(s) if (v := _QUANTITY_WORDS.get(w)) is not None]
     return out
 
 

@@ -31,7 +31,6 @@ free_form_or_mc     CRYSTAL: gold like "A", "B (60°)", "A) Yes", "3", "Africa":
 """
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -42,6 +41,7 @@ from fractions import Fraction
 from typing import Any, Callable, Sequence
 
 from howeval.parsing.answers import SOURCE_BOXED, extract_option_letter, find_final_answer
+from howeval.parsing.text import NUMBER_WORDS, find_json_object, strip_latex
 from howeval.engines.base import ChatRequest, Completion, Engine
 
 __all__ = [
@@ -107,34 +107,12 @@ def register_verifier(answer_type: str) -> Callable[[VerifierFn], VerifierFn]:
 
 # ---------------------------------------------------------------- normalization helpers
 
-_NUMBER_WORDS = {
-    w: i
-    for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-        "sixteen seventeen eighteen nineteen twenty".split()
-    )
-}
 _NUM = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-+]?\.\d+"
 _NUMBER_RE = re.compile(
     rf"(?P<num>{_NUM})(?:\s*/\s*(?P<den>{_NUM}))?\s*(?P<unit>%|[A-Za-z][A-Za-z .]*?)?"
 )
 _FRAC_RE = re.compile(r"^(?P<sign>-?)\\[dt]?frac\s*\{\s*(?P<num>[^{}]+?)\s*\}\s*\{\s*(?P<den>[^{}]+?)\s*\}(?P<rest>.*)$")
 _UNIT_WORD_RE = re.compile(r"^[A-Za-z][A-Za-z .]*$")
-
-
-def _clean(s: str) -> str:
-    """LaTeX and typography removed: ``$``, ``\\text{}``, ``\\mathrm{}``, degrees, ``\\%``, currency, minus signs."""
-    s = str(s).strip()
-    for _ in range(3):
-        s = re.sub(r"\\(?:text|textbf|mathrm|mathbf|operatorname|mbox)\s*\{([^{}]*)\}", r" \1 ", s)
-    s = s.replace("\\left", "").replace("\\right", "")
-    s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?", "", s)
-    s = s.replace("\\circ", "").replace("°", "").replace("\\%", "%").replace("\\$", "$")
-    s = re.sub(r"\\[,;!: ]|~", " ", s)
-    s = s.replace("−", "-").replace("–", "-").replace("$", "").replace("€", "").replace("£", "")
-    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
-    s = re.sub(r"\s+", " ", s).strip()
-    return s.strip("*").strip()
 
 
 def _strip_trailing(s: str) -> str:
@@ -148,12 +126,12 @@ def _parse_number(s: str) -> tuple[Fraction, str, int] | None:
     ``decimals`` is the count of digits after the point (fractions: -1). The unit is lower-cased text
     after the number ("" if none), ``%`` for percent.
     """
-    t = _strip_trailing(_clean(s))
+    t = _strip_trailing(strip_latex(s))
     if not t:
         return None
     low = t.lower()
-    if low in _NUMBER_WORDS:
-        return Fraction(_NUMBER_WORDS[low]), "", 0
+    if low in NUMBER_WORDS:
+        return Fraction(NUMBER_WORDS[low]), "", 0
     fm = _FRAC_RE.match(t)
     if fm:
         num, den = _parse_number(fm.group("num")), _parse_number(fm.group("den"))
@@ -181,7 +159,7 @@ def _parse_number(s: str) -> tuple[Fraction, str, int] | None:
 
 
 def _numbers_in(s: str) -> list[str]:
-    return re.findall(rf"(?<![\w.])(?:{_NUM})(?:\s*/\s*\d+)?", _clean(s))
+    return re.findall(rf"(?<![\w.])(?:{_NUM})(?:\s*/\s*\d+)?", strip_latex(s))
 
 
 def _lenient_number(s: str) -> tuple[Fraction, str, int] | None:
@@ -193,7 +171,7 @@ def _lenient_number(s: str) -> tuple[Fraction, str, int] | None:
     whole = _parse_number(s)
     if whole:
         return whole
-    c = _clean(s)
+    c = strip_latex(s)
     lead = re.match(rf"\s*(?:{_NUM})(?:\s*/\s*\d+)?", c)
     if lead:
         return _parse_number(lead.group(0))
@@ -208,7 +186,7 @@ def _norm_text(s: str) -> str:
 
     Math symbols (``()+-=/^``) are kept, so "f(x)=-g(x)+2" and "f(x)=-g(x+2)" stay different.
     """
-    t = _clean(s).lower()
+    t = strip_latex(s).lower()
     t = re.sub(r"(?<!\d)[.,]|[.,](?!\d)", "", t)  # keep "2.5" and "1,250" apart from "25" and "1250"
     t = re.sub(r"[;:!?'\"`*]", "", t)
     t = re.sub(r"\b(the|a|an)\b", " ", t)
@@ -323,7 +301,7 @@ def _pick_option(cand: str, options: Sequence[str], rel_tol: float) -> tuple[int
     letter = extract_option_letter(cand, len(options))
     if letter is not None:
         idx = ord(letter) - ord("A")
-        rest = re.sub(r"^\W*[A-Z]\W+", "", _clean(cand)) if len(_clean(cand)) > 3 else ""
+        rest = re.sub(r"^\W*[A-Z]\W+", "", strip_latex(cand)) if len(strip_latex(cand)) > 3 else ""
         if rest:
             j, _ = _option_index_by_value(rest, options, rel_tol)
             if j is not None and j != idx and _norm_text(options[j]) != _norm_text(options[idx]):
@@ -681,14 +659,7 @@ class LLMVerifier:
         if completion.truncated:
             return VerifyResult(None, extracted, METHOD_LLM_ERROR, "judge reply truncated inside its reasoning")
         text = completion.text or ""
-        obj = None
-        for m in re.finditer(r"\{[^{}]*\}", text):
-            try:
-                cand = json.loads(m.group(0))
-            except json.JSONDecodeError:
-                continue
-            if isinstance(cand, dict) and "correct" in cand:
-                obj = cand
+        obj = find_json_object(text, lambda o: "correct" in o, last=True)
         if obj is None:
             return VerifyResult(None, extracted, METHOD_LLM_ERROR, f"no JSON verdict in judge reply: {text[:200]!r}")
         if not isinstance(obj["correct"], bool):

@@ -14,14 +14,15 @@ from __future__ import annotations
 import json
 import re
 
-__all__ = ["extract_answer", "find_final_answer", "extract_option_letter", "boxed_contents"]
+from howeval.parsing.text import boxed_contents, strip_latex
+
+__all__ = ["extract_answer", "find_final_answer", "extract_option_letter"]
 
 # Where an extracted answer came from (the second item of find_final_answer's result).
 SOURCE_BOXED = "boxed"
 SOURCE_JSON = "json"
 SOURCE_ANSWER_LINE = "answer_line"
 
-_BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 # "The answer is X", "the correct answer is: X", "Answer: X", "Final answer: X", "ANSWER = X".
 _ANSWER_LINE_RE = re.compile(
     r"(?<![A-Za-z])(?:final\s+|correct\s+)?answer\s*(?:is\s*:?|:|=)[ \t]*(?P<ans>[^\n]*)", re.IGNORECASE
@@ -30,40 +31,6 @@ _ANSWER_LINE_RE = re.compile(
 # "P.M." and "1.35" have no space after the dot, so they survive.
 _SENTENCE_BREAK_RE = re.compile(r"(?<=[^\s.])\.\s+(?=[A-Z(])")
 _FENCE_RE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
-
-
-def boxed_contents(text: str) -> list[str]:
-    """Contents of every ``\\boxed{...}`` / ``\\fbox{...}`` in ``text``, in order (balanced braces).
-
-    An unclosed box is ignored. Empty boxes are returned as "" (callers skip them).
-
-    >>> boxed_contents(r"so $\\boxed{\\frac{1}{2}}$ or \\boxed{3}")
-    ['\\\\frac{1}{2}', '3']
-    >>> boxed_contents(r"\\boxed{unclosed")
-    []
-    """
-    return [content.strip() for _, _, content in boxed_spans(text)]
-
-
-def boxed_spans(text: str) -> list[tuple[int, int, str]]:
-    """Every ``\\boxed{...}`` / ``\\fbox{...}`` with balanced braces as ``(start, end, content)``:
-    ``text[start:end]`` is the whole box, ``content`` its unstripped inside. Unclosed boxes are skipped.
-
-    >>> boxed_spans(r"a \\boxed{x{1}} b")
-    [(2, 14, 'x{1}')]
-    """
-    out: list[tuple[int, int, str]] = []
-    for m in _BOXED_RE.finditer(text):
-        depth, i = 1, m.end()
-        while i < len(text) and depth:
-            if text[i] == "{":
-                depth += 1
-            elif text[i] == "}":
-                depth -= 1
-            i += 1
-        if depth == 0:
-            out.append((m.start(), i, text[m.end() : i - 1]))
-    return out
 
 
 def _json_answer(text: str) -> str | None:
@@ -157,16 +124,6 @@ def extract_answer(text: str) -> str | None:
     return found[0] if found else None
 
 
-_LATEX_WRAP_RE = re.compile(r"\\(?:boxed|text|textbf|mathrm|mathbf|fbox)\s*\{([^{}]*)\}")
-
-
-def _strip_wrappers(text: str) -> str:
-    s = text.strip()
-    for _ in range(3):
-        s = _LATEX_WRAP_RE.sub(r"\1", s)
-    return s.replace("$", "").replace("**", "").strip()
-
-
 def extract_option_letter(text: str, n_options: int = 5) -> str | None:
     """A standalone option letter in ``text`` (an extracted answer or a short response), or None.
 
@@ -195,7 +152,7 @@ def extract_option_letter(text: str, n_options: int = 5) -> str | None:
     if not 1 <= n_options <= 26:
         raise ValueError(f"n_options must be in 1..26, got {n_options!r}")
     valid = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[:n_options]
-    s = _strip_wrappers(text)
+    s = strip_latex(text).replace("**", "")
 
     def ok(letter: str) -> str | None:
         up = letter.upper()

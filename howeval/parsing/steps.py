@@ -12,7 +12,7 @@ Heuristics, first that applies wins (``segment_steps``):
 2. numbered lines "1." / "1)" / "(1)", at least two;
 3. bullet lines ("-", "*", "•", "+"), at least two;
 4. non-trivial lines, at least two;
-5. sentences.
+5. sentences (after ``.!?`` and a space before a capital, digit, quote or math; after ``。！？``).
 
 Continuation lines of a numbered or bulleted item join that item. Step markers are stripped, and
 trivial pieces are dropped: fewer than two letters or digits (``"---"``, ``"```"``, ``"$$"``) or a bare
@@ -23,12 +23,13 @@ from __future__ import annotations
 import json
 import re
 
+from howeval.parsing.text import json_objects
+
 _STEP_MARK = re.compile(r"(?i)\bstep\s*\d+\s*[:.)\-–]\s*")
 _NUM_LINE = re.compile(r"^\s*(?:\(\d+\)|\d+[.)])\s+")
 _BULLET_LINE = re.compile(r"^\s*[-*•+]\s+")
 _LEAD_MARK = re.compile(r"^\s*(?:(?i:step)\s*\d+\s*[:.)\-–]|\(\d+\)|\d+[.)](?=\s)|[-*•+](?=\s))\s*")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[$\\A-Z0-9])")
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[$\\A-Z0-9])|(?<=[。！？])\s*(?=\S)")
 
 
 def _is_trivial(piece: str) -> bool:
@@ -114,13 +115,6 @@ def segment_steps(text: str) -> list[str]:
     return _clean(_SENTENCE_END.split(text))
 
 
-def _json_candidates(text: str) -> list[str]:
-    """Texts to search for the object: fenced blocks first, then the whole response."""
-    cands = [m.group(1) for m in _FENCE.finditer(text)]
-    cands.append(text)
-    return cands
-
-
 def parse_crystal_json(text: str) -> tuple[list[str], str] | None:
     """Read CRYSTAL's ``{"reasoning_steps": [str, ...], "answer": ...}`` from a response.
 
@@ -140,18 +134,10 @@ def parse_crystal_json(text: str) -> tuple[list[str], str] | None:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__}: {text!r}")
-    decoder = json.JSONDecoder()
-    for cand in _json_candidates(text):
-        start = cand.find("{")
-        while start != -1:
-            try:
-                obj, _ = decoder.raw_decode(cand, start)
-            except json.JSONDecodeError:
-                obj = None
-            parsed = _as_crystal(obj)
-            if parsed is not None:
-                return parsed
-            start = cand.find("{", start + 1)
+    for obj in json_objects(text):
+        parsed = _as_crystal(obj)
+        if parsed is not None:
+            return parsed
     return None
 
 

@@ -24,10 +24,10 @@ A Completion with ``error`` ends the item with the error recorded on the result;
 one bad request. :func:`run_adaptive_batch` advances many items turn by turn, one ``engine.generate``
 call per turn, so batched engines stay busy; :func:`run_adaptive` is the one-item form.
 
-Steps: ``steps`` counts the reasoning steps of the final text with :func:`segment_steps`: its non-empty
-lines, or, when it is a single line, its sentences (split after ``.!?`` or ``。！？`` followed by
-whitespace or the end). ``trajectory_steps`` lists the segments of every assistant turn (tool-call
-markup removed), for key-step coverage.
+Steps: ``steps`` counts the reasoning steps of the final text with
+:func:`howeval.parsing.steps.segment_steps` (the CRYSTAL segmenter: "Step k:" markers, numbered or
+bulleted items, non-trivial lines, else sentences). ``trajectory_steps`` lists the segments of every
+assistant turn (tool-call markup removed), for key-step coverage.
 """
 from __future__ import annotations
 
@@ -43,6 +43,8 @@ from howeval.benchmarks.adapt.items import AdaptItem, parse_item
 from howeval.benchmarks.adapt.toolcalls import ToolCall, parse_tool_calls, strip_tool_calls
 from howeval.benchmarks.adapt.tools import TOOL_SCHEMAS, TOOLS, check_box, run_tool, zoom_in
 from howeval.engines.base import ChatRequest, Completion
+from howeval.engines.prompts import format_question, image_data_url, image_mime
+from howeval.parsing.steps import segment_steps
 
 ADAPT_MODES = ("text", "adaptive", "oracle")
 """The three inference modes of SPEC section 4."""
@@ -146,29 +148,11 @@ class AdaptiveResult:
 
 
 # ----------------------------------------------------------------------------- helpers
-def segment_steps(text: str | None) -> list[str]:
-    """Reasoning steps of a text: non-empty lines, or the sentences of a single-line text.
-
-    >>> segment_steps("First, read the label.\\n\\nThen add 2.\\nAnswer: 5")
-    ['First, read the label.', 'Then add 2.', 'Answer: 5']
-    >>> segment_steps("The sign says 3.5 km. So the answer is B.")
-    ['The sign says 3.5 km.', 'So the answer is B.']
-    >>> segment_steps("")
-    []
-    """
-    if not text:
-        return []
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    if len(lines) != 1:
-        return lines
-    return [s.strip() for s in re.split(r"(?<=[.!?。！？])\s+", lines[0]) if s.strip()]
-
-
 def image_to_data_url(img: Image.Image) -> str:
     """PNG-encode a PIL image as a ``data:image/png;base64,...`` URL (lossless, so pixels survive)."""
     buf = io.BytesIO()
     img.save(buf, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    return image_data_url(buf.getvalue())
 
 
 def data_url_to_image(url: str) -> Image.Image:
@@ -178,9 +162,6 @@ def data_url_to_image(url: str) -> Image.Image:
     img = Image.open(io.BytesIO(base64.b64decode(url.split(";base64,", 1)[1])))
     img.load()
     return img
-
-
-_MIME = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
 
 
 def _load_image(image: Any) -> tuple[Image.Image, str]:
@@ -193,8 +174,7 @@ def _load_image(image: Any) -> tuple[Image.Image, str]:
         src = Image.open(io.BytesIO(data))
         src.load()
         pil = src if src.mode == "RGB" else src.convert("RGB")
-        mime = _MIME.get(src.format or "")
-        url = f"data:{mime};base64," + base64.b64encode(data).decode("ascii") if mime else image_to_data_url(pil)
+        url = image_data_url(data) if image_mime(data) else image_to_data_url(pil)
         return pil, url
     raise TypeError(f"item image must be encoded bytes or a PIL image, got {type(image).__name__}")
 
@@ -217,16 +197,6 @@ def as_item(item: AdaptItem | dict[str, Any]) -> AdaptItem:
     parsed = parse_item({**row, "image": "<in-memory>"}, where=f"item {uid!r}", default_uid="item")
     parsed.image = img
     return parsed
-
-
-def format_question(item: AdaptItem, answer_format: str) -> str:
-    """The question, its lettered options (A. ..., B. ...) when any, and the answer-format line."""
-    parts = [item.question.strip()]
-    if item.options:
-        parts.append("\n".join(f"{chr(ord('A') + i)}. {o}" for i, o in enumerate(item.options)))
-    if answer_format:
-        parts.append(answer_format)
-    return "\n\n".join(parts)
 
 
 def _tool_list_text() -> str:
@@ -256,7 +226,7 @@ class _Conversation:
         if mode == "adaptive" and tool_format == "text":
             system += "\n\n" + prompts.text_tool_format.format(tools=_tool_list_text())
         content: list[dict[str, Any]] = [
-            {"type": "text", "text": format_question(item, prompts.answer_format)},
+            {"type": "text", "text": format_question(item.question, item.options, prompts.answer_format, sep="\n\n")},
             {"type": "image_url", "image_url": {"url": url}},
         ]
         if mode == "oracle":

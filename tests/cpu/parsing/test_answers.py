@@ -6,7 +6,7 @@ import doctest
 import pytest
 
 from howeval.parsing import answers
-from howeval.parsing.answers import boxed_contents, extract_answer, extract_option_letter, find_final_answer
+from howeval.parsing.answers import extract_answer, extract_option_letter, find_final_answer
 
 
 def test_doctests():
@@ -61,10 +61,6 @@ def test_extract_answer(text, expected):
 def test_find_final_answer_source(text, source):
     found = find_final_answer(text)
     assert found is not None and found[1] == source
-
-
-def test_boxed_contents_order_and_nesting():
-    assert boxed_contents(r"\boxed{a} x \fbox{b{c}} \boxed{}") == ["a", "b{c}", ""]
 
 
 @pytest.mark.parametrize(

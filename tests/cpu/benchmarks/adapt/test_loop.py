@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from howeval.benchmarks.adapt.items import AdaptItem, load_adapt_items
-from howeval.benchmarks.adapt.loop import data_url_to_image, run_adaptive, run_adaptive_batch, segment_steps
+from howeval.benchmarks.adapt.loop import data_url_to_image, run_adaptive, run_adaptive_batch
 from howeval.benchmarks.adapt.tools import TOOL_SCHEMAS
 from howeval.engines.base import ChatRequest, Completion
 
@@ -213,10 +213,13 @@ def test_bad_mode_raises(item):
         run_adaptive(ScriptedEngine([]), item, "visual")
 
 
-def test_segment_steps():
-    assert segment_steps("a\n\n b \n") == ["a", "b"]
-    assert segment_steps("One. Two! Three?") == ["One.", "Two!", "Three?"]
-    assert segment_steps("   ") == []
+def test_steps_use_the_shared_segmenter(item):
+    """The loop counts steps with howeval.parsing.steps.segment_steps (one segmenter for CRYSTAL and adapt):
+    numbered items with their continuation lines are one step each, markers stripped, rules dropped."""
+    text = "1. Find the sign.\n   It is red.\n---\n2. Read it: STOP."
+    r = run_adaptive(ScriptedEngine([Completion(text=text)]), item, "text")
+    assert r.steps == 2
+    assert r.trajectory_steps == ["Find the sign. It is red.", "Read it: STOP."]
 
 
 # ----------------------------------------------------------------------------- items
