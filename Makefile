@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast sweep report bench bench-sweep bench-crystal bench-reward train-smoke serve submit-local clean help
+.PHONY: install demo test test-fast sweep report bench bench-sweep bench-crystal bench-reward train-smoke train-elastic serve submit-local clean help
 
 help:
 	@echo "make demo    - create $(VENV), install, run the embedded-default sweep -> runs/demo/{metrics.json,report.md}"
@@ -22,6 +22,7 @@ help:
 	@echo "make report RUN=runs/demo - recompute metrics.json / report.md of a run"
 	@echo "make bench   - throughput benchmarks -> bench/results/*.md"
 	@echo "make train-smoke - 2 GRPO steps on CPU, checkpoint, then resume to step 3"
+	@echo "make train-elastic - elastic GRPO on a simulated 3-node cluster: a node leaves, one joins, training goes on"
 	@echo "make serve   - the reward server on 127.0.0.1:8000 (embedded defaults)"
 	@echo "make submit-local - ray job submit of the demo sweep to a local ray start --head"
 
@@ -58,6 +59,12 @@ train-smoke: $(STAMP)
 	rm -rf runs/train-smoke
 	$(BIN)/python -m ray_jobs.train_grpo --config configs/train/smoke.yaml --storage-path runs/train-smoke --max-steps 2
 	$(BIN)/python -m ray_jobs.train_grpo --config configs/train/smoke.yaml --storage-path runs/train-smoke --max-steps 3 --resume
+
+# Elastic GRPO on a simulated 3-node cluster (127.0.0.1): a worker node is removed after step 2's checkpoint,
+# one is added after step 4; prints one line per resize and checks steps 1..8 are each logged once
+train-elastic: $(STAMP)
+	rm -rf runs/train-elastic
+	$(BIN)/python -m ray_jobs.train_elastic --config configs/train/elastic.yaml --storage-path runs/train-elastic --steps 8 --kill-at 2 --add-at 4
 
 # ray job submit of the demo sweep to a local `ray start --head` on 127.0.0.1 (the cluster flow, on one machine)
 submit-local: $(STAMP)

@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import tempfile
+import time
 
 from howeval.training.grpo import TrainConfig, load_train_config
 
@@ -47,14 +48,15 @@ def _make_callback():
         Train merges them into one checkpoint in storage. Rank 0 prints each log line as JSON.
         """
 
-        def __init__(self, rank: int, resumed_from: int | None):
-            self.rank, self.resumed_from, self.latest = rank, resumed_from, {}
+        def __init__(self, rank: int, world_size: int, resumed_from: int | None):
+            self.rank, self.world_size, self.resumed_from, self.latest = rank, world_size, resumed_from, {}
 
         def on_log(self, args, state, control, logs=None, **kw):
             if logs:
                 self.latest.update(logs)
                 if self.rank == 0:
-                    print("[train_grpo] " + json.dumps({"step": state.global_step, **logs}, default=float), flush=True)
+                    line = {"step": state.global_step, "world_size": self.world_size, **logs}
+                    print("[train_grpo] " + json.dumps(line, default=float), flush=True)
 
         def on_save(self, args, state, control, **kw):
             import ray.train
@@ -63,7 +65,8 @@ def _make_callback():
             if not os.path.isdir(src):
                 raise FileNotFoundError(f"TRL saved no checkpoint folder at {src}")
             metrics = {k: v for k, v in self.latest.items() if isinstance(v, (int, float))}
-            metrics.update(step=state.global_step, resumed_from_step=-1 if self.resumed_from is None else self.resumed_from)
+            metrics.update(step=state.global_step, world_size=self.world_size,
+                           resumed_from_step=-1 if self.resumed_from is None else self.resumed_from)
             # the TRL folder is the Ray checkpoint (no extra local copy: these are GBs for real policies)
             ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(src),
                              checkpoint_dir_name=f"checkpoint_{state.global_step:07d}")
@@ -116,9 +119,12 @@ def train_loop_per_worker(loop_config: dict) -> None:
             resumed_from = int(json.load(f)["global_step"])
         if rank == 0:
             print(f"[train_grpo] resuming from {ckpt.path} (global step {resumed_from})", flush=True)
+    if rank == 0:  # one machine-readable line per worker-group start (ray_jobs.train_elastic reads it)
+        print("[train_grpo] start " + json.dumps({"world_size": world, "resumed_from": resumed_from,
+                                                   "time": time.time()}), flush=True)
 
     trainer = GRPOTrainer(model=loop_config["model"], reward_funcs=[reward], args=args, train_dataset=dataset,
-                          callbacks=[_make_callback()(rank, resumed_from)])
+                          callbacks=[_make_callback()(rank, world, resumed_from)])
     trainer.train(resume_from_checkpoint=resume_dir)
 
 
@@ -204,7 +210,7 @@ def run(cfg: TrainConfig, storage_path: str | None = None, max_steps: int | None
         run_config=RunConfig(
             name=cfg.run_name, storage_path=storage,
             checkpoint_config=CheckpointConfig(num_to_keep=cfg.storage.num_to_keep),
-            failure_config=FailureConfig(max_failures=cfg.scaling.max_failures),
+            failure_config=FailureConfig(**cfg.scaling.failure_kwargs()),
             worker_runtime_env={"env_vars": env_vars},
         ),
     )

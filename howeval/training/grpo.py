@@ -98,7 +98,9 @@ class ScalingSpec(_Strict):
     resources_per_worker: dict[str, float] | None = Field(None, description="Ray resources per worker, e.g. {CPU: 8, GPU: 1}.")
     placement_strategy: Literal["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"] = Field("PACK", description="Placement group strategy.")
     accelerator_type: str | None = Field(None, description="Ray accelerator type, e.g. H200.")
-    max_failures: int = Field(0, ge=-1, description="Ray Train FailureConfig.max_failures: worker-group restarts from the latest checkpoint (-1 = unlimited).")
+    max_failures: int = Field(0, ge=-1, description="Ray Train FailureConfig.max_failures: worker-group restarts from the latest checkpoint after a worker error (-1 = unlimited).")
+    max_preemption_failures: int = Field(-1, ge=-1, description="Ray Train FailureConfig.max_preemption_failures: restarts after a node preemption (drained spot node), counted apart from max_failures (-1 = unlimited).")
+    elastic_resize_monitor_interval_s: float = Field(60.0, ge=0, description="Elastic runs: how often (s) a healthy worker group checks whether more workers fit (grow back after capacity returns).")
 
     @model_validator(mode="after")
     def _elastic_bounds(self) -> "ScalingSpec":
@@ -122,7 +124,13 @@ class ScalingSpec(_Strict):
             kw["resources_per_worker"] = dict(self.resources_per_worker)
         if self.accelerator_type is not None:
             kw["accelerator_type"] = self.accelerator_type
+        if self.elastic:
+            kw["elastic_resize_monitor_interval_s"] = self.elastic_resize_monitor_interval_s
         return kw
+
+    def failure_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of ``ray.train.FailureConfig`` (Ray Train 2.60)."""
+        return {"max_failures": self.max_failures, "max_preemption_failures": self.max_preemption_failures}
 
 
 class StorageSpec(_Strict):

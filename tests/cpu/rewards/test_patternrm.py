@@ -99,7 +99,7 @@ def test_checkpoint_unparseable_is_row_error():
 @pytest.mark.slow
 def test_sft_smoke_then_calibration(tmp_path):
     """3 SFT steps on the embedded SmolLM2 (use_cpu), checkpoint saved, scored by the calibration job."""
-    from test_build_corpus import make_run
+    from fakes.judged_run import make_run
 
     from ray_jobs.build_corpus import build_corpus
     from ray_jobs.train_patternrm import main

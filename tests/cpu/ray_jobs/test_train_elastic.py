@@ -1,0 +1,68 @@
+"""Elastic GRPO: the resize bookkeeping by hand, and a real run on a simulated 3-node cluster (slow)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ray_jobs.train_elastic import check_steps, parse_start, resizes
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_parse_start_reads_only_start_lines():
+    line = '(RayTrainWorker pid=1) [train_grpo] start {"world_size": 2, "resumed_from": null, "time": 5.0}\n'
+    assert parse_start(line) == {"world_size": 2, "resumed_from": None, "time": 5.0}
+    assert parse_start('[train_grpo] {"step": 3, "world_size": 1}') is None
+    assert parse_start("INFO something else") is None
+
+
+def test_resizes_pairs_consecutive_starts():
+    starts = [{"world_size": 2, "resumed_from": None, "time": 1.0},
+              {"world_size": 1, "resumed_from": 2, "time": 9.0},
+              {"world_size": 2, "resumed_from": 4, "time": 20.0}]
+    assert resizes(starts) == [{"time": 9.0, "before": 2, "after": 1, "resumed_from": 2},
+                               {"time": 20.0, "before": 1, "after": 2, "resumed_from": 4}]
+    assert resizes(starts[:1]) == []
+
+
+def test_check_steps_accepts_exactly_one_of_each():
+    hist = [{"step": 1, "loss": 0.1}, {"step": 2}, {"step": 3}, {"step": 3, "train_runtime": 9.0}]
+    assert check_steps(hist, 3) == [1, 2, 3]
+    with pytest.raises(ValueError, match=r"missing \[2\]"):
+        check_steps([{"step": 1}, {"step": 3}], 3)
+    with pytest.raises(ValueError, match=r"twice \[2\]"):
+        check_steps([{"step": 1}, {"step": 2}, {"step": 2}, {"step": 3}], 3)
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_elastic_run_shrinks_continues_and_keeps_every_step_once(tmp_path):
+    """A worker node is removed after step 2's checkpoint and one is added after step 4: the run ends at 6.
+
+    Checked on the job's own output and on ``metrics.jsonl`` (the final checkpoint's TRL log history):
+    one shrink 2 -> 1 that resumed from a checkpoint, steps 1..6 each exactly once.
+    """
+    storage = tmp_path / "train"
+    env = {**os.environ, "RAY_TMPDIR": str(tmp_path / "ray"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "RAY_USAGE_STATS_ENABLED": "0", "TOKENIZERS_PARALLELISM": "false"}
+    env.pop("RAY_ADDRESS", None)
+    (tmp_path / "ray").mkdir()
+    proc = subprocess.run([sys.executable, "-m", "ray_jobs.train_elastic", "--storage-path", str(storage),
+                           "--steps", "6", "--kill-at", "2", "--add-at", "4", "--timeout-s", "1500"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
+    out = proc.stdout
+    assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
+    lines = [x for x in out.splitlines() if x.startswith("resize ")]
+    shrinks = [x for x in lines if "workers 2 -> 1" in x]
+    assert shrinks, out[-3000:]
+    resumed = int(shrinks[0].rsplit("resumed from step ", 1)[1])
+    assert 1 <= resumed <= 2  # the latest checkpoint committed when the node went
+    assert "elastic run done: final step 6" in out
+    history = [json.loads(x) for x in (storage / "grpo-elastic" / "metrics.jsonl").read_text().splitlines() if x.strip()]
+    steps = [h["step"] for h in history if "train_runtime" not in h]
+    assert steps == [1, 2, 3, 4, 5, 6]
