@@ -17,24 +17,16 @@ import pyarrow as pa
 
 from howeval.benchmarks.adapt.metrics import summarize_rows
 from howeval.benchmarks.loaders import load_samples
-from howeval.config import SweepConfig, load_run_config
+from howeval.config import AdaptConfig, SweepConfig, load_run_config
 from howeval.records import ADAPT_SCHEMA, SAMPLE_SCHEMA, conform
 from howeval.store import existing_keys, join, read_table
 from ray_jobs.common import blocks, init_ray, log, write_parquet
 
 WORK_SCHEMA = SAMPLE_SCHEMA.append(pa.field("config", pa.string())).append(pa.field("adapt_mode", pa.string()))
-DEFAULTS = {"modes": ["text", "adaptive", "oracle"], "max_turns": 3, "max_tokens": 256, "tool_format": None,
-            "coverage_tau": 0.35, "embedder": None}
-
-
 def settings(cfg: SweepConfig, engine: str) -> dict:
-    """The sweep's ``adapt:`` block over the defaults; tool_format defaults to plain text for ``hf``."""
-    extra = set(cfg.adapt or {}) - set(DEFAULTS)
-    if extra:
-        raise ValueError(f"adapt: unknown key(s) {sorted(extra)}; known: {sorted(DEFAULTS)}")
-    s = {**DEFAULTS, **(cfg.adapt or {})}
-    s["tool_format"] = s["tool_format"] or ("text" if engine in ("hf", "replay") else "openai")
-    return s
+    """The sweep's ``adapt:`` block (validated at load; defaults when unset) with tool_format filled in for
+    ``engine`` (plain text for ``hf``/``replay``)."""
+    return (cfg.adapt or AdaptConfig()).for_engine(engine).model_dump()
 
 
 def run_adapt(cfg: SweepConfig, samples: list[dict]) -> dict:
@@ -75,7 +67,7 @@ def main(argv=None) -> int:
     p.add_argument("--run", required=True)
     a = p.parse_args(argv)
     cfg = load_run_config(a.run)
-    cfg = SweepConfig.model_validate({**cfg.model_dump(), "adapt": cfg.adapt or {}})
+    cfg = SweepConfig.model_validate({**cfg.model_dump(), "adapt": cfg.adapt or AdaptConfig()})
     samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
     run_adapt(cfg, samples)
     write_report(cfg)

@@ -28,7 +28,7 @@ import yaml
 
 from howeval.judges.calibration import (calibration_scores, calibration_table, item_key, labels_of, read_jsonl,
                                  sample_calibration_set)
-from howeval.config import ConfigError, JudgesConfig
+from howeval.config import ConfigError, JudgesConfig, validate
 from howeval.judges.verdict import PatternVerdict, make_verdict
 from howeval.records import JUDGMENT_SCHEMA, LABELS
 from howeval.store import join, read_table, write_json
@@ -115,11 +115,8 @@ def load_judges(path: str | None) -> JudgesConfig:
         return JudgesConfig.model_validate({"pattern": [{"name": "rules", "kind": "rules"}]})
     with open(path) as f:
         doc = yaml.safe_load(f) or {}
-    doc = doc.get("judges", doc)
-    try:
-        return JudgesConfig.model_validate(doc)
-    except Exception as e:
-        raise ConfigError(f"{path}: {e}") from None
+    doc = doc.get("judges", doc) if isinstance(doc, dict) else doc
+    return validate(JudgesConfig, doc, path)
 
 
 def calibrate(labels: str, out: str, run: str | None = None, predictions: str | None = None,

@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     p.add_argument("--order", choices=["lis", "kendall"])
     a = p.parse_args(argv)
     cfg = load_run_config(a.run)
-    crystal = {**(cfg.crystal or {}), **{k: v for k, v in (("tau", a.tau), ("alpha", a.alpha), ("order", a.order)) if v is not None}}
+    crystal = {**(cfg.crystal.model_dump() if cfg.crystal else {}), **{k: v for k, v in (("tau", a.tau), ("alpha", a.alpha), ("order", a.order)) if v is not None}}
     cfg = SweepConfig.model_validate({**cfg.model_dump(), "crystal": crystal})
     settings(cfg)  # unknown keys fail before any work
     samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows)

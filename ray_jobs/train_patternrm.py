@@ -25,24 +25,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
+
+from howeval.config import StrictModel, load_yaml_config
 
 log = logging.getLogger("howeval")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class CalibrationConfig(_Strict):
+class CalibrationConfig(StrictModel):
     path: str | None = Field(None, description="Labelled JSONL ({question, response, labels}); None skips calibration.")
     max_items: int | None = Field(None, ge=1, description="Score at most this many rows (smoke runs).")
     batch_size: int = Field(8, ge=1, description="Rows per generate call.")
     max_new_tokens: int = Field(24, ge=4, description="Decode budget (direct format ~16 tokens; thinking needs more).")
 
 
-class TrainPatternRMConfig(_Strict):
+class TrainPatternRMConfig(StrictModel):
     """PatternRM SFT job."""
 
     model: str | None = Field(None, description="Base model folder or hub id (offline: a local folder); None = the embedded SmolLM2 fp32 copy.")
@@ -54,14 +51,8 @@ class TrainPatternRMConfig(_Strict):
 
 
 def load_config(path: str, overrides: dict[str, Any] | None = None) -> TrainPatternRMConfig:
-    raw = yaml.safe_load(Path(path).read_text()) or {}
-    raw.update(overrides or {})
-    try:
-        return TrainPatternRMConfig.model_validate(raw)
-    except ValidationError as e:
-        lines = [f"{path}: {len(e.errors())} config error(s):"]
-        lines += [f"  {'.'.join(map(str, x['loc']))}: {x['msg']} (got {str(x.get('input'))[:80]})" for x in e.errors()]
-        raise ValueError("\n".join(lines)) from None
+    """Read and validate the job's YAML (``howeval.config.load_yaml_config``; errors name each key path)."""
+    return load_yaml_config(path, TrainPatternRMConfig, overrides)
 
 
 def _read_jsonl(path: str, limit: int | None = None) -> list[dict]:

@@ -7,37 +7,33 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
-from howeval.config import format_validation_error
+from howeval.config import StrictModel, validate
 
 # The reward parameters are shared with the GRPO trainer: they live in the core.
 from howeval.rewards.config import CPRConfig, PatternConfig, PatternRMConfig  # noqa: F401
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class AuthConfig(_Strict):
+class AuthConfig(StrictModel):
     token_env: str | None = Field("HOWEVAL_REWARD_TOKEN", description="Env var holding the bearer token; requests without it get 401. None disables auth (tests only).")
 
 
-class LimitsConfig(_Strict):
+class LimitsConfig(StrictModel):
     max_body_bytes: int = Field(4_000_000, ge=1024, description="Larger request bodies get 413.")
     max_items: int = Field(1024, ge=1, description="Items per request; more is a 422 on body.items.")
     request_timeout_s: float = Field(60.0, gt=0, description="Whole-request budget; past it the answer is 504 (clients retry).")
     patternrm_timeout_s: float = Field(20.0, gt=0, description="Budget for the PatternRM call of one request; past it the rows degrade.")
 
 
-class OpenRLHFConfig(_Strict):
+class OpenRLHFConfig(StrictModel):
     """Defaults for ``POST /get_reward``, whose body carries no kind or answer type."""
 
     kind: Literal["base", "pattern", "cpr"] = Field("pattern", description="Reward kind for /get_reward items.")
     answer_type: str = Field("free_form", description="Verifier answer type when a label is a plain string.")
 
 
-class RewardServerConfig(_Strict):
+class RewardServerConfig(StrictModel):
     """The reward service (ingress app): formula parameters, failure policy, limits, auth."""
 
     pattern: PatternConfig = Field(default_factory=PatternConfig)
@@ -50,15 +46,16 @@ class RewardServerConfig(_Strict):
     openrlhf: OpenRLHFConfig = Field(default_factory=OpenRLHFConfig)
 
 
-class PatternRMAppConfig(_Strict):
+class PatternRMAppConfig(StrictModel):
     """Args of the PatternRM application (deployed as its own Serve app, ``patternrm_app``)."""
 
     patternrm: PatternRMConfig = Field(default_factory=PatternRMConfig)
 
 
-def load_server_config(args: dict[str, Any] | None, model: type[_Strict] = RewardServerConfig) -> Any:
-    """Validate application ``args`` against ``model``; errors name each key path and value."""
-    try:
-        return model.model_validate(args or {})
-    except ValidationError as e:
-        raise ValueError(format_validation_error(e, "reward server config")) from None
+def load_server_config(args: dict[str, Any] | None, model: type[StrictModel] = RewardServerConfig) -> Any:
+    """Validate application ``args`` against ``model``.
+
+    Raises:
+        ConfigError (a ValueError): names each bad key path and value.
+    """
+    return validate(model, args or {}, "reward server config")

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from howeval.config import CrystalConfig, validate
+
 Pair = tuple[int, int, float]
 
 DEFAULT_TAU = 0.35
@@ -270,17 +272,17 @@ def summarize_step_rows(rows: list[dict]) -> dict:
     return out
 
 
-CRYSTAL_DEFAULTS = {"tau": 0.35, "alpha": 0.5, "order": "lis", "embedder": None, "replicas": 1, "num_cpus": 0.75}
+CRYSTAL_DEFAULTS = CrystalConfig().model_dump()
 """Defaults of a sweep's ``crystal:`` block (SPEC 3: τ 0.35, α 0.5, LIS order; bundled embedder)."""
 
 
-def crystal_settings(block: dict | None) -> dict:
-    """A sweep's ``crystal:`` block over :data:`CRYSTAL_DEFAULTS`.
+def crystal_settings(block: CrystalConfig | dict | None) -> dict:
+    """A sweep's ``crystal:`` block (typed, a plain mapping, or None = the defaults) as a dict over
+    :data:`CRYSTAL_DEFAULTS`.
 
     Raises:
-        ValueError: an unknown key (names it and lists the known ones).
+        ConfigError: an unknown key or a bad value (names the key and the rule).
     """
-    extra = set(block or {}) - set(CRYSTAL_DEFAULTS)
-    if extra:
-        raise ValueError(f"crystal: unknown key(s) {sorted(extra)}; known: {sorted(CRYSTAL_DEFAULTS)}")
-    return {**CRYSTAL_DEFAULTS, **(block or {})}
+    if isinstance(block, CrystalConfig):
+        return block.model_dump()
+    return validate(CrystalConfig, dict(block or {}), "crystal").model_dump()

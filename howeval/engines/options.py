@@ -7,14 +7,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from howeval.config.base import StrictModel
 
 
-class _Options(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class HFOptions(_Options):
+class HFOptions(StrictModel):
     """Options of the ``hf`` engine (transformers, CPU or GPU, batched with left padding)."""
 
     gguf_file: str | None = Field(None, description="GGUF file inside the model folder; None for a regular checkpoint. "
@@ -25,7 +23,7 @@ class HFOptions(_Options):
     torch_threads: int | None = Field(None, ge=1, description="torch.set_num_threads in the actor; None leaves torch's default.")
 
 
-class OpenAIOptions(_Options):
+class OpenAIOptions(StrictModel):
     """Options of the ``openai`` engine (any OpenAI-compatible server: vllm serve, hosted APIs)."""
 
     base_url: str | None = Field(None, description="Server URL, e.g. http://127.0.0.1:8001/v1; None = the client's default.")
@@ -41,7 +39,7 @@ class OpenAIOptions(_Options):
         "max_tokens", description="Request field for the token budget: OpenAI's reasoning models take only max_completion_tokens.")
 
 
-class VLLMOptions(_Options):
+class VLLMOptions(StrictModel):
     """Options of the ``vllm`` engine (offline ``vllm.LLM`` in a GPU actor; ``gpu`` extra)."""
 
     tensor_parallel_size: int = Field(1, ge=1, description="GPUs per replica for tensor parallelism.")
@@ -56,13 +54,13 @@ class VLLMOptions(_Options):
     max_num_seqs: int | None = Field(None, ge=1, description="Max concurrent sequences in the scheduler.")
 
 
-class ReplayOptions(_Options):
+class ReplayOptions(StrictModel):
     """Options of the ``replay`` engine (recorded responses, no model)."""
 
     path: str = Field(..., description="JSONL of recorded responses (local path or fsspec URL).")
     delay_s: float = Field(0.0, ge=0, description="Sleep per request (simulates a slow engine in tests and demos).")
 
 
-ENGINE_OPTIONS: dict[str, type[_Options]] = {"hf": HFOptions, "openai": OpenAIOptions, "vllm": VLLMOptions,
+ENGINE_OPTIONS: dict[str, type[StrictModel]] = {"hf": HFOptions, "openai": OpenAIOptions, "vllm": VLLMOptions,
                                              "replay": ReplayOptions}
 """Engine name -> its options model. Test doubles register here too (see ``howeval.engines.registry``)."""

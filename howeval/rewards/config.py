@@ -6,14 +6,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from howeval.config import StrictModel
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class PatternConfig(_Strict):
+class PatternConfig(StrictModel):
     """PatternRL reward R = s_ver·(0.9 + 0.1·a), a = z·s_pat + (1 − z) (SPEC section 2)."""
 
     p: float = Field(0.6, ge=0, le=1, description="P(z = 1): share of rollouts sent to PatternRM (paper 0.6).")
@@ -21,7 +19,7 @@ class PatternConfig(_Strict):
     mode: Literal["mean", "max"] = Field("mean", description="s_pat = 1 − mean(b) (default) or 1 − max(b).")
 
 
-class CPRConfig(_Strict):
+class CPRConfig(StrictModel):
     """CRYSTAL CPR: correct R = a_w + s_w·F1; wrong R = s_w·F1·λ (SPEC section 3)."""
 
     a_w: float = Field(0.65, ge=0, description="Answer weight (paper ablation 0.65; reference code 0.6).")
@@ -34,7 +32,7 @@ class CPRConfig(_Strict):
     embedder_path: str | None = Field(None, description="Local sentence-transformers folder; None = bundled all-MiniLM-L6-v2.")
 
 
-class PatternRMConfig(_Strict):
+class PatternRMConfig(StrictModel):
     """Which PatternRM the server calls (``actors.patternrm.PatternRM``)."""
 
     kind: Literal["rules", "checkpoint"] = Field("rules", description="rules = the rule judge as a stand-in (embedded default); checkpoint = a trained PatternRM.")

@@ -30,10 +30,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from howeval.config import RayConfig, format_validation_error
+from howeval.config import RayConfig, StrictModel, load_yaml_config, resolve_path
 from howeval.engines.prompts import question_text
 from howeval.rewards.functions import PATTERN_LABELS, bernoulli_gate, cpr_reward, pattern_reward, pattern_score
 from howeval.rewards.config import CPRConfig, PatternConfig, PatternRMConfig
@@ -49,11 +48,7 @@ MANAGED_GRPO_KEYS = {
 """``GRPOConfig`` fields the job sets itself; giving them under ``grpo:`` is an error."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class DataSpec(_Strict):
+class DataSpec(StrictModel):
     """Where the prompts come from: a benchmark manifest read by ``howeval.benchmarks.loaders.load_benchmark``."""
 
     path: str = Field("../../datasets/demo/manifest.jsonl", description="Manifest (JSONL/Parquet, local or fsspec URL); a relative path resolves against the config file's folder.")
@@ -65,7 +60,7 @@ class DataSpec(_Strict):
     skip_bad_rows: bool = Field(False, description="Skip unusable manifest rows instead of stopping.")
 
 
-class RewardSpec(_Strict):
+class RewardSpec(StrictModel):
     """Which reward and where it is computed."""
 
     source: Literal["server", "inprocess"] = Field("server", description="server = the reward server over HTTP (howeval.rewards.client); inprocess = the same functions in each training worker.")
@@ -81,14 +76,14 @@ class RewardSpec(_Strict):
     rollout_log_dir: str | None = Field(None, description="Local folder: each worker appends every scored rollout (prompt, completion, kind, reward, parts, step) to rollouts.rank<k>.jsonl. Debug/tests.")
 
 
-class CurriculumSpec(_Strict):
+class CurriculumSpec(StrictModel):
     """CPR-Curriculum: phase 1 answer-only reward, phase 2 CPR on prompts of increasing difficulty."""
 
     switch_step: int = Field(..., ge=1, description="First global step of phase 2 (steps 0..switch_step-1 use phase1_kind).")
     phase1_kind: Literal["base"] = Field("base", description="Phase-1 reward (answer-only = the verifier).")
 
 
-class ScalingSpec(_Strict):
+class ScalingSpec(StrictModel):
     """Ray Train ``ScalingConfig`` (elastic when min_workers/max_workers are given)."""
 
     num_workers: int = Field(1, ge=1, description="Training workers (one process each; one GPU each with use_gpu).")
@@ -133,7 +128,7 @@ class ScalingSpec(_Strict):
         return {"max_failures": self.max_failures, "max_preemption_failures": self.max_preemption_failures}
 
 
-class StorageSpec(_Strict):
+class StorageSpec(StrictModel):
     """Ray Train ``RunConfig(storage_path, name)`` and ``CheckpointConfig``."""
 
     path: str = Field("runs/train", description="Local folder or fsspec URL (s3://, gs://, ...); a relative local path resolves against the current directory.")
@@ -141,7 +136,7 @@ class StorageSpec(_Strict):
     num_to_keep: int | None = Field(2, ge=1, description="Checkpoints kept in storage (latest ones).")
 
 
-class TrainConfig(_Strict):
+class TrainConfig(StrictModel):
     """One GRPO run (``python -m ray_jobs.train_grpo --config configs/train/<recipe>.yaml``)."""
 
     name: str = Field(..., pattern=r"^[A-Za-z0-9_.\-]+$", description="Recipe/run name.")
@@ -220,23 +215,17 @@ def load_train_config(path: str, overrides: Mapping[str, Any] | None = None) -> 
     """Read a training YAML once, resolve ``data.path`` against the file's folder, validate.
 
     ``overrides`` are merged into the top-level mapping (one level deep for dict values) before validation.
-    Errors name each key path, the rule and the value.
+    Raises:
+        ConfigError (a ValueError): names each key path, the rule and the value.
     """
-    with open(path, encoding="utf-8") as f:
-        raw = yaml.safe_load(f) or {}
-    if not isinstance(raw, dict):
-        raise ValueError(f"{path}: a training config is a mapping, got {type(raw).__name__}")
-    for k, v in (overrides or {}).items():
-        raw[k] = {**raw.get(k, {}), **v} if isinstance(v, dict) and isinstance(raw.get(k), dict) else v
-    data = dict(raw.get("data") or {})
-    p = data.get("path", DataSpec.model_fields["path"].default)
-    if "://" not in p and not os.path.isabs(p):
-        data["path"] = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), p))
-    raw["data"] = data
-    try:
-        return TrainConfig.model_validate(raw)
-    except ValidationError as e:
-        raise ValueError(format_validation_error(e, str(path))) from None
+    def resolve_data(raw: dict, folder) -> None:
+        data = dict(raw.get("data") or {})
+        p = data.get("path", DataSpec.model_fields["path"].default)
+        if isinstance(p, str):
+            data["path"] = os.path.normpath(resolve_path(p, folder.resolve()))
+        raw["data"] = data
+
+    return load_yaml_config(path, TrainConfig, overrides, prepare=resolve_data)
 
 
 # ------------------------------------------------------------------------------------------ prompts

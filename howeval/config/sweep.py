@@ -1,4 +1,5 @@
-"""Sweep configuration: one pydantic model per job, loaded from YAML once at entry (STYLE rule 1).
+"""Sweep configuration (``ray_jobs.sweep`` and the jobs that read a run): models, benchmarks, judges, Ray,
+and the typed ``crystal:`` / ``adapt:`` blocks, all validated when the YAML is loaded (STYLE rule 1).
 
 Errors name the key path, the value and the rule, e.g. ``models.0.sampling.max_tokens: Input should be
 greater than or equal to 1 (got 0)``. Unknown keys are errors (``extra="forbid"``).
@@ -9,17 +10,15 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
-from howeval.engines.options import ENGINE_OPTIONS
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+# a module reference, read inside validators: engines.options derives from the config base, so a
+# name import here would be circular when engines.options is imported first
+from howeval.engines import options as _engine_options
+from howeval.config.base import StrictModel, load_yaml_config, resolve_path, validate
 
 
-class ModeConfig(_Strict):
+class ModeConfig(StrictModel):
     """How one inference mode (NT or T) is switched on for a model (DESIGN.md, "Engines")."""
 
     system_prompt: str | None = Field(None, description="System prompt for this mode (the switch for models without a template flag).")
@@ -29,7 +28,7 @@ class ModeConfig(_Strict):
     max_tokens: int | None = Field(None, ge=1, description="Overrides sampling.max_tokens in this mode (thinking needs more).")
 
 
-class SamplingConfig(_Strict):
+class SamplingConfig(StrictModel):
     """Sampling parameters shared by both modes (vLLM / OpenAI names)."""
 
     max_tokens: int = Field(256, ge=1, description="Completion budget in tokens.")
@@ -38,7 +37,7 @@ class SamplingConfig(_Strict):
     seed: int | None = Field(0, description="Sampling seed; None = unseeded.")
 
 
-class ResourcesConfig(_Strict):
+class ResourcesConfig(StrictModel):
     """Ray resources per replica of a model's actor pool."""
 
     replicas: int = Field(1, ge=1, description="Actor-pool size (concurrent engine replicas).")
@@ -48,7 +47,7 @@ class ResourcesConfig(_Strict):
     accelerator_type: str | None = Field(None, description="Ray accelerator_type, e.g. H100, for GPU scheduling.")
 
 
-class ModelConfig(_Strict):
+class ModelConfig(StrictModel):
     """One evaluated configuration: a model on an engine with its two modes."""
 
     name: str = Field(..., pattern=r"^[A-Za-z0-9_.\-]+$", description="Config name; the `config` column of every record.")
@@ -63,8 +62,8 @@ class ModelConfig(_Strict):
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, v: str) -> str:
-        if v not in ENGINE_OPTIONS:
-            raise ValueError(f"unknown engine {v!r}; registered engines: {sorted(ENGINE_OPTIONS)}")
+        if v not in _engine_options.ENGINE_OPTIONS:
+            raise ValueError(f"unknown engine {v!r}; registered engines: {sorted(_engine_options.ENGINE_OPTIONS)}")
         return v
 
     @field_validator("modes")
@@ -76,15 +75,15 @@ class ModelConfig(_Strict):
 
     @model_validator(mode="after")
     def _options_fit_engine(self) -> "ModelConfig":
-        ENGINE_OPTIONS[self.engine].model_validate(self.options)  # raises naming the option
+        _engine_options.ENGINE_OPTIONS[self.engine].model_validate(self.options)  # raises naming the option
         return self
 
     def engine_options(self):
         """The validated options object of this model's engine."""
-        return ENGINE_OPTIONS[self.engine].model_validate(self.options)
+        return _engine_options.ENGINE_OPTIONS[self.engine].model_validate(self.options)
 
 
-class BenchmarkConfig(_Strict):
+class BenchmarkConfig(StrictModel):
     """A benchmark file in the manifest format (JSONL or Parquet; local path or fsspec URL)."""
 
     path: str = Field(..., description="Manifest path or URL; relative paths resolve against the config file's folder.")
@@ -92,7 +91,7 @@ class BenchmarkConfig(_Strict):
     limit: int | None = Field(None, ge=1, description="Use only the first N rows (smoke runs).")
 
 
-class JudgeEngineConfig(_Strict):
+class JudgeEngineConfig(StrictModel):
     """An LLM judge behind an OpenAI-compatible endpoint."""
 
     model: str = Field(..., description="Served model name.")
@@ -102,11 +101,11 @@ class JudgeEngineConfig(_Strict):
 
     @model_validator(mode="after")
     def _opts(self) -> "JudgeEngineConfig":
-        ENGINE_OPTIONS["openai"].model_validate(self.options)
+        _engine_options.ENGINE_OPTIONS["openai"].model_validate(self.options)
         return self
 
 
-class PatternJudgeConfig(_Strict):
+class PatternJudgeConfig(StrictModel):
     """One pattern judge: the rule-based one or an LLM rubric judge."""
 
     name: str = Field(..., pattern=r"^[A-Za-z0-9_.\-]+$")
@@ -122,14 +121,14 @@ class PatternJudgeConfig(_Strict):
         return self
 
 
-class VerifierConfig(_Strict):
+class VerifierConfig(StrictModel):
     """The answer verifier: per-answer-type rules, with an optional LLM fallback for unresolved cases."""
 
     llm_fallback: JudgeEngineConfig | None = Field(None, description="LLM for what the rules cannot resolve; None keeps them unresolved.")
     version: str = "1"
 
 
-class JudgesConfig(_Strict):
+class JudgesConfig(StrictModel):
     verifier: VerifierConfig = Field(default_factory=VerifierConfig)
     pattern: list[PatternJudgeConfig] = Field(default_factory=lambda: [PatternJudgeConfig(name="rules")])
     primary: str | None = Field(None, description="Pattern judge whose labels go into metrics; default the first.")
@@ -150,13 +149,41 @@ class JudgesConfig(_Strict):
         return self.primary or self.pattern[0].name
 
 
-class RayConfig(_Strict):
+class RayConfig(StrictModel):
     address: str | None = Field(None, description="Ray address; None starts or joins a local cluster (RAY_ADDRESS is honoured).")
     num_cpus: int | None = Field(None, ge=1, description="CPUs for a local cluster; None = all.")
     task_num_cpus: float = Field(0.25, gt=0, description="CPUs per small task (read, filter, write).")
 
 
-class SweepConfig(_Strict):
+class CrystalConfig(StrictModel):
+    """A sweep's ``crystal:`` block: CRYSTAL step matching (SPEC section 3: tau 0.35, alpha 0.5, LIS order)."""
+
+    tau: float = Field(0.35, ge=-1, le=1, description="Cosine threshold of the greedy step matching (strictly above matches).")
+    alpha: float = Field(0.5, ge=0, le=1, description="Weight of the order score in Ordered Match F1.")
+    order: Literal["lis", "kendall"] = Field("lis", description="Order score: longest increasing subsequence or Kendall tau.")
+    embedder: str | None = Field(None, description="Local sentence-transformers folder; None = the bundled all-MiniLM-L6-v2.")
+    replicas: int = Field(1, ge=1, description="Embedder actors.")
+    num_cpus: float = Field(0.75, gt=0, description="CPUs per embedder actor.")
+
+
+class AdaptConfig(StrictModel):
+    """A sweep's ``adapt:`` block: AdaptMMBench episodes per model (SPEC section 4)."""
+
+    modes: list[Literal["text", "adaptive", "oracle"]] = Field(["text", "adaptive", "oracle"], min_length=1, description="Episode modes: text only, adaptive (tools offered), oracle-visual (gold crops given).")
+    max_turns: int = Field(3, ge=1, description="Model turns per adaptive episode (tool calls + the answer).")
+    max_tokens: int = Field(256, ge=1, description="Completion budget per turn.")
+    tool_format: Literal["openai", "text"] | None = Field(None, description="How tools are offered: OpenAI `tools` or described in plain text; None = text for hf/replay engines, openai otherwise.")
+    coverage_tau: float = Field(0.35, ge=-1, le=1, description="Cosine threshold of the key-step coverage match.")
+    embedder: str | None = Field(None, description="Local sentence-transformers folder for coverage; None = the bundled all-MiniLM-L6-v2.")
+
+    def for_engine(self, engine: str) -> "AdaptConfig":
+        """This block with ``tool_format`` filled in for ``engine`` (text for hf/replay, openai otherwise)."""
+        if self.tool_format is not None:
+            return self
+        return self.model_copy(update={"tool_format": "text" if engine in ("hf", "replay") else "openai"})
+
+
+class SweepConfig(StrictModel):
     """A whole sweep: models x modes over benchmarks, judged, written under ``output_uri``."""
 
     name: str = Field("sweep", description="Run name, shown in the report.")
@@ -166,8 +193,8 @@ class SweepConfig(_Strict):
     judges: JudgesConfig = Field(default_factory=JudgesConfig)
     skip_bad_rows: bool = Field(False, description="Record bad benchmark rows in the report instead of stopping the load.")
     ray: RayConfig = Field(default_factory=RayConfig)
-    crystal: dict[str, Any] | None = Field(None, description="CRYSTAL step metrics settings (tau, alpha, order, embedder); None = off.")
-    adapt: dict[str, Any] | None = Field(None, description="AdaptMMBench settings (modes, max_turns); None = off.")
+    crystal: CrystalConfig | None = Field(None, description="CRYSTAL step metrics (SPEC section 3); None = off, {} = the defaults.")
+    adapt: AdaptConfig | None = Field(None, description="AdaptMMBench episodes (SPEC section 4); None = off, {} = the defaults.")
 
     @model_validator(mode="after")
     def _unique_models(self) -> "SweepConfig":
@@ -175,14 +202,10 @@ class SweepConfig(_Strict):
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"models: config names must be unique, repeated: {dup}")
-        if self.crystal is not None:  # unknown keys fail at load, not after generation
-            from howeval.benchmarks.crystal import crystal_settings
-
-            crystal_settings(self.crystal)
         return self
 
 
-class BuildRefsConfig(_Strict):
+class BuildRefsConfig(StrictModel):
     """Delphi reference-step builder (``ray_jobs.build_refs``, SPEC section 3)."""
 
     name: str = "build-refs"
@@ -208,42 +231,21 @@ class BuildRefsConfig(_Strict):
         return self
 
 
-class ConfigError(ValueError):
-    """A config file that does not validate; the message lists every bad key path."""
-
-
-def format_validation_error(err: ValidationError, source: str) -> str:
-    lines = [f"{source}: {len(err.errors())} config error(s):"]
-    for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"]) or "<root>"
-        got = e.get("input")
-        got_s = repr(got) if not isinstance(got, dict) else "{...}"
-        lines.append(f"  {loc}: {e['msg']} (got {got_s[:80]})")
-    return "\n".join(lines)
+def _resolve_benchmarks(raw: dict, folder: Path) -> None:
+    for b in raw.get("benchmarks") or []:
+        if isinstance(b, dict) and isinstance(b.get("path"), str):
+            b["path"] = resolve_path(b["path"], folder)
 
 
 def load_sweep_config(path: str | Path, overrides: dict[str, Any] | None = None, cls: type[BaseModel] = SweepConfig):
-    """Load and validate a sweep YAML (or another job's, with ``cls``). Relative benchmark paths
-    resolve against the file's folder.
+    """Load and validate a sweep YAML (or another job's with benchmarks, with ``cls``). Relative benchmark
+    paths resolve against the file's folder.
 
     Raises:
         FileNotFoundError: the file does not exist.
         ConfigError: the YAML does not validate; the message names each bad key path and value.
     """
-    path = Path(path)
-    raw = yaml.safe_load(path.read_text())
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: top level must be a mapping, got {type(raw).__name__}")
-    for b in raw.get("benchmarks") or []:
-        if isinstance(b, dict) and isinstance(b.get("path"), str) and "://" not in b["path"]:
-            p = Path(b["path"])
-            if not p.is_absolute():
-                b["path"] = str((path.parent / p).resolve())
-    raw.update(overrides or {})
-    try:
-        return cls.model_validate(raw)
-    except ValidationError as e:
-        raise ConfigError(format_validation_error(e, str(path))) from None
+    return load_yaml_config(path, cls, overrides, prepare=_resolve_benchmarks)
 
 
 def load_run_config(run: str) -> SweepConfig:
@@ -252,6 +254,7 @@ def load_run_config(run: str) -> SweepConfig:
 
     Raises:
         FileNotFoundError: ``run`` has no run_config.json (it is not the output of ``ray_jobs.sweep``).
+        ConfigError: the stored config no longer validates (written by an older version).
     """
     import fsspec
 
@@ -261,4 +264,4 @@ def load_run_config(run: str) -> SweepConfig:
     with fs.open(path, "r") as f:
         raw = json.loads(f.read())
     raw["output_uri"] = run
-    return SweepConfig.model_validate(raw)
+    return validate(SweepConfig, raw, f"{run}/run_config.json")
