@@ -11,12 +11,11 @@ import json
 
 import pyarrow as pa
 
-from actors.policy import check_columns
 from howeval.benchmarks.adapt.loop import run_adaptive_batch
 from howeval.benchmarks.adapt.metrics import key_step_coverage
 from howeval.config import ModelConfig
 from howeval.engines.registry import build_engine
-from howeval.records import conform
+from howeval.records import check_columns, conform
 from howeval.judges.verify import verify
 
 REQUIRED_COLUMNS = {"sample_id": "item id", "images": "image bytes", "question": "question", "answer": "gold",

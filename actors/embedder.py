@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from howeval.records import check_columns
+
 PRED_STEPS = "pred_steps"
 REF_STEPS = "ref_steps"
 STEP_PRECISION = "step_precision"
@@ -71,12 +73,7 @@ class StepScoreUDF:
     @classmethod
     def check_columns(cls, batch: Mapping[str, Any]) -> None:
         """Raise ValueError naming the missing required columns and the columns present."""
-        missing = [c for c in cls.REQUIRED_COLUMNS if c not in batch]
-        if missing:
-            raise ValueError(
-                f"{cls.__name__}: missing required columns {missing}; present: {sorted(batch)}; "
-                f"required: {cls.REQUIRED_COLUMNS}"
-            )
+        check_columns(batch, cls.REQUIRED_COLUMNS, cls.__name__)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> pa.Table:
         self.check_columns(batch)

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from actors.policy import check_columns
 from howeval.config import JudgesConfig
 from howeval.judges.pipeline import Judger
-from howeval.records import JUDGMENT_SCHEMA, conform
+from howeval.records import JUDGMENT_SCHEMA, check_columns, conform
 
 REQUIRED_COLUMNS = {
     "sample_id": "item id", "config": "model config", "mode": "NT/T", "question": "prompt",

@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from howeval.records import check_columns
 from howeval.rewards.patternrm import PatternRMParseError, parse_label_output, patternrm_messages
 
 log = logging.getLogger(__name__)
@@ -27,9 +28,7 @@ REQUIRED_KEYS = {"question": "the prompt q (text only)", "response": "the user-f
 
 def _check_items(items: Sequence[dict]) -> None:
     for i, it in enumerate(items):
-        missing = [k for k in REQUIRED_KEYS if k not in it]
-        if missing:
-            raise KeyError(f"PatternRM item {i} lacks {missing}; present: {sorted(it)}; required: {REQUIRED_KEYS}")
+        check_columns(it, REQUIRED_KEYS, f"PatternRM item {i}", "keys")
 
 
 class _RulesBackend:
@@ -42,11 +41,8 @@ class _RulesBackend:
         self.version = f"rules@{RULES_VERSION}"
 
     def label(self, items: Sequence[dict]) -> list[dict]:
-        out = []
-        for it in items:
-            v = self.judge.judge(it["response"], it.get("question"))
-            out.append({"labels": dict(v.labels), "error": v.error, "raw": None})
-        return out
+        verdicts = self.judge.judge_batch([{"question": it.get("question") or "", "response": it["response"]} for it in items])
+        return [{"labels": dict(v.labels), "error": v.error, "raw": None} for v in verdicts]
 
 
 class _CheckpointBackend:

@@ -13,7 +13,7 @@ from howeval.engines.base import Completion
 from howeval.engines.messages import count_images
 from howeval.engines.registry import build_engine
 from howeval.engines.prompts import build_request
-from howeval.records import RESPONSE_SCHEMA, conform, response_hash
+from howeval.records import RESPONSE_SCHEMA, check_columns, conform, response_hash
 
 REQUIRED_COLUMNS = {
     "sample_id": "benchmark item id", "config": "model config name", "mode": "NT or T",
@@ -21,14 +21,6 @@ REQUIRED_COLUMNS = {
     "answer": "gold answer (copied to the response row)", "answer_type": "verifier type",
     "family": "VG/OS/KR", "category": "task category", "benchmark": "benchmark name",
 }
-
-
-def check_columns(names: list[str], required: dict[str, str], stage: str) -> None:
-    """Raise ValueError listing missing vs present columns (STYLE rule 3)."""
-    missing = sorted(set(required) - set(names))
-    if missing:
-        raise ValueError(f"{stage}: missing input columns {missing} "
-                         f"({'; '.join(f'{m}: {required[m]}' for m in missing)}); present: {sorted(names)}")
 
 
 def response_row(sample: dict, model: ModelConfig, mode: str, c: Completion, images_seen: int) -> dict:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -19,6 +20,9 @@ FAMILIES = ("VG", "OS", "KR")
 
 KEY = ("sample_id", "config", "mode")
 """The key of a response or judgment row."""
+
+RESPONSE_KEY = (*KEY, "response_hash")
+"""The key of one response text: judgments and step scores are cached by it (a new text, a new key)."""
 
 LABELS = ("cot", "rep", "con", "pr")
 """The four response-pattern labels (SPEC section 1), in this order everywhere."""
@@ -93,6 +97,11 @@ JUDGMENT_SCHEMA = pa.schema(
 )
 
 
+VERIFY_TYPE = pa.struct([("correct", pa.bool_()), ("extracted", pa.string()), ("method", pa.string()),
+                         ("reason", pa.string())])
+"""One verifier verdict as an Arrow struct (the fields of ``howeval.judges.verify.VerifyResult``)."""
+
+
 # CRYSTAL step scores of one response (ray_jobs.crystal), keyed by STEP_KEY.
 STEPS_SCHEMA = pa.schema([
     ("sample_id", pa.string()), ("config", pa.string()), ("mode", pa.string()), ("response_hash", pa.string()),
@@ -120,12 +129,53 @@ def response_hash(response: str | None, reasoning: str | None = None) -> str:
     return h.hexdigest()[:16]
 
 
-def key_of(row: dict) -> tuple[str, str, str]:
-    """The ``(sample_id, config, mode)`` key of a row. Raises KeyError naming the missing column."""
-    missing = [k for k in KEY if k not in row]
+class MissingColumnsError(KeyError, ValueError):
+    """Required columns (or item keys) are missing; the message lists missing and present ones.
+
+    Both a KeyError (a missing key) and a ValueError (bad input), so either ``except`` catches it.
+    """
+
+    def __str__(self) -> str:  # KeyError would repr-quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+def check_columns(present: Iterable[str], required: Mapping[str, str] | Sequence[str], where: str,
+                  noun: str = "columns") -> None:
+    """Raise :class:`MissingColumnsError` when ``present`` lacks any of ``required`` (STYLE rule 3).
+
+    Args:
+        present: the column names of a batch, or the keys of a row / item (a dict works).
+        required: the required names, or name -> one-line description (shown for the missing ones).
+        where: who checks (a stage or item name), first in the message.
+        noun: what is missing, in the message (``"columns"``, ``"keys"``).
+
+    >>> try:
+    ...     check_columns({"sample_id": 1}, {"sample_id": "item id", "mode": "NT or T"}, "JudgeStage")
+    ... except ValueError as e:
+    ...     print(e)
+    JudgeStage: missing columns ['mode'] (mode: NT or T); present: ['sample_id']
+    """
+    names = set(present)
+    missing = [k for k in required if k not in names]
     if missing:
-        raise KeyError(f"row lacks key column(s) {missing}; present: {sorted(row)}")
-    return (str(row["sample_id"]), str(row["config"]), str(row["mode"]))
+        what = f" ({'; '.join(f'{m}: {required[m]}' for m in missing)})" if isinstance(required, Mapping) else ""
+        raise MissingColumnsError(f"{where}: missing {noun} {missing}{what}; present: {sorted(names)}")
+
+
+def key_of(row: Mapping[str, object], columns: Sequence[str] = KEY) -> tuple[str, ...]:
+    """The key of a row: ``(sample_id, config, mode)``, or the values of ``columns`` (e.g. :data:`RESPONSE_KEY`),
+    as strings (a null becomes ``"None"`` on every side alike).
+
+    Raises:
+        MissingColumnsError (a KeyError): a key column is missing (named, with the present ones).
+
+    >>> key_of({"sample_id": 7, "config": "c", "mode": "T", "response_hash": "ab", "response": "x"})
+    ('7', 'c', 'T')
+    >>> key_of({"sample_id": "7", "config": "c", "mode": "T", "response_hash": "ab"}, RESPONSE_KEY)
+    ('7', 'c', 'T', 'ab')
+    """
+    check_columns(row, columns, "row key", "key columns")
+    return tuple(str(row[c]) for c in columns)
 
 
 def conform(rows: list[dict], schema: pa.Schema) -> pa.Table:

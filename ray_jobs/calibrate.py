@@ -105,7 +105,8 @@ def judge_items(judges: JudgesConfig, items: list[dict]) -> dict[str, dict[str, 
     out = {}
     for jc in judger.judge_cfgs:
         verdicts = judger.pattern_rows(jc.name, rows)
-        out[judge_id(jc)] = {it["key"]: v["labels"] if not v["error"] else None for it, v in zip(items, verdicts)}
+        out[judge_id(jc)] = {it["key"]: dict(v.labels) if v is not None and v.ok else None
+                             for it, v in zip(items, verdicts)}
     return out
 
 

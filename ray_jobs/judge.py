@@ -20,12 +20,12 @@ from howeval.benchmarks.loaders import load_samples
 from howeval.config import ConfigError, JudgesConfig, SweepConfig, load_run_config
 from howeval.judges.pipeline import judge_id, merge_judges, verifier_id
 from howeval.engines.prompts import image_data_url
-from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA, conform
+from howeval.records import JUDGMENT_SCHEMA, RESPONSE_KEY, RESPONSE_SCHEMA, VERIFY_TYPE, conform, key_of
 from howeval.store import join, read_table, write_json
 from ray_jobs.common import blocks, init_ray, log, write_parquet
 
 STAGE_SCHEMA = (RESPONSE_SCHEMA.append(pa.field("judges_needed", pa.list_(pa.string())))
-                .append(pa.field("cached_verify", pa.string())).append(pa.field("image_data_url", pa.string())))
+                .append(pa.field("cached_verify", VERIFY_TYPE)).append(pa.field("image_data_url", pa.string())))
 
 
 def plan_judging(responses: list[dict], judgments: list[dict], judges: JudgesConfig,
@@ -39,16 +39,16 @@ def plan_judging(responses: list[dict], judgments: list[dict], judges: JudgesCon
     vid = verifier_id(judges)
     done, cached = set(), {}
     for j in judgments:
-        k = (j["sample_id"], j["config"], j["mode"], j["response_hash"])
+        k = key_of(j, RESPONSE_KEY)
         if not j.get("judge_error"):
             done.add((*k, j["judge"]))
         if j.get("verifier") == vid and j.get("verify_method") not in (None, "llm_error"):
-            cached[k] = json.dumps({"correct": j["correct"], "extracted": j["extracted"],
-                                    "method": j["verify_method"], "reason": j["verify_reason"]})
+            cached[k] = {"correct": j["correct"], "extracted": j["extracted"],
+                         "method": j["verify_method"], "reason": j["verify_reason"]}  # a VERIFY_TYPE struct
     ids = [judge_id(c) for c in judges.pattern if only is None or c.name in only]
     out = []
     for r in responses:
-        k = (r["sample_id"], r["config"], r["mode"], r["response_hash"])
+        k = key_of(r, RESPONSE_KEY)
         need = [jid for jid in ids if (*k, jid) not in done]
         if need:
             out.append({**r, "judges_needed": need, "cached_verify": cached.get(k)})

@@ -19,7 +19,7 @@ from howeval.benchmarks.crystal import crystal_settings, summarize_step_rows
 from howeval.judges.pipeline import judge_id
 from howeval.report.html import write_html_report
 from howeval.metrics.patterneval import sweep_metrics
-from howeval.records import ADAPT_SCHEMA, JUDGMENT_SCHEMA, RESPONSE_SCHEMA, STEPS_SCHEMA
+from howeval.records import ADAPT_SCHEMA, JUDGMENT_SCHEMA, RESPONSE_KEY, RESPONSE_SCHEMA, STEPS_SCHEMA, key_of
 from howeval.metrics.stats import extend_metrics, extra_sections
 from howeval.report.tables import render_adapt, render_agreement, render_crystal, render_report
 from howeval.store import fs_and_path, join, read_table, write_json
@@ -34,12 +34,12 @@ def joined_rows(responses: list[dict], judgments: list[dict], jid: str) -> list[
     for j in judgments:
         if j["judge"] != jid:
             continue
-        k = (j["sample_id"], j["config"], j["mode"], j["response_hash"])
+        k = key_of(j, RESPONSE_KEY)
         if k not in best or (best[k].get("judge_error") and not j.get("judge_error")):
             best[k] = j
     out = []
     for r in responses:
-        j = best.get((r["sample_id"], r["config"], r["mode"], r["response_hash"]))
+        j = best.get(key_of(r, RESPONSE_KEY))
         row = dict(r)
         for c in JUDGMENT_COLUMNS:
             row[c] = j.get(c) if j else None
@@ -70,7 +70,7 @@ def judge_agreement(judgments: list[dict]) -> dict | None:
             v = PatternVerdict.failed(name, version, j.get("judge_error") or "no labels")
         else:
             v = PatternVerdict({k: bool(j[k]) for k in LABELS}, {k: None for k in LABELS}, name, version)
-        by_resp.setdefault((j["sample_id"], j["config"], j["mode"], j["response_hash"]), {})[j["judge"]] = v
+        by_resp.setdefault(key_of(j, RESPONSE_KEY), {})[j["judge"]] = v
     full = {k: v for k, v in by_resp.items() if len(v) == len(judges)}
     results = {k: consensus(v) for k, v in full.items()}
     table = consensus_table(results.values())

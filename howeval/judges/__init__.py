@@ -4,9 +4,11 @@
 - :class:`LLMPatternJudge` (``llm.py``): any engine, rubric from ``rubric.py``, one repair per bad output.
 - :func:`consensus` (``consensus.py``): majority labels and agreement across judges.
 
-Every judge returns :class:`PatternVerdict` (``verdict.py``): four labels with evidence, or an error and
-no labels.
+Every judge follows one protocol (``base.py``): ``judge_batch(items: list[JudgeItem]) -> list[PatternVerdict]``
+(``verdict.py``: four labels with evidence, or an error and no labels), and is built from its config by
+``kind`` (``registry.py``: ``rules``, ``llm``; new kinds register with ``@register_pattern_judge``).
 """
+from howeval.judges.base import JudgeItem, PatternJudge
 from howeval.judges.consensus import ConsensusResult, consensus, consensus_table
 from howeval.judges.llm import LLMPatternJudge
 from howeval.judges.rubric import (
@@ -15,22 +17,27 @@ from howeval.judges.rubric import (
     build_repair_messages,
     parse_pattern_output,
 )
+from howeval.judges.registry import build_pattern_judge, register_pattern_judge
 from howeval.judges.rules import RULES_VERSION, RuleJudge
 from howeval.judges.verdict import LABELS, JudgeParseError, PatternVerdict, make_verdict
 
 __all__ = [
     "LABELS",
     "ConsensusResult",
+    "JudgeItem",
     "JudgeParseError",
     "LLMPatternJudge",
+    "PatternJudge",
     "PatternVerdict",
     "RUBRIC_VERSION",
     "RULES_VERSION",
     "RuleJudge",
+    "build_pattern_judge",
     "build_pattern_messages",
     "build_repair_messages",
     "consensus",
     "consensus_table",
     "make_verdict",
     "parse_pattern_output",
+    "register_pattern_judge",
 ]

@@ -9,6 +9,7 @@ import logging
 from typing import Any, Sequence
 
 from howeval.engines.base import ChatRequest, Completion, Engine
+from howeval.judges.base import JudgeItem, as_judge_items
 from howeval.judges.rubric import (
     RUBRIC_VERSION,
     build_pattern_messages,
@@ -21,10 +22,6 @@ log = logging.getLogger(__name__)
 
 RAW_SEPARATOR = "\n--- repair output ---\n"
 """Joins the first and the repair output in ``raw`` when both failed to parse."""
-
-REQUIRED_KEYS = ("question", "response")
-"""Keys every item must carry; ``image_data_url`` is optional."""
-
 
 class LLMPatternJudge:
     """Ask a chat model for the four pattern labels of each response (rubric: ``howeval.judges.rubric``).
@@ -76,13 +73,15 @@ class LLMPatternJudge:
         self.max_tokens = max_tokens
         self.temperature = temperature
 
-    def messages_for(self, item: dict[str, Any]) -> list[dict[str, Any]]:
-        """The judge messages for one item (the image only when ``with_image`` and the item has one)."""
-        missing = [k for k in REQUIRED_KEYS if k not in item]
-        if missing:
-            raise ValueError(f"judge item is missing keys {missing}; present keys {sorted(item)}")
-        image = item.get("image_data_url") if self.with_image else None
-        return build_pattern_messages(item["question"] or "", item["response"], image)
+    def messages_for(self, item: JudgeItem | dict[str, Any]) -> list[dict[str, Any]]:
+        """The judge messages for one item (the image only when ``with_image`` and the item has one).
+
+        Raises:
+            ValueError (:class:`howeval.records.MissingColumnsError`): a dict item lacks ``question`` or ``response``.
+        """
+        item = JudgeItem.of(item)
+        image = item.image_data_url if self.with_image else None
+        return build_pattern_messages(item.question, item.response, image)
 
     def _request(self, messages: list[dict[str, Any]], rid: str) -> ChatRequest:
         return ChatRequest(
@@ -97,9 +96,11 @@ class LLMPatternJudge:
             )
         return outs
 
-    def judge_batch(self, items: Sequence[dict[str, Any]]) -> list[PatternVerdict]:
-        """Label every item (``{"question", "response", "image_data_url"?}``); one verdict per item, in order."""
-        items = list(items)
+    def judge_batch(self, items: Sequence[JudgeItem | dict[str, Any]]) -> list[PatternVerdict]:
+        """The judge protocol (:class:`howeval.judges.base.PatternJudge`): label every item; one verdict per
+        item, in order. Items are :class:`~howeval.judges.base.JudgeItem` (or dicts with ``question``,
+        ``response``, ``image_data_url``?)."""
+        items = as_judge_items(items)
         if not items:
             return []
         msgs = [self.messages_for(it) for it in items]
@@ -145,7 +146,7 @@ class LLMPatternJudge:
 
     def judge(self, question: str, response: str, image_data_url: str | None = None) -> PatternVerdict:
         """One item (a batch of one)."""
-        return self.judge_batch([{"question": question, "response": response, "image_data_url": image_data_url}])[0]
+        return self.judge_batch([JudgeItem(question, response, image_data_url=image_data_url)])[0]
 
 
-__all__ = ["LLMPatternJudge", "RAW_SEPARATOR", "REQUIRED_KEYS"]
+__all__ = ["LLMPatternJudge", "RAW_SEPARATOR"]

@@ -9,11 +9,16 @@ Pure core used by the Ray stage ``actors/judge.py`` and by tests. Rules (SPEC 1,
 """
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import Any
+from typing import Any, Mapping
 
 from howeval.config import JudgesConfig, PatternJudgeConfig
-from howeval.records import LABELS
+from howeval.judges.base import JudgeItem
+from howeval.judges.registry import build_pattern_judge, default_engine_builder
+from howeval.judges.verdict import PatternVerdict
+from howeval.judges.verify import VerifyResult
+from howeval.records import LABELS, check_columns
 
 
 def judge_id(cfg: PatternJudgeConfig) -> str:
@@ -36,26 +41,6 @@ def verifier_id(cfg: JudgesConfig) -> str:
     return f"rules{'+llm' if cfg.verifier.llm_fallback else ''}@{cfg.verifier.version}"
 
 
-def build_pattern_judge(cfg: PatternJudgeConfig, engine_builder=None):
-    """Instantiate a pattern judge from its config (``rules`` or ``llm``)."""
-    if cfg.kind == "rules":
-        from howeval.judges.rules import RuleJudge
-
-        return RuleJudge()
-    from howeval.judges.llm import LLMPatternJudge
-
-    build = engine_builder or _default_engine_builder
-    engine = build(cfg.llm.model, cfg.llm.options)
-    return LLMPatternJudge(engine, name=cfg.name, version=cfg.version, with_image=cfg.with_image,
-                           max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature)
-
-
-def _default_engine_builder(model: str, options: dict):
-    from howeval.engines.registry import build_engine
-
-    return build_engine("openai", model, options)
-
-
 class Judger:
     """Runs the verifier and every configured pattern judge over response rows.
 
@@ -74,23 +59,29 @@ class Judger:
             from howeval.judges.verify import LLMVerifier
 
             fb = cfg.verifier.llm_fallback
-            self.llm_verifier = LLMVerifier((engine_builder or _default_engine_builder)(fb.model, fb.options))
+            self.llm_verifier = LLMVerifier((engine_builder or default_engine_builder)(fb.model, fb.options))
         self.verifier_id = verifier_id(cfg)
 
-    def verify_rows(self, rows: list[dict]) -> list[dict]:
-        """Verifier verdicts for rows with a response: dicts with correct, extracted, method, reason."""
+    def verify_rows(self, rows: list[dict]) -> list[VerifyResult]:
+        """Verifier verdicts, one per row, in order.
+
+        A row's ``cached_verify`` (a :class:`VerifyResult` or its fields as a mapping, as an Arrow struct
+        row comes back) is reused as is; an engine error gives method ``"no_response"`` (correct None); a
+        truncated thinking response gives method ``"truncated"`` (correct False); the rest go to the rules,
+        then to the LLM fallback when configured.
+        """
         from howeval.judges.verify import verify
 
-        out: list[dict | None] = [None] * len(rows)
+        out: list[VerifyResult | None] = [None] * len(rows)
         pending = []
         for i, r in enumerate(rows):
             if r.get("cached_verify"):  # verdict already paid for (same response hash and verifier id)
-                out[i] = json.loads(r["cached_verify"])
+                out[i] = as_verify_result(r["cached_verify"])
             elif r.get("error"):
-                out[i] = {"correct": None, "extracted": None, "method": "no_response", "reason": r["error"]}
+                out[i] = VerifyResult(None, None, "no_response", r["error"])
             elif r.get("truncated"):
-                out[i] = {"correct": False, "extracted": None, "method": "truncated",
-                          "reason": "thinking response cut off before its reasoning closed: no y_m"}
+                out[i] = VerifyResult(False, None, "truncated",
+                                      "thinking response cut off before its reasoning closed: no y_m")
             else:
                 pending.append(i)
         if self.llm_verifier is not None and pending:
@@ -102,39 +93,37 @@ class Judger:
             results = [verify(rows[i]["response"], rows[i]["answer"], rows[i]["answer_type"], rows[i].get("options"),
                               rows[i].get("benchmark")) for i in pending]
         for i, v in zip(pending, results):
-            out[i] = {"correct": v.correct, "extracted": v.extracted, "method": v.method, "reason": v.reason}
+            out[i] = v
         return out  # type: ignore[return-value]
 
-    def pattern_rows(self, name: str, rows: list[dict], images: list[str | None] | None = None) -> list[dict]:
-        """Pattern verdicts of judge ``name``: dicts with labels (or None), evidence, error."""
+    def pattern_rows(self, name: str, rows: list[dict], images: list[str | None] | None = None) -> list[PatternVerdict | None]:
+        """Verdicts of pattern judge ``name``, one per row, in order, through its ``judge_batch``.
+
+        A row with an engine error gets a failed verdict (``"no response: <reason>"``); a truncated
+        thinking response has no y_m to judge: None (no labels, no error).
+        """
         judge = self.judges[name]
-        out: list[dict | None] = [None] * len(rows)
+        out: list[PatternVerdict | None] = [None] * len(rows)
         todo = []
         for i, r in enumerate(rows):
             if r.get("error"):
-                out[i] = {"labels": None, "evidence": None, "error": f"no response: {r['error']}", "rationale": None}
-            elif r.get("truncated"):
-                out[i] = {"labels": None, "evidence": None, "error": None, "rationale": "truncated: no y_m to judge"}
-            else:
+                out[i] = PatternVerdict.failed(judge.name, judge.version, f"no response: {r['error']}")
+            elif not r.get("truncated"):
                 todo.append(i)
-        if hasattr(judge, "judge_batch"):
-            items = [{"question": rows[i]["question"], "response": rows[i]["response"],
-                      "image_data_url": images[i] if images else None} for i in todo]
-            verdicts = judge.judge_batch(items) if items else []
-        else:
-            verdicts = [judge.judge(rows[i]["response"], rows[i]["question"], rows[i].get("options")) for i in todo]
+        items = [JudgeItem(rows[i]["question"] or "", rows[i]["response"], rows[i].get("options"),
+                           images[i] if images else None) for i in todo]
+        verdicts = judge.judge_batch(items) if items else []
+        if len(verdicts) != len(items):
+            raise RuntimeError(f"judge {name!r} returned {len(verdicts)} verdicts for {len(items)} items")
         for i, v in zip(todo, verdicts):
-            if v.error:
-                out[i] = {"labels": None, "evidence": None, "error": v.error, "rationale": v.raw}
-            else:
-                out[i] = {"labels": dict(v.labels), "evidence": v.evidence, "error": None, "rationale": None}
-        return out  # type: ignore[return-value]
+            out[i] = v
+        return out
 
     def judge(self, rows: list[dict], images: list[str | None] | None = None) -> list[dict]:
         """Judgment rows (``records.JUDGMENT_SCHEMA``), one per (row, pattern judge).
 
         Optional row fields: ``judges_needed`` (judge ids to run on this row; default all) and
-        ``cached_verify`` (JSON of an earlier verifier verdict for the same response, reused as is).
+        ``cached_verify`` (an earlier verifier verdict for the same response, reused as is).
         """
         ver = self.verify_rows(rows)
         out = []
@@ -149,14 +138,37 @@ class Judger:
         return out
 
 
-def judgment_row(r: dict, jid: str, vid: str, v: dict, p: dict) -> dict[str, Any]:
-    """Assemble one Judgment record (``records.JUDGMENT_SCHEMA``)."""
-    labels = p["labels"]
+def as_verify_result(v: "VerifyResult | Mapping[str, Any]") -> VerifyResult:
+    """A :class:`VerifyResult` from itself or its fields (``correct, extracted, method, reason``), e.g. a
+    ``records.VERIFY_TYPE`` struct value read back from Arrow.
+
+    Raises:
+        MissingColumnsError (KeyError/ValueError): a field is missing.
+    """
+    if isinstance(v, VerifyResult):
+        return v
+    check_columns(v, VERIFY_FIELDS, "cached verifier verdict", "fields")
+    return VerifyResult(v["correct"], v["extracted"], v["method"], v["reason"])
+
+
+VERIFY_FIELDS = tuple(f.name for f in dataclasses.fields(VerifyResult))
+"""The fields of a verifier verdict, in ``records.VERIFY_TYPE`` order."""
+
+
+def judgment_row(r: dict, jid: str, vid: str, v: VerifyResult, p: PatternVerdict | None) -> dict[str, Any]:
+    """One Judgment record (``records.JUDGMENT_SCHEMA``) from a response row and its two verdicts.
+
+    ``p`` None (nothing to judge: a truncated response) leaves the labels null with no error; a failed
+    verdict leaves them null with ``judge_error`` set and its raw output as ``rationale``.
+    """
+    labels = p.labels if p is not None and p.ok else None
+    evidence = dict(p.evidence) if labels else None
+    rationale = "truncated: no y_m to judge" if p is None else (p.raw if not p.ok else None)
     return {
         "sample_id": r["sample_id"], "config": r["config"], "mode": r["mode"], "judge": jid, "verifier": vid,
-        "response_hash": r.get("response_hash"), "correct": v["correct"], "extracted": v["extracted"],
-        "verify_method": v["method"], "verify_reason": v["reason"],
+        "response_hash": r.get("response_hash"), "correct": v.correct, "extracted": v.extracted,
+        "verify_method": v.method, "verify_reason": v.reason,
         **{k: (bool(labels[k]) if labels is not None else None) for k in LABELS},
-        "evidence": json.dumps(p["evidence"], ensure_ascii=False) if p["evidence"] else None,
-        "rationale": p["rationale"], "judge_error": p["error"],
+        "evidence": json.dumps(evidence, ensure_ascii=False) if evidence else None,
+        "rationale": rationale, "judge_error": p.error if p is not None else None,
     }

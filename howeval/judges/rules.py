@@ -10,9 +10,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from howeval.parsing.text import NUMBER_WORDS, boxed_spans, strip_latex
+from howeval.judges.base import JudgeItem, as_judge_items
 from howeval.judges.verdict import LABELS, PatternVerdict, make_verdict
 
 RULES_VERSION = "rules-1.0"
@@ -366,8 +367,9 @@ class _Trace:
 class RuleJudge:
     """Deterministic surface-cue pattern judge over the user-facing response y_m (SPEC section 1).
 
-    ``judge(response, question=None, options=None)`` returns a :class:`PatternVerdict` with the four
-    labels and, per positive label, the evidence span. The same input always gives the same verdict.
+    ``judge_batch(items)`` (the judge protocol) and ``judge(question, response, options=None)`` return a
+    :class:`PatternVerdict` with the four labels and, per positive label, the evidence span. The same input
+    always gives the same verdict.
 
     Cues, per label (thresholds are class attributes):
 
@@ -411,7 +413,7 @@ class RuleJudge:
     used as Con or PR evidence. Rep is judged on the whole response (it may co-occur with CoT).
 
     Example:
-        >>> v = RuleJudge().judge("Wait, let me re-check. The answer is 5. The answer is 6.")
+        >>> v = RuleJudge().judge("", "Wait, let me re-check. The answer is 5. The answer is 6.")
         >>> v.as_vector()
         (True, False, True, False)
     """
@@ -429,19 +431,22 @@ class RuleJudge:
 
     def judge(
         self,
+        question: str | None,
         response: str,
-        question: str | None = None,
         options: Sequence[str] | None = None,
     ) -> PatternVerdict:
-        """Label one user-facing response.
+        """Label one user-facing response (the same argument order as every judge: question, then response).
 
         Args:
+            question: the prompt, used only to read option lines (``(A) ...``); None or "" when unknown.
             response: y_m, the user-facing response (never the separate reasoning channel r_m).
-            question: the prompt, used only to read option lines (``(A) ...``).
             options: the option texts in order (A first), when the benchmark stores them apart.
 
         Returns:
             A verdict with all four labels and, for each positive label, its evidence span.
+
+        Raises:
+            TypeError: ``response`` is not a str.
         """
         if not isinstance(response, str):
             raise TypeError(f"response must be str, got {type(response).__name__}")
@@ -457,9 +462,13 @@ class RuleJudge:
         labels = {k: evidence[k] is not None for k in LABELS}
         return make_verdict(labels, evidence, self.name, self.version)
 
-    def judge_many(self, items: Sequence[dict]) -> list[PatternVerdict]:
-        """Label many ``{"response", "question"?, "options"?}`` items, in order."""
-        return [self.judge(it["response"], it.get("question"), it.get("options")) for it in items]
+    def judge_batch(self, items: Sequence[JudgeItem | Mapping[str, Any]]) -> list[PatternVerdict]:
+        """The judge protocol (:class:`howeval.judges.base.PatternJudge`): one verdict per item, in order.
+
+        Items are :class:`~howeval.judges.base.JudgeItem` (or dicts with ``question``, ``response``,
+        ``options``?); the image is not used.
+        """
+        return [self.judge(it.question, it.response, it.options) for it in as_judge_items(items)]
 
     # -- CoT ------------------------------------------------------------------------------------------
 

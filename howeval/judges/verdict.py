@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LABELS: tuple[str, ...] = ("cot", "rep", "con", "pr")
-"""The four pattern labels, in this order everywhere (same tuple as ``howeval.records.LABELS``)."""
+from howeval.records import LABELS  # the four pattern labels, defined once
 
 
 class JudgeParseError(ValueError):

@@ -43,6 +43,7 @@ from typing import Any, Callable, Sequence
 from howeval.parsing.answers import SOURCE_BOXED, extract_option_letter, find_final_answer
 from howeval.parsing.text import NUMBER_WORDS, find_json_object, strip_latex
 from howeval.engines.base import ChatRequest, Completion, Engine
+from howeval.records import check_columns
 
 __all__ = [
     "VerifyResult",
@@ -625,9 +626,7 @@ class LLMVerifier:
     @staticmethod
     def check_item(item: dict) -> None:
         """Raise ValueError naming the missing keys and the keys present."""
-        missing = [k for k in _REQUIRED_ITEM_KEYS if k not in item]
-        if missing:
-            raise ValueError(f"verify item is missing keys {missing}; present: {sorted(item)}")
+        check_columns(item, _REQUIRED_ITEM_KEYS, "verify item", "keys")
 
     def build_request(self, item: dict, request_id: str | None = None) -> ChatRequest:
         """The grading request for one item (greedy, JSON-only reply)."""

@@ -15,7 +15,8 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-PATTERN_LABELS: tuple[str, ...] = ("cot", "rep", "con", "pr")  # CoT leakage, Repetition, Contradiction, Performative
+from howeval.records import LABELS  # CoT leakage, Repetition, Contradiction, Performative
+
 
 _PATTERN_AGGREGATES: dict[str, Callable[[list[int]], float]] = {
     "mean": lambda b: sum(b) / len(b),
@@ -41,13 +42,13 @@ def pattern_score(labels: Mapping[str, bool], mode: str = "mean") -> float:
     if mode not in _PATTERN_AGGREGATES:
         raise ValueError(f"mode={mode!r} is not registered; registered: {sorted(_PATTERN_AGGREGATES)}")
     keys = set(labels)
-    if keys != set(PATTERN_LABELS):
+    if keys != set(LABELS):
         raise ValueError(
-            f"labels must have exactly {list(PATTERN_LABELS)}; missing {sorted(set(PATTERN_LABELS) - keys)}, "
-            f"unexpected {sorted(keys - set(PATTERN_LABELS))}"
+            f"labels must have exactly {list(LABELS)}; missing {sorted(set(LABELS) - keys)}, "
+            f"unexpected {sorted(keys - set(LABELS))}"
         )
     bits = []
-    for k in PATTERN_LABELS:
+    for k in LABELS:
         v = labels[k]
         if v not in (0, 1) or isinstance(v, float):  # True/False/0/1 only
             raise ValueError(f"label {k!r}={v!r} must be a bool (or 0/1)")

@@ -34,7 +34,8 @@ from pydantic import Field, model_validator
 
 from howeval.config import RayConfig, StrictModel, load_yaml_config, resolve_path
 from howeval.engines.prompts import question_text
-from howeval.rewards.functions import PATTERN_LABELS, bernoulli_gate, cpr_reward, pattern_reward, pattern_score
+from howeval.records import LABELS
+from howeval.rewards.functions import bernoulli_gate, cpr_reward, pattern_reward, pattern_score
 from howeval.rewards.config import CPRConfig, PatternConfig, PatternRMConfig
 
 KINDS = ("base", "pattern", "cpr")
@@ -412,8 +413,8 @@ def reward_parts(results: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     out["degraded"] = sum(bool(r.get("degraded")) for r in results) / n
     labelled = [r["labels"] for r in results if r.get("labels")]
     if labelled:
-        out["trigger"] = sum(any(bool(lab[k]) for k in PATTERN_LABELS) for lab in labelled) / len(labelled)
-        for k in PATTERN_LABELS:
+        out["trigger"] = sum(any(bool(lab[k]) for k in LABELS) for lab in labelled) / len(labelled)
+        for k in LABELS:
             out[f"pattern/{k}"] = sum(bool(lab[k]) for lab in labelled) / len(labelled)
     return out
 

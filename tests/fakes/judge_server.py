@@ -33,8 +33,9 @@ import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from howeval.records import LABELS
+
 FAULTS = ("429", "500", "hang", "garbage")
-LABELS = ("cot", "rep", "con", "pr")
 _START, _END = "<<<RESPONSE\n", "\nRESPONSE>>>"
 
 

@@ -21,7 +21,7 @@ J = RuleJudge()
 
 def vec(text: str, **kw) -> str:
     """The verdict as a 4-char string in LABELS order, e.g. "1000" for CoT only."""
-    v = J.judge(text, **kw)
+    v = J.judge(kw.get("question"), text, kw.get("options"))
     return "".join("1" if v.labels[k] else "0" for k in LABELS)
 
 
@@ -78,7 +78,7 @@ CASES = [
 
 @pytest.mark.parametrize("name,text,expected", CASES, ids=[c[0] for c in CASES])
 def test_rule_cases(name, text, expected):
-    v = J.judge(text)
+    v = J.judge("", text)
     assert vec(text) == expected, (name, v.evidence)
     for k in LABELS:  # evidence exactly for the positive labels
         assert (v.evidence[k] is not None) == v.labels[k], (k, v.evidence)
@@ -86,7 +86,7 @@ def test_rule_cases(name, text, expected):
 
 def test_verdict_shape_and_determinism():
     text = "The answer is 5. Wait, the bar is 6. The answer is 6."
-    a, b = J.judge(text), J.judge(text)
+    a, b = J.judge("", text), J.judge("", text)
     assert isinstance(a, PatternVerdict) and a == b
     assert a.judge == "rules" and a.judge_version == RuleJudge.version
     assert a.error is None and a.trigger is True and a.as_vector() == (True, False, False, False)
@@ -94,7 +94,7 @@ def test_verdict_shape_and_determinism():
 
 def test_rejects_non_string():
     with pytest.raises(TypeError, match="response must be str"):
-        J.judge(None)  # type: ignore[arg-type]
+        J.judge("", None)  # type: ignore[arg-type]
 
 
 def test_literal_newlines():
@@ -162,7 +162,7 @@ REAL = [
 @pytest.mark.parametrize("src,model,rid,expected,why", REAL, ids=[f"{r[0]}:{r[1]}:{r[2]}" for r in REAL])
 def test_real_responses(real, src, model, rid, expected, why):
     response, question, options = real[(src, model, rid)]
-    v = J.judge(response, question, options)
+    v = J.judge(question, response, options)
     got = "".join("1" if v.labels[k] else "0" for k in LABELS)
     assert got == expected, (why, v.evidence)
 
@@ -176,7 +176,7 @@ def test_real_label_counts(real):
     """Regression guard for the cue set (update together with RULES_VERSION)."""
     counts = Counter()
     for response, question, options in real.values():
-        v = J.judge(response, question, options)
+        v = J.judge(question, response, options)
         counts.update(k for k in LABELS if v.labels[k])
     assert len(real) == 184
     assert dict(counts) == {"rep": 6, "con": 1, "pr": 2}

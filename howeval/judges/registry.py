@@ -1,0 +1,87 @@
+"""Pattern judges by kind: ``kind`` in a judge's config -> a builder returning a :class:`PatternJudge`.
+
+STYLE rule 2 (registries, not conditionals). The built-in kinds are registered here, each importing its
+module only when built, so a kind is known without importing every judge:
+
+- ``rules``: :class:`howeval.judges.rules.RuleJudge` (deterministic surface cues);
+- ``llm``: :class:`howeval.judges.llm.LLMPatternJudge` over an engine from ``cfg.llm``.
+
+A new kind (e.g. ``patternrm``) adds one decorated builder::
+
+    @register_pattern_judge("patternrm")
+    def _patternrm(cfg, engine_builder):
+        from howeval.judges.patternrm import PatternRMJudge
+        return PatternRMJudge(...)
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from howeval.judges.base import PatternJudge
+
+if TYPE_CHECKING:
+    from howeval.config import PatternJudgeConfig
+    from howeval.engines.base import Engine
+
+__all__ = ["PATTERN_JUDGES", "EngineBuilder", "JudgeBuilder", "build_pattern_judge", "default_engine_builder",
+           "register_pattern_judge"]
+
+EngineBuilder = Callable[[str, dict], "Engine"]
+"""``(model, options) -> Engine`` for judges that call a model (tests inject fakes)."""
+
+JudgeBuilder = Callable[["PatternJudgeConfig", EngineBuilder], PatternJudge]
+"""``(judge config, engine builder) -> judge``."""
+
+PATTERN_JUDGES: dict[str, JudgeBuilder] = {}
+"""Registered kinds -> builders."""
+
+
+def register_pattern_judge(kind: str) -> Callable[[JudgeBuilder], JudgeBuilder]:
+    """Decorator: register a builder for pattern judges of ``kind``.
+
+    Raises:
+        ValueError: ``kind`` is already registered (the message lists the registered kinds).
+    """
+
+    def deco(fn: JudgeBuilder) -> JudgeBuilder:
+        if kind in PATTERN_JUDGES:
+            raise ValueError(f"pattern judge kind {kind!r} already registered; registered: {sorted(PATTERN_JUDGES)}")
+        PATTERN_JUDGES[kind] = fn
+        return fn
+
+    return deco
+
+
+def default_engine_builder(model: str, options: dict[str, Any]) -> "Engine":
+    """The OpenAI-compatible engine for ``model`` (judges are served behind an OpenAI-style endpoint)."""
+    from howeval.engines.registry import build_engine
+
+    return build_engine("openai", model, options)
+
+
+def build_pattern_judge(cfg: "PatternJudgeConfig", engine_builder: EngineBuilder | None = None) -> PatternJudge:
+    """The pattern judge configured by ``cfg`` (``cfg.kind`` picks the builder).
+
+    Raises:
+        ValueError: unknown ``cfg.kind`` (the message lists the registered kinds).
+    """
+    if cfg.kind not in PATTERN_JUDGES:
+        raise ValueError(f"judge {cfg.name!r}: unknown kind {cfg.kind!r}; registered: {sorted(PATTERN_JUDGES)}")
+    return PATTERN_JUDGES[cfg.kind](cfg, engine_builder or default_engine_builder)
+
+
+@register_pattern_judge("rules")
+def _rules(cfg: "PatternJudgeConfig", engine_builder: EngineBuilder) -> PatternJudge:
+    from howeval.judges.rules import RuleJudge
+
+    return RuleJudge()
+
+
+@register_pattern_judge("llm")
+def _llm(cfg: "PatternJudgeConfig", engine_builder: EngineBuilder) -> PatternJudge:
+    from howeval.judges.llm import LLMPatternJudge
+
+    if cfg.llm is None:
+        raise ValueError(f"judge {cfg.name!r}: kind 'llm' needs an 'llm:' block (model, options)")
+    return LLMPatternJudge(engine_builder(cfg.llm.model, cfg.llm.options), name=cfg.name, version=cfg.version,
+                           with_image=cfg.with_image, max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature)

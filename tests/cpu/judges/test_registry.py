@@ -1,0 +1,48 @@
+"""Tests for howeval.judges.registry: pattern judges built by kind; new kinds register with a decorator."""
+from __future__ import annotations
+
+import pytest
+
+from howeval.config import PatternJudgeConfig
+from howeval.judges import registry
+from howeval.judges.llm import LLMPatternJudge
+from howeval.judges.registry import PATTERN_JUDGES, build_pattern_judge, register_pattern_judge
+from howeval.judges.rules import RuleJudge
+
+
+class _Engine:
+    name = "fake"
+
+    def generate(self, requests):
+        return []
+
+
+def test_builtin_kinds():
+    assert {"rules", "llm"} <= set(PATTERN_JUDGES)
+    assert isinstance(build_pattern_judge(PatternJudgeConfig(name="rules")), RuleJudge)
+    seen = []
+    cfg = PatternJudgeConfig.model_validate(
+        {"name": "j1", "kind": "llm", "version": "7", "with_image": False,
+         "llm": {"model": "m", "options": {"base_url": "http://127.0.0.1:1/v1"}, "max_tokens": 64}})
+    judge = build_pattern_judge(cfg, lambda model, options: seen.append((model, options)) or _Engine())
+    assert isinstance(judge, LLMPatternJudge)
+    assert (judge.name, judge.version.split("|")[0], judge.with_image, judge.max_tokens) == ("j1", "7", False, 64)
+    assert seen == [("m", {"base_url": "http://127.0.0.1:1/v1"})]
+
+
+def test_register_a_new_kind_and_reject_duplicates(monkeypatch):
+    monkeypatch.setattr(registry, "PATTERN_JUDGES", dict(PATTERN_JUDGES))
+
+    @register_pattern_judge("const")
+    def _const(cfg, engine_builder):
+        return RuleJudge()
+
+    assert registry.PATTERN_JUDGES["const"] is _const
+    with pytest.raises(ValueError, match=r"kind 'const' already registered; registered: \[.*'const'.*\]"):
+        register_pattern_judge("const")(_const)
+
+
+def test_unknown_kind_lists_registered():
+    cfg = PatternJudgeConfig(name="x").model_copy(update={"kind": "oracle"})  # bypasses the config's Literal
+    with pytest.raises(ValueError, match=r"judge 'x': unknown kind 'oracle'; registered: \['llm', 'rules'"):
+        build_pattern_judge(cfg)
