@@ -7,8 +7,9 @@ Layout::
     <output_uri>/metrics.json, report.md, ...
 
 Every stage reads the keys already written and only computes the rest: that is resume and re-judging.
-A file that cannot be read (a writer killed mid-file) is moved aside to ``*.parquet.corrupt`` and
-reported, so its rows are recomputed and no key is counted twice.
+A file that does not parse as Parquet (a writer killed mid-file) is moved aside to ``*.parquet.corrupt``
+and reported, so its rows are recomputed and no key is counted twice; a file that cannot be read (an I/O
+or network error) raises :class:`StoreReadError` naming it and is left alone.
 """
 from __future__ import annotations
 
@@ -32,11 +33,34 @@ def join(uri: str, *parts: str) -> str:
     return posixpath.join(uri.rstrip("/"), *parts)
 
 
+class StoreReadError(OSError):
+    """A Parquet file could not be read (an I/O or network error): the file is left in place, not marked corrupt."""
+
+
+PARSE_ERRORS = (pa.ArrowException, OSError)
+"""What pyarrow raises for bytes that are not a valid Parquet file: ``ArrowInvalid`` (no magic bytes, empty
+file, truncated) or ``OSError`` (a footer that cannot be deserialized). Caught only around parsing bytes
+already in memory, so here it never means an I/O error."""
+
+
+def _parse_parquet(data: bytes) -> pa.Table:
+    return pq.read_table(pa.BufferReader(data))
+
+
 def read_table(uri: str, schema: pa.Schema) -> tuple[pa.Table, list[str]]:
     """Read every ``*.parquet`` below ``uri`` into one table with ``schema``.
 
-    Returns ``(table, quarantined)``: unreadable files are renamed to ``*.corrupt`` and listed.
-    A missing folder gives an empty table.
+    Each file is read in two steps: its bytes (I/O), then the Parquet inside them (parsing, in memory).
+    A file whose bytes do not parse as Parquet (a writer killed mid-file) is renamed to
+    ``<file>.corrupt``, logged and listed, so its rows are recomputed and no key is counted twice.
+
+    Returns:
+        ``(table, quarantined)``: the rows (columns of ``schema``; missing columns null) and the paths
+        renamed to ``*.corrupt``. A missing folder gives an empty table.
+
+    Raises:
+        StoreReadError: a file's bytes could not be read (I/O or network error); the message names the
+            file, which is left as it is (a passing error must not discard good records).
     """
     fs, root = fs_and_path(uri)
     if not fs.exists(root):
@@ -47,12 +71,17 @@ def read_table(uri: str, schema: pa.Schema) -> tuple[pa.Table, list[str]]:
             continue
         try:
             with fs.open(f, "rb") as fh:
-                t = pq.read_table(fh)
-            tables.append(t.select([n for n in schema.names if n in t.column_names]))
-        except Exception as e:  # a partial file from a killed writer
-            log.warning("quarantining unreadable parquet %s: %s", f, e)
+                data = fh.read()
+        except Exception as e:  # an I/O boundary: name the file, keep it
+            raise StoreReadError(f"cannot read {f} ({type(e).__name__}: {e}); the file is kept as it is") from e
+        try:
+            t = _parse_parquet(data)
+        except PARSE_ERRORS as e:
+            log.warning("quarantining unparseable parquet %s (%d bytes): %s", f, len(data), e)
             fs.mv(f, f + ".corrupt")
             bad.append(f)
+            continue
+        tables.append(t.select([n for n in schema.names if n in t.column_names]))
     if not tables:
         return schema.empty_table(), bad
     from howeval.records import conform
