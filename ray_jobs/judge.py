@@ -17,7 +17,7 @@ import pyarrow as pa
 import yaml
 
 from howeval.benchmarks.loaders import load_samples
-from howeval.config import ConfigError, JudgesConfig, SweepConfig, load_run_config
+from howeval.config import ConfigError, JudgesConfig, SweepConfig, load_run_config, require_ready
 from howeval.judges.pipeline import judge_id, merge_judges, verifier_id
 from howeval.engines.prompts import image_data_url
 from howeval.records import JUDGMENT_SCHEMA, RESPONSE_KEY, RESPONSE_SCHEMA, VERIFY_TYPE, conform, key_of
@@ -100,6 +100,7 @@ def main(argv=None) -> int:
                 doc = yaml.safe_load(f) or {}
             raw["judges"] = merge_judges(cfg.judges, JudgesConfig.model_validate(doc.get("judges", doc))).model_dump()
         cfg = SweepConfig.model_validate(raw)
+        require_ready(cfg.judges, args.judges or f"{args.run}/run_config.json", only=args.only)  # keys, URLs: before Ray
         if args.judges:
             write_json(join(args.run, "run_config.json"), cfg.model_dump_json(indent=2))
         res = judge_run(cfg, only=args.only)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from howeval.benchmarks.loaders import BadRowError, load_samples
-from howeval.config import BenchmarkConfig, ConfigError, ModelConfig, SweepConfig, load_sweep_config
+from howeval.config import BenchmarkConfig, ConfigError, ModelConfig, SweepConfig, load_sweep_config, require_ready
 from howeval.records import KEY, RESPONSE_SCHEMA, SAMPLE_SCHEMA, conform
 from howeval.store import existing_keys, join, read_table, write_json
 from ray_jobs.common import blocks, init_ray, log, write_parquet
@@ -127,6 +127,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     try:
         cfg = config_from_args(args)
+        require_ready(cfg, args.config)  # paths, URLs, keys, stale resume: before Ray starts
         metrics = run_sweep(cfg)
     except (ConfigError, BadRowError, FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

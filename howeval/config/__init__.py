@@ -1,5 +1,5 @@
 """Configs of every job: one strict base, one YAML loader, one error formatter (``base``), the sweep's
-models (``sweep``).
+models (``sweep``), the checks run before Ray starts (``preflight``) and the stale-resume guard (``resume``).
 
 ``from howeval.config import X`` works for every name below.
 """
@@ -30,10 +30,13 @@ from howeval.config.sweep import (
     load_run_config,
     load_sweep_config,
 )
+from howeval.config.preflight import preflight, require_ready
+from howeval.config.resume import refuse_stale_resume, stale_fields
 
 __all__ = [
     "AdaptConfig", "BenchmarkConfig", "BuildRefsConfig", "ConfigError", "CrystalConfig", "JudgeEngineConfig",
     "JudgesConfig", "ModeConfig", "ModelConfig", "PatternJudgeConfig", "RayConfig", "ResourcesConfig",
     "SamplingConfig", "StrictModel", "SweepConfig", "VerifierConfig", "format_validation_error",
-    "load_run_config", "load_sweep_config", "load_yaml_config", "merge_overrides", "resolve_path", "validate",
+    "load_run_config", "load_sweep_config", "load_yaml_config", "merge_overrides", "preflight", "refuse_stale_resume",
+    "require_ready", "resolve_path", "stale_fields", "validate",
 ]

@@ -147,3 +147,28 @@ def test_one_sweep_runs_patterneval_crystal_and_adaptmmbench(tmp_path, repo_root
     report = (out / "report.md").read_text()
     for heading in ("## PatternEval", "## CRYSTAL", "## AdaptMMBench"):
         assert heading in report
+
+
+def test_sweep_stops_before_ray_on_a_missing_key_and_on_a_stale_output(tmp_path, real_manifest, capsys, monkeypatch):
+    """Fail-fast and stale-resume refusals come from main before any work (messages: tests/cpu/config/)."""
+    from howeval.config import SweepConfig
+    from ray_jobs.sweep import main
+
+    monkeypatch.delenv("HOWEVAL_TEST_UNSET_KEY", raising=False)
+    out = tmp_path / "run"
+    model = {"name": "api", "engine": "openai", "model": "m", "modes": {"NT": {}},
+             "options": {"base_url": "https://api.example.com/v1", "api_key_env": "HOWEVAL_TEST_UNSET_KEY"}}
+    assert main(["--config", str(_config(tmp_path, real_manifest, out, model))]) == 2
+    assert "models.0.options.api_key_env: environment variable HOWEVAL_TEST_UNSET_KEY is not set" in capsys.readouterr().err
+    assert not out.exists()  # nothing written: no run_config.json, no responses
+
+    hf = {"name": "smol", "engine": "hf", "modes": {"NT": {}}, "sampling": {"max_tokens": 24}}
+    cfg_path = _config(tmp_path, real_manifest, out, hf)
+    stored = SweepConfig.model_validate(yaml.safe_load(cfg_path.read_text()))
+    (out / "responses" / "smol").mkdir(parents=True)
+    (out / "responses" / "smol" / "part.parquet").write_bytes(b"x")
+    (out / "run_config.json").write_text(stored.model_dump_json())
+    assert main(["--config", str(cfg_path), "--max-tokens", "48"]) == 2
+    err = capsys.readouterr().err
+    assert "models.0.sampling.max_tokens: stored 24, now 48" in err and "new output URI" in err
+    assert SweepConfig.model_validate_json((out / "run_config.json").read_text()) == stored  # not overwritten
