@@ -279,7 +279,58 @@ def test_rayjob_runtime_env_and_lifecycle(name, manifests, repo_root: Path):
     assert isinstance(env, dict) and set(env) <= {"working_dir", "env_vars", "pip", "py_modules"}, env
     dockerfile = (repo_root / "k8s" / "Dockerfile").read_text()
     assert f"WORKDIR {env['working_dir']}" in dockerfile, "working_dir must be the image's project folder"
-    assert spec["shutdownAfterJobFinishes"] is True and spec.get("submissionMode", "K8sJobMode") == "K8sJobMode"
+    assert spec.get("submissionMode", "K8sJobMode") == "K8sJobMode"
+
+
+@pytest.mark.parametrize("name", ["rayjob-sweep.yaml", "rayjob-grpo.yaml"])
+def test_rayjob_submitter_deadlines_and_deletion_rules(name, manifests):
+    """What the operator checks beyond the schema (KubeRay ``utils/validation.go``: ``ValidateRayJobSpec``,
+    ``validateDeletionConfiguration``, ``validateDeletionRules``), for the fields these RayJobs set."""
+    spec = manifests[name]["spec"]
+    assert spec["submitterConfig"]["backoffLimit"] >= 1, "the submitter pod is retried"
+    assert spec["submissionMode"] == "K8sJobMode", "submitterConfig applies to the K8s submitter Job"
+    assert 0 < spec["preRunningDeadlineSeconds"] < spec["activeDeadlineSeconds"]
+    rules = spec["deletionStrategy"]["deletionRules"]
+    assert "onSuccess" not in spec["deletionStrategy"] and "onFailure" not in spec["deletionStrategy"], "rules or legacy, not both"
+    assert spec["shutdownAfterJobFinishes"] is False and not spec.get("ttlSecondsAfterFinished"), \
+        "deletionRules and shutdownAfterJobFinishes (and its TTL) are mutually exclusive"
+    autoscaling = spec["rayClusterSpec"].get("enableInTreeAutoscaling", False)
+    seen = {}
+    for r in rules:
+        cond = r["condition"]
+        assert ("jobStatus" in cond) != ("jobDeploymentStatus" in cond), f"one of jobStatus / jobDeploymentStatus: {cond}"
+        assert not (autoscaling and r["policy"] == "DeleteWorkers"), "DeleteWorkers is refused with autoscaling"
+        key = (cond.get("jobStatus", ""), r["policy"])
+        assert key not in seen, f"duplicate rule {key}"
+        seen[key] = cond.get("ttlSeconds", 0)
+    order = ["DeleteWorkers", "DeleteCluster", "DeleteSelf"]  # TTLs non-decreasing along this order per status
+    for status in {s for s, _ in seen}:
+        ttls = [seen[(status, p)] for p in order if (status, p) in seen]
+        assert ttls == sorted(ttls), f"{status}: TTLs {ttls} must not decrease along {order}"
+    by_status = {cond: t for (cond, p), t in seen.items() if p == "DeleteCluster"}
+    assert set(by_status) == {"SUCCEEDED", "FAILED", ""}, "the cluster goes away on every outcome"
+    assert by_status["FAILED"] > by_status["SUCCEEDED"], "a failed cluster stays longer (its logs)"
+
+
+def test_validator_rejects_bad_rayjob_lifecycle_fields(manifests, validators):
+    """Negative controls for the RayJob fields above: the CRD schema catches these mistakes."""
+    v = validators["RayJob"]
+    good = manifests["rayjob-sweep.yaml"]
+    assert not schema_errors(v, good)
+    for path, value, where in [
+        (("preRunningDeadlineSeconds",), 0, "preRunningDeadlineSeconds"),           # minimum 1
+        (("submitterConfig", "backoffLimit"), "2", "backoffLimit"),                 # an integer
+        (("submitterConfig", "backoffLimt"), 2, "backoffLimt"),                     # a typo: closed object
+        (("deletionStrategy", "deletionRules"), [], "deletionRules"),               # minItems 1
+        (("deletionStrategy", "deletionRules", 0, "policy"), "DeleteAll", "policy"),  # not an enum value
+        (("deletionStrategy", "deletionRules", 0, "condition", "jobStatus"), "RUNNING", "jobStatus"),
+    ]:
+        bad = copy.deepcopy(good)
+        node = bad["spec"]
+        for k in path[:-1]:
+            node = node[k]
+        node[path[-1]] = value
+        assert any(where in e for e in schema_errors(v, bad)), (path, value)
 
 
 def _serve_config(manifests) -> dict:
