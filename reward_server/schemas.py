@@ -6,8 +6,27 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from howeval.judges.verify import VERIFIERS
+from howeval.parsing.limits import MAX_NESTING, MAX_NUMBER_DIGITS, longest_digit_run, nesting_depth
 
 MAX_TEXT = 200_000  # characters per text field
+MAX_ANSWER = 10_000  # characters of a reference answer, a label or an option (a description fits; a book does not)
+
+
+def check_reference(value: str, field: str, max_chars: int = MAX_ANSWER) -> str:
+    """A caller-given reference text (answer, option, OpenRLHF label): ``ValueError`` naming ``field``
+    when it is longer than ``max_chars`` (default :data:`MAX_ANSWER`), nests brackets deeper than ``MAX_NESTING`` or holds a
+    number of more than ``MAX_NUMBER_DIGITS`` digits (the request is answered 422; a model *response*
+    over the limits is scored ``unresolved`` instead, never refused).
+    """
+    if len(value) > max_chars:
+        raise ValueError(f"{field}: {len(value):,} characters; at most {max_chars:,}")
+    depth = nesting_depth(value, stop_at=MAX_NESTING + 1)
+    if depth > MAX_NESTING:
+        raise ValueError(f"{field}: brackets nested {depth}+ deep; at most {MAX_NESTING}")
+    digits = longest_digit_run(value)
+    if digits > MAX_NUMBER_DIGITS:
+        raise ValueError(f"{field}: a number of {digits:,} digits; at most {MAX_NUMBER_DIGITS:,}")
+    return value
 
 
 class RewardItem(BaseModel):
@@ -22,6 +41,18 @@ class RewardItem(BaseModel):
     kind: Literal["base", "pattern", "cpr"] = Field("pattern", description="base = verifier only; pattern = PatternRL; cpr = CRYSTAL CPR.")
     reference_steps: list[str] | None = Field(None, max_length=512, description="Reference steps (cpr only, non-empty).")
     options: list[str] | None = Field(None, max_length=64, description="Option texts in order (multiple choice), optional.")
+
+    @field_validator("answer")
+    @classmethod
+    def _sane_answer(cls, v: str) -> str:
+        return check_reference(v, "answer")
+
+    @field_validator("options")
+    @classmethod
+    def _sane_options(cls, v: list[str] | None) -> list[str] | None:
+        for i, o in enumerate(v or []):
+            check_reference(o, f"options.{i}")
+        return v
 
     @field_validator("answer_type")
     @classmethod
@@ -83,6 +114,8 @@ class OpenRLHFRequest(BaseModel):
                 raise ValueError(f"{name}: required (one per query)")
             if len(v) != len(self.query):
                 raise ValueError(f"{name}: {len(v)} values for {len(self.query)} queries")
+        for i, lab in enumerate(self.labels or []):
+            check_reference(lab, f"labels.{i}", MAX_TEXT)  # before any JSON decoding of the label
         return self
 
 

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 
 from howeval.parsing.text import NUMBER_WORDS, boxed_spans, strip_latex
 from howeval.judges.base import JudgeItem, as_judge_items
+from howeval.parsing.limits import InputTooLarge, check_text
 from howeval.judges.verdict import LABELS, PatternVerdict, make_verdict
 
 RULES_VERSION = "rules-1.0"
@@ -443,13 +444,24 @@ class RuleJudge:
             options: the option texts in order (A first), when the benchmark stores them apart.
 
         Returns:
-            A verdict with all four labels and, for each positive label, its evidence span.
+            A verdict with all four labels and, for each positive label, its evidence span; a response
+            over the limits of :mod:`howeval.parsing.limits` (200,000 characters, brackets nested 100
+            deep) gives a failed verdict ``"judge_error: input too large: ..."`` (no labels).
 
         Raises:
             TypeError: ``response`` is not a str.
         """
         if not isinstance(response, str):
             raise TypeError(f"response must be str, got {type(response).__name__}")
+        try:
+            check_text(response, "response")
+            return self._judge(response, question, options)
+        except InputTooLarge as e:
+            return PatternVerdict.failed(self.name, self.version, f"judge_error: {e}")
+        except RecursionError:
+            return PatternVerdict.failed(self.name, self.version, "judge_error: input too large: nesting too deep")
+
+    def _judge(self, response: str, question: str | None, options: Sequence[str] | None) -> PatternVerdict:
         text = normalize_newlines(response)
         sents = split_sentences(text)
         opts = options_from_list(options) or parse_options(question) or parse_options(text, strict=True)

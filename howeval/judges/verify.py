@@ -34,16 +34,16 @@ from __future__ import annotations
 import logging
 import math
 import re
-import threading
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from typing import Any, Callable, Sequence
 
-from howeval.parsing.answers import SOURCE_BOXED, extract_option_letter, find_final_answer
 from howeval.parsing.text import NUMBER_WORDS, find_json_object, strip_latex
 from howeval.engines.base import ChatRequest, Completion, Engine
 from howeval.records import check_columns
+from howeval.judges import budget
+from howeval.parsing.answers import SOURCE_BOXED, extract_option_letter, find_final_answer
+from howeval.parsing.limits import MAX_NUMBER_DIGITS, InputTooLarge, check_text, longest_digit_run
 
 __all__ = [
     "VerifyResult",
@@ -54,6 +54,7 @@ __all__ = [
     "METHOD_RULE",
     "METHOD_LLM",
     "METHOD_LLM_ERROR",
+    "METHOD_BUDGET",
     "DEFAULT_REL_TOL",
 ]
 
@@ -62,10 +63,12 @@ log = logging.getLogger(__name__)
 METHOD_RULE = "rule"
 METHOD_LLM = "llm"
 METHOD_LLM_ERROR = "llm_error"
+METHOD_BUDGET = "budget"  # the item broke a size limit or its time budget: correct is None, the reason says which
 DEFAULT_REL_TOL = 1e-4  # our choice: free-form numbers equal within 0.01% (|a-b| <= 1e-4 * max(|a|,|b|))
 FRACTION_DECIMALS = 3  # PromptPG normalize_answer rounds fractions and decimals to 3 places
 BARE_MAX_WORDS = 4  # a response this short, on one line, with no answer marker, is its own answer
 BARE_MAX_CHARS = 60
+MAX_MATH_CHARS = 1_000  # longer strings are never sent to math-verify (not an expression: unresolved)
 DESCRIPTIVE_MIN_WORDS = 5  # a non-numeric gold this long is a description rules cannot check
 
 
@@ -76,7 +79,8 @@ class VerifyResult:
     Attributes:
         correct: True / False, or None when unresolved (rules could not decide; never a guess).
         extracted: the final answer taken from the response, or None when none was found.
-        method: ``"rule"``, ``"llm"`` (LLM judge verdict) or ``"llm_error"`` (judge failed; correct is None).
+        method: ``"rule"``, ``"llm"`` (LLM judge verdict), ``"llm_error"`` (judge failed; correct is None)
+            or ``"budget"`` (``"input too large: ..."`` or ``"timeout after 2 s"``; correct is None).
         reason: one line saying why, e.g. ``"picked B ($15^{\\circ}$); gold B"``.
     """
 
@@ -145,6 +149,8 @@ def _parse_number(s: str) -> tuple[Fraction, str, int] | None:
     if not m:
         return None
     num_s = m.group("num").replace(",", "")
+    if len(num_s) > MAX_NUMBER_DIGITS:  # not an answer; Fraction/float of it would raise or overflow
+        return None
     try:
         val = Fraction(num_s)
     except ValueError:
@@ -197,41 +203,78 @@ def _norm_text(s: str) -> str:
 def _close(a: Fraction, b: Fraction, rel_tol: float) -> bool:
     if a == b:
         return True
-    return math.isclose(float(a), float(b), rel_tol=rel_tol, abs_tol=1e-12)
+    if abs(a - b) <= Fraction(1, 10**12):
+        return True
+    return abs(a - b) <= Fraction(rel_tol) * max(abs(a), abs(b))
+
+
+def _fmt(x: Fraction) -> str:
+    """A number for a reason line (``%g`` style; never raises on huge values)."""
+    try:
+        return f"{float(x):g}"
+    except OverflowError:
+        return "<huge number>"
 
 
 def _units_compatible(u1: str, u2: str) -> bool:
     return not u1 or not u2 or u1 == u2 or u1.rstrip("s") == u2.rstrip("s")
 
 
-def _round(x: Fraction, places: int) -> Decimal:
-    d = Decimal(x.numerator) / Decimal(x.denominator)
-    return d.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+def _round(x: Fraction, places: int) -> Fraction:
+    """``x`` rounded half away from zero to ``places`` decimals, exactly (no 28-digit Decimal context).
+
+    >>> _round(Fraction(7, 18), 3), _round(Fraction(-5, 2), 0)
+    (Fraction(389, 1000), Fraction(-3, 1))
+    """
+    scale = 10**places
+    n = math.floor(abs(x) * scale + Fraction(1, 2))
+    return Fraction(n if x >= 0 else -n, scale)
 
 
 def _looks_math(s: str) -> bool:
     return bool(re.search(r"[\\^_{}=+*/()]|\d", s))
 
 
+_NESTED_POWER_RE = re.compile(r"\^\s*\{[^{}]*\^|\^\s*\(?\s*\d+\s*\^")
+_BIG_EXPONENT_RE = re.compile(r"\^\s*\{?\s*\(?\s*(\d{6,})")
+_BIG_FACTORIAL_RE = re.compile(r"\d{4,}\s*!")
+
+
+def _math_risk(s: str) -> str | None:
+    """Why ``s`` is refused before math-verify (sympy would evaluate an astronomically large number), or None.
+
+    >>> _math_risk("10^{10^{10}}"), _math_risk("2^{10}")
+    ('a power in an exponent', None)
+    """
+    if _NESTED_POWER_RE.search(s):
+        return "a power in an exponent"
+    if _BIG_EXPONENT_RE.search(s):
+        return "an exponent of 6+ digits"
+    if _BIG_FACTORIAL_RE.search(s):
+        return "a factorial of a 4+ digit number"
+    if longest_digit_run(s) > MAX_NUMBER_DIGITS:
+        return f"a number of more than {MAX_NUMBER_DIGITS} digits"
+    return None
+
+
 def _math_equal(gold: str, pred: str) -> bool | None:
     """math-verify equivalence of two LaTeX strings: True/False, or None when either side does not parse.
 
-    Signal-based timeouts only work on the main thread; elsewhere (Ray workers) they are disabled.
+    Runs in a child process under the item's time budget (:mod:`howeval.judges.budget`), so it holds
+    off the main thread too (math-verify's own signal timeouts do not).
+
+    Raises:
+        InputTooLarge: either side would make sympy build an astronomically large number (power towers,
+            6+ digit exponents, factorials of 4+ digit numbers).
+        budget.BudgetExceeded: the item's time budget ran out.
     """
-    from math_verify import parse
-    from math_verify import verify as mv_verify
-
-    timeout = 5 if threading.current_thread() is threading.main_thread() else None
-
-    def wrap(s: str) -> str:
-        s = s.strip()
-        return s if "$" in s or "\\(" in s or "\\[" in s else f"${s}$"
-
-    g = parse(wrap(gold), parsing_timeout=timeout)
-    p = parse(wrap(pred), parsing_timeout=timeout)
-    if not g or not p:
-        return None
-    return bool(mv_verify(g, p, timeout_seconds=timeout))
+    for side, name in ((gold, "answer"), (pred, "response answer")):
+        why = _math_risk(side)
+        if why:
+            raise InputTooLarge(f"input too large: {name} {side[:40]!r} has {why}")
+    if max(len(gold), len(pred)) > MAX_MATH_CHARS:
+        return None  # no answer is this long: not an expression to compare
+    return budget.math_equal(gold, pred)
 
 
 def _letter(i: int) -> str:
@@ -358,7 +401,7 @@ def _compare_value(cand: str, src: str, gold: str, rel_tol: float) -> VerifyResu
         pc = _parse_number(cand) or (_lenient_number(cand) if src != SOURCE_BOXED else None)
         if pc:
             ok = _close(pc[0], pg[0], rel_tol)
-            return VerifyResult(ok, cand, METHOD_RULE, f"number {float(pc[0]):g} vs gold {float(pg[0]):g} ({src})")
+            return VerifyResult(ok, cand, METHOD_RULE, f"number {_fmt(pc[0])} vs gold {_fmt(pg[0])} ({src})")
     if _looks_math(gold) or _looks_math(cand):
         eq = _math_equal(gold, cand)
         if eq is not None:
@@ -413,7 +456,7 @@ def _verify_tabmwp_number(response: str, answer: str, integer: bool) -> VerifyRe
         rule = f"fraction, or {FRACTION_DECIMALS} decimals"
     else:
         ok, rule = _round(pv, pg[2]) == _round(gv, pg[2]), f"rounded to {pg[2]} decimals"
-    return VerifyResult(ok, cand, METHOD_RULE, f"number {float(pv):g} vs gold {answer} ({rule}; {src})")
+    return VerifyResult(ok, cand, METHOD_RULE, f"number {_fmt(pv)} vs gold {answer} ({rule}; {src})")
 
 
 @register_verifier("integer_number")
@@ -524,6 +567,7 @@ def verify(
     source: str | None = None,
     *,
     rel_tol: float = DEFAULT_REL_TOL,
+    time_budget_s: float = budget.DEFAULT_ITEM_BUDGET_S,
 ) -> VerifyResult:
     r"""Judge one response y_m against the reference answer g by the rules of its answer type.
 
@@ -536,9 +580,14 @@ def verify(
         source: the item's source benchmark, recorded in the reason; criteria follow answer_type,
             which the manifest sets per source.
         rel_tol: relative tolerance for free-form numbers (> 0, default 1e-4).
+        time_budget_s: seconds this item may spend in math-verify (enforced in a child process that
+            is killed when over time, so it holds in threads, actors and Serve replicas).
 
     Returns:
-        VerifyResult with correct True/False, or None when the rules cannot decide.
+        VerifyResult with correct True/False, or None when the rules cannot decide. A response over
+        the size limits of :mod:`howeval.parsing.limits` (200,000 characters, brackets nested 100
+        deep) or over its time budget is ``correct=None, method="budget"`` with the reason
+        (``"input too large: ..."``, ``"timeout after 2 s"``): never an exception, never a guess.
 
     Raises:
         ValueError: unknown answer_type (the message lists the registered ones), rel_tol <= 0, or an
@@ -561,7 +610,16 @@ def verify(
     if answer is None and answer_type != "free_form":
         raise ValueError(f"answer is None for answer_type {answer_type!r}; only free_form items may lack a reference")
     gold = None if answer is None else str(answer)
-    result = VERIFIERS[answer_type](response, gold, options, rel_tol=rel_tol)
+    try:
+        check_text(response, "response")
+        with budget.item_budget(time_budget_s):
+            result = VERIFIERS[answer_type](response, gold, options, rel_tol=rel_tol)
+    except InputTooLarge as e:
+        result = VerifyResult(None, None, METHOD_BUDGET, str(e))
+    except budget.BudgetExceeded as e:
+        result = VerifyResult(None, None, METHOD_BUDGET, str(e))
+    except RecursionError:
+        result = VerifyResult(None, None, METHOD_BUDGET, "input too large: nesting too deep to parse")
     if source:
         result.reason = f"{result.reason} [{source}]"
     return result

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 
+from howeval.parsing.limits import MAX_NESTING, nesting_depth
 from howeval.parsing.text import boxed_contents, strip_latex
 
 __all__ = ["extract_answer", "find_final_answer", "extract_option_letter"]
@@ -41,9 +42,11 @@ def _json_answer(text: str) -> str | None:
         s = fence.group(1)
     if not (s.startswith("{") and s.endswith("}")):
         return None
+    if nesting_depth(s, stop_at=MAX_NESTING + 1) > MAX_NESTING:
+        return None  # the JSON decoder recurses once per level
     try:
         obj = json.loads(s)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None
     if not isinstance(obj, dict) or obj.get("answer") is None:
         return None

@@ -17,6 +17,8 @@ import json
 import re
 from typing import Any, Callable
 
+from howeval.parsing.limits import MAX_NESTING
+
 __all__ = [
     "NUMBER_WORDS",
     "boxed_contents",
@@ -56,7 +58,9 @@ def _balanced_spans(text: str, nested: bool) -> list[str]:
             opens.append(i)
         elif ch == "}" and opens:
             start = opens.pop()
-            if nested or not opens:
+            # spans nested deeper than MAX_NESTING are never kept: the decoder would recurse past its
+            # limit, and keeping every level of a 2,000-deep nesting costs O(n^2) memory
+            if (nested and len(opens) < MAX_NESTING) or not opens:
                 spans.append((start, text[start : i + 1]))
     spans.sort()
     return [span for _, span in spans]
@@ -89,7 +93,7 @@ def json_objects(text: str, *, nested: bool = True) -> list[dict[str, Any]]:
     for cand in json_candidates(text, nested=nested):
         try:
             obj = json.loads(cand)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: nested deeper than the decoder goes
             continue
         if isinstance(obj, dict):
             out.append(obj)
@@ -125,7 +129,7 @@ def find_json_object(
 
 # ---------------------------------------------------------------------------------- boxed spans
 
-_BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_BOX_OR_BRACE_RE = re.compile(r"\\(?:boxed|fbox)\s*\{|[{}]")
 
 
 def boxed_spans(text: str) -> list[tuple[int, int, str]]:
@@ -135,17 +139,22 @@ def boxed_spans(text: str) -> list[tuple[int, int, str]]:
     >>> boxed_spans(r"a \\boxed{x{1}} b")
     [(2, 14, 'x{1}')]
     """
+    # One left-to-right pass over box openers and braces (a stack of open groups): repeated unclosed
+    # ``\boxed{`` openers cost O(n), not O(n^2).
     out: list[tuple[int, int, str]] = []
-    for m in _BOXED_RE.finditer(text):
-        depth, i = 1, m.end()
-        while i < len(text) and depth:
-            if text[i] == "{":
-                depth += 1
-            elif text[i] == "}":
-                depth -= 1
-            i += 1
-        if depth == 0:
-            out.append((m.start(), i, text[m.end() : i - 1]))
+    stack: list[tuple[int, int] | None] = []  # (box start, content start) for a box opener, None for "{"
+    for m in _BOX_OR_BRACE_RE.finditer(text):
+        tok = m.group(0)
+        if tok == "}":
+            if stack:
+                top = stack.pop()
+                if top is not None:
+                    out.append((top[0], m.end(), text[top[1] : m.start()]))
+        elif tok == "{":
+            stack.append(None)
+        else:
+            stack.append((m.start(), m.end()))
+    out.sort()
     return out
 
 
@@ -168,13 +177,21 @@ _WRAPPER_RE = re.compile(r"\\(?:text|textbf|mathrm|mathbf|operatorname|mbox)\s*\
 
 
 def _unbox(s: str) -> str:
-    """Every ``\\boxed{...}`` / ``\\fbox{...}`` replaced by its content (balanced braces, nested boxes too)."""
+    """Every ``\\boxed{...}`` / ``\\fbox{...}`` replaced by its content (balanced braces, nested boxes too).
+
+    Each round unwraps every outermost box in one pass (rounds = box nesting depth, not box count).
+    """
     while True:
         spans = boxed_spans(s)
         if not spans:
             return s
-        start, end, content = spans[0]
-        s = s[:start] + content + s[end:]
+        parts, pos = [], 0
+        for start, end, content in spans:
+            if start < pos:
+                continue  # inside a box unwrapped this round; the next round gets it
+            parts += [s[pos:start], content]
+            pos = end
+        s = "".join(parts) + s[pos:]
 
 
 def strip_latex(s: str) -> str:

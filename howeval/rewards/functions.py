@@ -113,7 +113,9 @@ def bernoulli_gate(key: str, p: float = 0.6, seed: int = 0) -> int:
         raise TypeError(f"key must be str, got {type(key).__name__}: {key!r}")
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"p={p!r} must lie in [0, 1]")
-    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
+    # "surrogatepass": a key with a lone surrogate (any str a JSON body can carry) still hashes; other
+    # keys encode exactly as plain UTF-8, so their gates are unchanged
+    digest = hashlib.sha256(f"{seed}:{key}".encode("utf-8", "surrogatepass")).digest()
     u = int.from_bytes(digest[:8], "big") / 2.0**64
     return int(u < p)
 

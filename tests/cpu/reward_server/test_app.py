@@ -166,6 +166,26 @@ def test_valid_shape_random_text_never_5xx(server, response, answer, answer_type
         assert 0.0 <= x["reward"] <= 1.0
 
 
+ISSUE_12_INPUTS = ['{"a":' * 2000 + "1" + "}" * 2000, r"\boxed{10^{10^{10}}}", r"\boxed{9^{9^{9^{9}}}}", r"\boxed{" * 4000]
+
+
+def test_pathological_items_are_unresolved_or_422_never_5xx(server):
+    # issue 12: each scored as unresolved (s_ver 0) with the replica still answering, in every kind
+    for kind in ("base", "pattern", "cpr"):
+        r = post(server, {"items": [item(t, answer="5", kind=kind, reference_steps=["a step"]) for t in ISSUE_12_INPUTS]})
+        assert r.status_code == 200, r.text
+        assert [x["verify_method"] for x in r.json()["rewards"]] == ["unresolved"] * 4
+        assert [x["s_ver"] for x in r.json()["rewards"]] == [0.0] * 4
+    assert post(server, {"items": [item(CLEAN, kind="base")]}).json()["rewards"][0]["reward"] == 1.0
+    # caller-given references over the limits: 422 naming the field, never a 500
+    for label in ["[" * 1000 + "]" * 1000, "9" * 5000]:
+        r = httpx.post(server + "/get_reward", json={"query": ["q The answer is 4."], "prompts": ["q"], "labels": [label]},
+                       headers=AUTH, timeout=60)
+        assert r.status_code == 422 and "labels.0" in r.text, r.text
+    r = post(server, {"items": [item(CLEAN, answer="9" * 5000)]})
+    assert r.status_code == 422 and "answer" in r.text, r.text
+
+
 def test_trl_reward_function_against_server(server, monkeypatch):
     from howeval.rewards.client import RewardClient
 

@@ -177,3 +177,43 @@ def test_trl_wrapper_errors(fn, kwargs, match):
 
 def test_doctests():
     assert doctest.testmod(rewards).failed == 0
+
+
+# ------------------------------------------------------------------ fuzz (issue 12): only ValueError escapes
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_any_number = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**30, 10**30), st.booleans())
+
+
+@settings(max_examples=300, deadline=None)
+@given(s_ver=_any_number, s_pat=st.one_of(st.none(), _any_number), z=st.one_of(st.integers(-2, 3), st.floats()))
+def test_fuzz_pattern_reward_in_range_or_value_error(s_ver, s_pat, z):
+    try:
+        r = rewards.pattern_reward(s_ver, s_pat, z)
+    except ValueError:
+        return
+    assert 0.0 <= r <= 1.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(correct=st.one_of(st.booleans(), st.integers(-2, 3)), f1=_any_number,
+       a_w=st.floats(0, 1), s_w=st.floats(0, 1), lam=st.floats(0, 1))
+def test_fuzz_cpr_reward_in_range_or_value_error(correct, f1, a_w, s_w, lam):
+    try:
+        r = rewards.cpr_reward(correct, f1, a_w, s_w, lam)
+    except ValueError:
+        return
+    assert 0.0 <= r <= a_w + s_w
+
+
+@settings(max_examples=300, deadline=None)
+@given(key=st.text(alphabet=st.characters(), max_size=200) | st.just("\ud800\x00" * 1000), p=st.floats(0, 1),
+       seed=st.integers(-10**20, 10**20))
+def test_fuzz_bernoulli_gate_any_key(key, p, seed):
+    assert rewards.bernoulli_gate(key, p, seed) in (0, 1)
+
+
+def test_bernoulli_gate_surrogate_key_is_stable():
+    assert rewards.bernoulli_gate("a\ud800b") == rewards.bernoulli_gate("a\ud800b")

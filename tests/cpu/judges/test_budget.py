@@ -1,0 +1,141 @@
+"""Budgets that hold off the main thread: the hard-timeout runner, and verify / the rule judge on the
+degenerate corpus and on hypothesis-generated text (issue 12)."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from degenerate import CORPUS, ITEM_BOUND_S, run_in_thread
+from howeval.judges import budget
+from howeval.judges.rules import RuleJudge
+from howeval.judges.verify import METHOD_BUDGET, verify
+
+# ------------------------------------------------------------------------------------------ runner
+
+
+def test_runner_kills_an_overrunning_task_and_recovers():
+    runner = budget.HardTimeoutRunner(max_workers=1)
+    try:
+        assert runner.call("sleep", (0.0,), 30.0)[0] == 0.0  # starts the child (start-up not charged)
+        with pytest.raises(budget.BudgetExceeded, match=r"^timeout after 0.3 s$"):
+            runner.call("spin", (600.0,), 0.3)  # 0.3 CPU seconds, then killed
+        assert runner.kills == 1
+        with pytest.raises(budget.BudgetExceeded, match=r"^timeout after 0.05 s$"):
+            runner.call("sleep", (600.0,), 0.05)  # uses no CPU: the wall-clock cap (20 x 0.05 s) kills it
+        assert runner.kills == 2
+        value, used = runner.call("sleep", (0.0,), 30.0)  # a fresh child replaces the killed one
+        assert value == 0.0 and 0.0 <= used < 30.0
+    finally:
+        runner.close()
+
+
+def test_runner_names_the_whole_budget_and_refuses_spent_budgets():
+    runner = budget.HardTimeoutRunner(max_workers=1)
+    try:
+        with pytest.raises(budget.BudgetExceeded, match=r"^timeout after 2 s$"):
+            runner.call("sleep", (0.0,), 0.0, budget_s=2.0)
+        with pytest.raises(KeyError, match="registered"):
+            runner.call("nope", (), 1.0)
+    finally:
+        runner.close()
+
+
+def test_item_budget_nests_and_rejects_bad_values():
+    with budget.item_budget(5.0):
+        assert budget.remaining() == (5.0, 5.0)
+        budget._charge(1.5)
+        with budget.item_budget(50.0):  # an enclosing budget is kept
+            assert budget.remaining() == (3.5, 5.0)
+    assert budget.remaining() == (budget.DEFAULT_ITEM_BUDGET_S, budget.DEFAULT_ITEM_BUDGET_S)
+    with pytest.raises(ValueError, match="positive finite"):
+        with budget.item_budget(float("nan")):
+            pass
+
+
+# ------------------------------------------------------------------------------ the issue's inputs
+
+
+ISSUE_INPUTS = [
+    ('{"a":' * 2000 + "1" + "}" * 2000, "input too large"),
+    (r"\boxed{10^{10^{10}}}", "input too large"),
+    (r"\boxed{9^{9^{9^{9}}}}", "input too large"),
+    (r"\boxed{" * 4000, None),  # quadratic scan fixed: an ordinary unresolved verdict, fast
+]
+
+
+@pytest.mark.parametrize("text,reason", ISSUE_INPUTS, ids=["json-2000", "tower-10", "tower-9", "boxed-4000"])
+def test_issue_inputs_finish_in_a_thread_with_their_reason(text, reason):
+    res, cpu, err = run_in_thread(lambda: verify(text, "5", "free_form"))
+    assert err is None, repr(err)
+    assert cpu < ITEM_BOUND_S
+    assert res.correct is None
+    if reason:
+        assert res.method == METHOD_BUDGET and res.reason.startswith(reason), res.reason
+
+
+def test_slow_math_verify_is_killed_off_the_main_thread():
+    # (10^7)! passes the size pre-checks; sympy would compute it for minutes: the child is killed
+    res, _, err = run_in_thread(lambda: verify(r"\boxed{(10^{7})!}", "5", "free_form", time_budget_s=0.5))
+    assert err is None, repr(err)
+    assert (res.correct, res.method, res.reason) == (None, METHOD_BUDGET, "timeout after 0.5 s")
+
+
+def test_huge_numbers_never_overflow():
+    r = verify("The answer is " + "1" + "0" * 400 + ".", "5", "free_form")
+    assert r.correct is False and "number" in r.reason  # 10^400 != 5, read exactly (no float overflow)
+    r = verify("The answer is " + "9" * 5000 + ".", "5", "integer_number")
+    assert r.correct is None  # 5,000 digits is not read as a number
+
+
+def test_math_verify_still_decides_ordinary_items():
+    assert verify(r"\boxed{\frac{\sqrt{2}}{2}}", r"\frac{1}{\sqrt{2}}", "free_form").correct is True
+    assert verify(r"\boxed{2^{10}}", "1024", "free_form").correct is True
+
+
+# ------------------------------------------------------------------------------------- fuzz corpus
+
+TYPES = [
+    ("free_form", "12", None),
+    ("free_form", r"\frac{3}{4}", None),
+    ("multiple_choice", "B", ["1 & 2", "1 & 4", "$15^{\\circ}$", "x^2"]),
+    ("integer_number", "18", None),
+    ("decimal_number", "0.25", None),
+    ("extractive_text", "April", ["March", "April"]),
+    ("boolean_text", "yes", None),
+    ("free_form_or_mc", "B (60°)", None),
+]
+
+
+@pytest.mark.parametrize("name,text", CORPUS, ids=[c[0] for c in CORPUS])
+def test_corpus_verify_every_type(name, text):
+    for answer_type, gold, options in TYPES:
+        res, cpu, err = run_in_thread(lambda: verify(text, gold, answer_type, options))
+        assert err is None, f"{answer_type}: {err!r}"
+        assert res.correct in (True, False, None)
+        timed_out = res.method == METHOD_BUDGET and res.reason.startswith("timeout after")
+        assert cpu < ITEM_BOUND_S or timed_out, f"{answer_type}: {cpu:.2f} s CPU"
+
+
+@pytest.mark.parametrize("name,text", CORPUS, ids=[c[0] for c in CORPUS])
+def test_corpus_rule_judge(name, text):
+    res, cpu, err = run_in_thread(lambda: RuleJudge().judge("Which? (A) 1 (B) 2", text, ["1", "2"]))
+    assert err is None, repr(err)
+    assert cpu < ITEM_BOUND_S, f"{cpu:.2f} s CPU"
+    assert res.ok or res.error.startswith("judge_error: input too large")
+
+
+_TOKENS = list("{}[]()^\\$!0123456789 .,:;-+*/=xABab\n\x00") + [
+    r"\boxed{", r"\frac{", "answer is ", "**", "(B)", "####", "Wait, ", "The answer is ", "<think>", "</think>", "```"]
+_TEXT = st.lists(st.sampled_from(_TOKENS), max_size=300).map("".join)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_TEXT, gold=st.sampled_from(["5", "B", r"\frac{1}{2}", "yes", "x^2"]))
+def test_hypothesis_verify_and_rules_never_raise(text, gold):
+    res = verify(text, gold, "free_form")
+    assert res.correct in (True, False, None)
+    if gold in ("B",):
+        assert verify(text, gold, "multiple_choice", ["1", "2", "3"]).correct in (True, False, None)
+    v = RuleJudge().judge("", text)
+    assert v.ok or v.error.startswith("judge_error")
