@@ -26,6 +26,7 @@ class ModeConfig(StrictModel):
     reasoning_effort: str | None = Field(None, description="Hosted-API reasoning control (minimal|low|medium|high|none).")
     extra_body: dict[str, Any] = Field(default_factory=dict, description="Extra request fields for this mode (openai engine), e.g. a provider's thinking switch.")
     max_tokens: int | None = Field(None, ge=1, description="Overrides sampling.max_tokens in this mode (thinking needs more).")
+    reasoning_opener_in_template: bool = Field(False, description="The chat template pre-fills the reasoning opener (<think>), so outputs carry no opening tag: an output cut by max_tokens before its closing tag is then truncated (no answer), never taken as the answer. The hf engine also detects this from the rendered prompt.")
 
 
 class SamplingConfig(StrictModel):

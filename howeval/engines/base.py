@@ -27,6 +27,8 @@ class ChatRequest:
         tools: OpenAI tool schemas offered to the model, or None.
         extra_body: extra request fields (openai engine only), e.g. a provider's thinking switch.
         request_id: caller's id, echoed on the completion.
+        reasoning_opener_in_template: the template pre-fills ``<think>`` (outputs have no opening tag);
+            engines pass it to ``split_reasoning`` so a length-cut output is truncated, not an answer.
     """
 
     messages: list[dict[str, Any]]
@@ -39,6 +41,7 @@ class ChatRequest:
     tools: list[dict[str, Any]] | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
     request_id: str | None = None
+    reasoning_opener_in_template: bool = False
 
 
 @dataclass

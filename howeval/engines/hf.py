@@ -15,7 +15,7 @@ from pathlib import Path
 from howeval.engines.base import ChatRequest, Completion
 from howeval.engines.messages import flatten_text
 from howeval.engines.options import HFOptions
-from howeval.parsing.reasoning import split_reasoning
+from howeval.parsing.reasoning import split_reasoning, template_opens_reasoning
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -156,7 +156,8 @@ class HFEngine:
             ids = ids[: ids.index(eos)] if stop else ids[: r.max_tokens]
             raw = self.tokenizer.decode(ids, skip_special_tokens=True)
             finish = "stop" if stop else "length"
-            sp = split_reasoning(raw, finish_reason=finish)
+            opener = r.reasoning_opener_in_template or template_opens_reasoning(prompts[j])
+            sp = split_reasoning(raw, finish_reason=finish, opener_in_template=opener)
             res.append(Completion(
                 text=sp.response, reasoning=sp.reasoning, finish_reason=finish, truncated=sp.truncated,
                 prompt_tokens=int(enc["attention_mask"][j].sum()), completion_tokens=len(ids) + (1 if stop else 0),

@@ -84,7 +84,8 @@ class OpenAIEngine:
         content = msg.content or ""
         server_r = getattr(msg, "reasoning_content", None) or getattr(msg, "reasoning", None)
         finish = choice.finish_reason or "stop"
-        sp = split_reasoning(content, finish_reason=finish, server_reasoning=server_r)
+        sp = split_reasoning(content, finish_reason=finish, server_reasoning=server_r,
+                             opener_in_template=req.reasoning_opener_in_template)
         calls = None
         if getattr(msg, "tool_calls", None):
             calls = [{"id": c.id, "type": "function",

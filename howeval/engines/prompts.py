@@ -89,4 +89,5 @@ def build_request(sample: dict, model: ModelConfig, mode: str) -> ChatRequest:
         messages=messages, max_tokens=mc.max_tokens or s.max_tokens, temperature=s.temperature, top_p=s.top_p,
         seed=s.seed, chat_template_kwargs=dict(mc.chat_template_kwargs), reasoning_effort=mc.reasoning_effort,
         extra_body=dict(mc.extra_body), request_id=f"{sample['sample_id']}|{model.name}|{mode}",
+        reasoning_opener_in_template=mc.reasoning_opener_in_template,
     )

@@ -73,7 +73,7 @@ class VLLMEngine:
             for i, r, res in zip(idx, reqs, results):
                 o = res.outputs[0]
                 finish = o.finish_reason or "stop"
-                sp = split_reasoning(o.text, finish_reason=finish)
+                sp = split_reasoning(o.text, finish_reason=finish, opener_in_template=r.reasoning_opener_in_template)
                 out[i] = Completion(text=sp.response, reasoning=sp.reasoning, finish_reason=finish, truncated=sp.truncated,
                                     prompt_tokens=len(res.prompt_token_ids or []), completion_tokens=len(o.token_ids),
                                     latency_s=dt, raw=o.text, request_id=r.request_id)

@@ -21,23 +21,36 @@ class Split:
     truncated: bool
 
 
-def split_reasoning(raw: str, *, finish_reason: str = "stop", server_reasoning: str | None = None) -> Split:
+def split_reasoning(
+    raw: str,
+    *,
+    finish_reason: str = "stop",
+    server_reasoning: str | None = None,
+    opener_in_template: bool = False,
+) -> Split:
     """Separate ``<think>...</think>`` (or ``<thinking>``, ``<reasoning>``) from the answer.
 
     Args:
         raw: generated text (for servers with a reasoning parser: the ``content`` field).
         finish_reason: the engine's finish reason; ``"length"`` with an unclosed tag means truncated.
         server_reasoning: the server's ``reasoning_content``/``reasoning`` field when it has one; it wins.
+        opener_in_template: the chat template pre-fills the reasoning opener (``<think>``), so the
+            generated text starts inside the reasoning and carries no opening tag (the mode's
+            ``reasoning_opener_in_template: true``, or detected from the rendered prompt).
 
     Returns:
         Split. Rules: a closing tag with no opening one (templates that pre-fill ``<think>``) treats
         everything before it as reasoning; an opening tag never closed gives ``truncated=True`` and
-        ``response=""`` whatever the finish reason, since the answer never started.
+        ``response=""`` whatever the finish reason, since the answer never started. With
+        ``opener_in_template``, a text cut by the length limit (``finish_reason="length"``) before any
+        closing tag is truncated the same way (``response=""``): it never becomes the answer.
 
     >>> split_reasoning("<think>2+2=4</think> The answer is 4.")
     Split(reasoning='2+2=4', response='The answer is 4.', truncated=False)
     >>> split_reasoning("<think>let me see", finish_reason="length")
     Split(reasoning='let me see', response='', truncated=True)
+    >>> split_reasoning("so the answer is 4", finish_reason="length", opener_in_template=True)
+    Split(reasoning='so the answer is 4', response='', truncated=True)
     """
     text = raw or ""
     if server_reasoning is not None and server_reasoning.strip():
@@ -52,10 +65,23 @@ def split_reasoning(raw: str, *, finish_reason: str = "stop", server_reasoning: 
             return Split(text[start:ci].strip() or None, _strip_tags(text[ci + len(c):]).strip(), False)
         if oi != -1 and ci == -1:
             return Split(text[oi + len(o):].strip() or None, "", True)
+    if opener_in_template and finish_reason == "length":
+        # no tag at all: the template opened the reasoning and the length limit cut it before it closed
+        return Split(text.strip() or None, "", True)
     return Split(None, text.strip(), False)
 
 
 _TAG_RE = re.compile(r"</?(think|thinking|reasoning)>", re.IGNORECASE)
+
+
+def template_opens_reasoning(prompt: str) -> bool:
+    """True when a rendered prompt ends with a reasoning opener (the template pre-fills ``<think>``).
+
+    >>> template_opens_reasoning("<|im_start|>assistant\\n<think>\\n"), template_opens_reasoning("assistant\\n")
+    (True, False)
+    """
+    tail = prompt.rstrip().lower()
+    return any(tail.endswith(o) for o in OPEN_TAGS)
 
 
 def _strip_tags(s: str) -> str:
