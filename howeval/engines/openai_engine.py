@@ -13,6 +13,7 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
 
 from howeval.engines.base import ChatRequest, Completion
 from howeval.engines.options import OpenAIOptions
@@ -20,22 +21,32 @@ from howeval.parsing.reasoning import split_reasoning
 
 
 class RateLimiter:
-    """Spaces request starts at least ``1/qps`` seconds apart across threads (qps=None: no limit)."""
+    """Spaces request starts at least ``1/qps`` seconds apart across threads (qps=None: no limit).
 
-    def __init__(self, qps: float | None):
+    Args:
+        qps: requests per second (> 0), or None for no limit.
+        clock, sleep: the time source and the sleep (seconds); tests inject fakes.
+    """
+
+    def __init__(self, qps: float | None, *, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep):
+        if qps is not None and not qps > 0:
+            raise ValueError(f"qps must be > 0 or None, got {qps!r}")
         self.interval = 1.0 / qps if qps else 0.0
         self._next = 0.0
         self._lock = threading.Lock()
+        self._clock, self._sleep = clock, sleep
 
     def wait(self) -> None:
+        """Block until this request's start slot (the previous slot + ``1/qps``, or now if that passed)."""
         if not self.interval:
             return
         with self._lock:
-            now = time.monotonic()
+            now = self._clock()
             start = max(now, self._next)
             self._next = start + self.interval
         if start > now:
-            time.sleep(start - now)
+            self._sleep(start - now)
 
 
 class OpenAIEngine:

@@ -1,8 +1,9 @@
 """A fake OpenAI-compatible chat server for fault tests of LLM judges (stdlib only, 127.0.0.1, port 0).
 
-``FakeJudgeServer`` answers ``POST /v1/chat/completions``. Request number n (1-based, in arrival order)
-gets a fault with probability ``fault_rate``, decided by ``random.Random(f"{seed}:{n}")`` (so the fault
-sequence is the same on every run; which row meets which fault depends on arrival order):
+``FakeJudgeServer`` answers ``POST /v1/chat/completions``. A request gets a fault with probability
+``fault_rate``, decided by ``random.Random`` seeded with (seed, judged text, repair or not, the client's
+retry count): the same request meets the same fault on every run, whatever the arrival order, so a test
+can compute each row's outcome in advance (:meth:`FakeJudgeServer.outcome`) instead of bounding rates:
 
 - ``429``: rate limited (JSON error body), ``500``: server error,
 - ``hang``: no answer until the client gives up (the handler returns once the client closes the
@@ -12,7 +13,9 @@ sequence is the same on every run; which row meets which fault depends on arriva
 Every other request gets a valid pattern-judge JSON object whose labels are a pure function of the
 judged response text (:func:`expected_labels`), so a test can check each verdict against what was sent.
 The server records every call (start/end time, fault, client retry count, judged text, repair or not)
-and the maximum number of requests in flight at once.
+and the maximum number of requests in flight at once. With ``gate=k`` the first k requests are held until
+k of them are in flight together (a barrier: an event, not a timing), which shows that a client really
+sends k requests at once.
 
 Usage::
 
@@ -72,7 +75,8 @@ class Call:
 class FakeJudgeServer:
     """Threaded fake judge server; see the module docstring. ``base_url`` ends in ``/v1``."""
 
-    def __init__(self, fault_rate: float = 0.3, seed: int = 0, hang_s: float = 10.0, faults: tuple[str, ...] = FAULTS):
+    def __init__(self, fault_rate: float = 0.3, seed: int = 0, hang_s: float = 10.0, faults: tuple[str, ...] = FAULTS,
+                 gate: int = 0, gate_timeout_s: float = 30.0):
         if not 0 <= fault_rate <= 1:
             raise ValueError(f"fault_rate must be in [0, 1], got {fault_rate}")
         unknown = set(faults) - set(FAULTS)
@@ -86,14 +90,34 @@ class FakeJudgeServer:
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._gate = threading.Barrier(gate) if gate > 1 else None
+        self._gate_timeout_s = gate_timeout_s
 
     # -- fault plan ---------------------------------------------------------------------------------
-    def fault_for(self, n: int) -> str | None:
-        """The fault of request number ``n`` (None: a valid answer). Deterministic in (seed, n)."""
-        rng = random.Random(f"{self.seed}:{n}")
+    def fault_for(self, text: str | None, repair: bool, retry_count: int) -> str | None:
+        """The fault of a request (None: a valid answer). Deterministic in (seed, text, repair, retry count)."""
+        digest = hashlib.sha256(f"{self.seed}|{repair}|{retry_count}|{text}".encode("utf-8")).hexdigest()
+        rng = random.Random(digest)
         if rng.random() >= self.fault_rate:
             return None
         return self.faults[rng.randrange(len(self.faults))]
+
+    def outcome(self, text: str, max_retries: int) -> str:
+        """What a judge client (``max_retries`` client retries on 429/500/timeouts, one repair request after
+        unparseable output) ends with for ``text``: ``"labels"``, ``"engine:<fault>"`` (the attempts of the
+        first request all failed), ``"repair engine:<fault>"`` (those of the repair request did), or
+        ``"parse"`` (garbage twice)."""
+        for repair in (False, True):
+            fault = None
+            for retry in range(max_retries + 1):
+                fault = self.fault_for(text, repair, retry)
+                if fault in (None, "garbage"):
+                    break
+            if fault is None:
+                return "labels"
+            if fault != "garbage":
+                return f"{'repair ' if repair else ''}engine:{fault}"
+        return "parse"
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self) -> str:
@@ -154,13 +178,16 @@ class FakeJudgeServer:
             n = self._n
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        call = Call(n=n, start=time.monotonic(), end=None, fault=self.fault_for(n),
+        call = Call(n=n, start=time.monotonic(), end=None, fault=None,
                     retry_count=int(h.headers.get("x-stainless-retry-count") or 0), repair=False, text=None)
         try:
             req = json.loads(body or b"{}")
             msgs = req.get("messages") or []
             call.text = judged_text(msgs)
             call.repair = any(m.get("role") == "assistant" for m in msgs)
+            call.fault = self.fault_for(call.text, call.repair, call.retry_count)
+            if self._gate is not None and n <= self._gate.parties:
+                self._gate.wait(self._gate_timeout_s)  # BrokenBarrierError if fewer ever arrive together
             if h.path.rstrip("/") != "/v1/chat/completions":
                 self._send(h, 404, {"error": {"message": f"no route {h.path}"}})
             elif call.fault == "429":
