@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from howeval.config import ModelConfig
 from howeval.engines.base import Completion
-from howeval.engines.messages import count_images
+from howeval.engines.messages import count_images, prompt_record
 from howeval.engines.registry import build_engine
 from howeval.engines.prompts import build_request
 from howeval.records import RESPONSE_SCHEMA, check_columns, conform, response_hash
@@ -23,8 +23,10 @@ REQUIRED_COLUMNS = {
 }
 
 
-def response_row(sample: dict, model: ModelConfig, mode: str, c: Completion, images_seen: int) -> dict:
-    """One Response record from a sample and its completion."""
+def response_row(sample: dict, model: ModelConfig, mode: str, c: Completion, images_seen: int,
+                 prompt: str | None = None) -> dict:
+    """One Response record from a sample and its completion; ``prompt`` is the prompt as sent
+    (``howeval.engines.messages.prompt_record``)."""
     return {
         "sample_id": sample["sample_id"], "config": model.name, "mode": mode, "model": model.model or "embedded",
         "engine": model.engine, "benchmark": sample["benchmark"], "family": sample["family"],
@@ -34,6 +36,7 @@ def response_row(sample: dict, model: ModelConfig, mode: str, c: Completion, ima
         "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "latency_s": c.latency_s,
         "images_seen": images_seen, "error": c.error,
         "response_hash": None if c.error else response_hash(c.text, c.reasoning),
+        "prompt": prompt, "raw_output": c.raw,
     }
 
 
@@ -60,6 +63,7 @@ class PolicyStage:
                 raise RuntimeError(f"engine returned {len(comps)} completions for {len(reqs)} requests")
         except Exception as e:  # the whole call failed: record on every row, keep going
             comps = [Completion(text="", finish_reason="error", error=f"engine: {type(e).__name__}: {e}") for _ in reqs]
-        out = [response_row(r, self.model, r["mode"], c, count_images(q.messages))
+        out = [response_row(r, self.model, r["mode"], c, count_images(q.messages),
+                            prompt_record(q, r.get("image_names")))
                for r, q, c in zip(rows, reqs, comps)]
         return conform(out, RESPONSE_SCHEMA)

@@ -71,6 +71,8 @@ RESPONSE_SCHEMA = pa.schema(
         ("images_seen", pa.int64()),  # images the engine actually received (0 for text-only models)
         ("error", pa.string()),
         ("response_hash", pa.string()),
+        ("prompt", pa.string()),  # the prompt as sent: JSON of messages (image ids, no bytes) + request settings
+        ("raw_output", pa.string()),  # the generated text before the reasoning split (null when not kept)
     ]
 )
 

@@ -60,7 +60,7 @@ def score_run(cfg: SweepConfig, samples: list[dict]) -> dict:
 
 
 def main(argv=None) -> int:
-    from ray_jobs.report import write_report
+    from howeval.report.run import write_report
 
     p = argparse.ArgumentParser(prog="python -m ray_jobs.crystal", description=__doc__.split("\n")[0])
     p.add_argument("--run", required=True)

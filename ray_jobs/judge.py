@@ -105,7 +105,7 @@ def main(argv=None) -> int:
             write_json(join(args.run, "run_config.json"), cfg.model_dump_json(indent=2))
         res = judge_run(cfg, only=args.only)
         if not args.no_report:
-            from ray_jobs.report import write_report
+            from howeval.report.run import write_report
 
             write_report(cfg)
     except (ConfigError, FileNotFoundError, ValueError) as e:

@@ -67,7 +67,7 @@ def generate(cfg, model: ModelConfig, samples: list[dict], modes=("NT", "T")) ->
 def run_sweep(cfg: SweepConfig) -> dict:
     """Generate, judge and report. Returns the metrics dict also written to ``metrics.json``."""
     from ray_jobs.judge import judge_run
-    from ray_jobs.report import write_report
+    from howeval.report.run import write_report
 
     samples, bad = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
     if not samples:

@@ -23,3 +23,48 @@ def count_images(messages: list[dict]) -> int:
     """Number of image parts in the messages."""
     return sum(1 for m in messages if isinstance(m.get("content"), list)
                for p in m["content"] if p.get("type") in ("image_url", "image"))
+
+
+def redact_images(messages: list[dict], image_ids: list[str] | None = None) -> list[dict]:
+    """The messages with every image part replaced by ``{"type": "image", "image_id": ...}`` (no bytes).
+
+    ``image_ids`` name the images in the order they appear (a sample's ``image_names``); images beyond
+    them are named ``image-<k>`` (k from 0). Text parts, roles and other fields are kept as sent.
+
+    >>> redact_images([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:..."}},
+    ...                {"type": "text", "text": "Q"}]}], ["a.png"])
+    [{'role': 'user', 'content': [{'type': 'image', 'image_id': 'a.png'}, {'type': 'text', 'text': 'Q'}]}]
+    """
+    ids = list(image_ids or [])
+    k = 0
+    out = []
+    for m in messages:
+        c = m.get("content")
+        if isinstance(c, list):
+            parts = []
+            for p in c:
+                if p.get("type") in ("image_url", "image"):
+                    parts.append({"type": "image", "image_id": ids[k] if k < len(ids) else f"image-{k}"})
+                    k += 1
+                else:
+                    parts.append(p)
+            m = {**m, "content": parts}
+        out.append(m)
+    return out
+
+
+def prompt_record(request, image_ids: list[str] | None = None) -> str:
+    """The prompt as sent, as a JSON string for the response row's ``prompt`` column.
+
+    ``request`` is a ``howeval.engines.base.ChatRequest``. The record holds the messages (system prompt
+    included, images replaced by their ids: :func:`redact_images`) and the request settings
+    (``max_tokens``, ``temperature``, ``top_p``, ``seed``, ``chat_template_kwargs``, ``reasoning_effort``,
+    ``extra_body``, ``tools``). The chat template itself is the engine's; its kwargs are recorded.
+    """
+    import json
+
+    return json.dumps({"messages": redact_images(request.messages, image_ids), "max_tokens": request.max_tokens,
+                       "temperature": request.temperature, "top_p": request.top_p, "seed": request.seed,
+                       "chat_template_kwargs": request.chat_template_kwargs or None,
+                       "reasoning_effort": request.reasoning_effort, "extra_body": request.extra_body or None,
+                       "tools": request.tools}, ensure_ascii=False, default=str)

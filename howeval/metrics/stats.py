@@ -9,8 +9,9 @@ Pure numpy/scipy, seeded: the same rows and seed always give the same intervals.
   discordant pairs when ``b + c < 25``, otherwise the chi-square statistic with continuity correction
   ``(|b − c| − 1)^2 / (b + c)`` on 1 degree of freedom (Edwards 1948). ``b`` = pairs with NT true and
   T false, ``c`` = NT false and T true.
-- :func:`add_intervals` / :func:`extend_metrics` / :func:`extra_sections`: attach all of it (and the
-  length analysis of ``howeval.metrics.length``) to the dict of ``howeval.metrics.patterneval.sweep_metrics`` and render it.
+- :func:`add_intervals` / :func:`extend_metrics`: attach all of it (and the length analysis of
+  ``howeval.metrics.length``) to the dict of ``howeval.metrics.patterneval.sweep_metrics``. Statistics
+  only: the Markdown rendering of these numbers lives in ``howeval.report.tables``.
 """
 from __future__ import annotations
 
@@ -160,56 +161,3 @@ def extend_metrics(metrics: dict, rows: list[dict], n_boot: int = 2000, alpha: f
     add_intervals(metrics, rows, n_boot=n_boot, alpha=alpha, seed=seed)
     metrics["length"] = length_analysis(rows)
     return metrics
-
-
-def _pct_ci(ci) -> str:
-    return "–" if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
-
-
-def _pts_ci(ci) -> str:
-    return "–" if not ci else f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
-
-
-def _p(x: dict | None) -> str:
-    if not x:
-        return "–"
-    kind = "exact" if x["exact"] else "χ²"
-    return f"b={x['b']}, c={x['c']}, p={x['p_value']:.3g} ({kind})"
-
-
-def intervals_section(metrics: dict) -> str:
-    """Markdown: the CI table per config x mode and the paired table with McNemar."""
-    iv = metrics.get("intervals") or {}
-    level = 100 * (1 - iv.get("alpha", 0.05))
-    lines = [f"## Uncertainty ({level:.0f}% bootstrap intervals, {iv.get('n_boot', '?')} resamples, seed {iv.get('seed', '?')})",
-             "",
-             "Percentile bootstrap over prompts. Δ intervals resample (NT, T) pairs of the same prompt. McNemar: "
-             "b = right in NT only (or triggered in NT only), c = right in T only; exact binomial test when "
-             f"b + c < {EXACT_BELOW}, else χ² with continuity correction.", "",
-             "| config | mode | Acc | Acc CI | Trigger | Trigger CI |", "|---|---|---|---|---|---|"]
-    for name, c in metrics["configs"].items():
-        for m in MODES:
-            if m not in c:
-                continue
-            x = c[m]
-            acc = "–" if x.get("acc") is None else f"{100 * x['acc']:.1f}"
-            trig = "–" if x.get("trigger") is None else f"{100 * x['trigger']:.1f}"
-            lines.append(f"| {name} | {m} | {acc} | {_pct_ci(x.get('acc_ci'))} | {trig} | {_pct_ci(x.get('trigger_ci'))} |")
-    lines += ["", "| config | Δacc CI (pts) | McNemar (correct) | Δpat CI (pts) | McNemar (trigger) |",
-              "|---|---|---|---|---|"]
-    for name, c in metrics["configs"].items():
-        lines.append(f"| {name} | {_pts_ci(c.get('delta_acc_ci'))} | {_p(c.get('mcnemar'))} | "
-                     f"{_pts_ci(c.get('delta_pat_ci'))} | {_p(c.get('mcnemar_trigger'))} |")
-    return "\n".join(lines)
-
-
-def extra_sections(metrics: dict) -> list[str]:
-    """Markdown sections for ``render_report(..., extra_sections=...)``: intervals, then length analysis."""
-    from howeval.metrics.length import length_section
-
-    out = []
-    if "intervals" in metrics:
-        out.append(intervals_section(metrics))
-    if "length" in metrics:
-        out.append(length_section(metrics["length"]))
-    return out

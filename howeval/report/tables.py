@@ -20,55 +20,134 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def render_report(metrics: dict, *, title: str, notes: list[str] | None = None,
-                  bad_rows: list[dict] | None = None, extra_sections: list[str] | None = None) -> str:
-    """Markdown report: main table (Acc, Trigger, label rates per config x mode), Δ table,
-    by family, by category, failures, skipped rows. All rates are percentages."""
-    cfgs = metrics["configs"]
-    out = [f"# {title}", ""]
-    for n in notes or []:
-        out.append(f"> {n}")
-    if notes:
-        out.append("")
-    out += ["## PatternEval: accuracy and response patterns", "",
-            "Acc = verifier accuracy; Trigger = share of responses with at least one pattern; CoT, Rep, Con, PR =",
-            "per-label rates (SPEC §1). All in %. n = responses; scored / labelled = rows with a verdict. Acc is over",
-            "the scored rows: 'unresolved' answers (the rules could not decide; no LLM fallback configured) and",
-            "engine errors are left out of it and counted here, never scored as wrong.", ""]
+def mode_table(metrics: dict) -> str:
+    """The long table: one row per config x mode with n, scored/labelled, Acc, Trigger, the label rates,
+    unresolved, errors, truncated and mean completion tokens (Acc over the scored rows, SPEC section 1)."""
     rows = []
-    for name, c in cfgs.items():
+    for name, c in metrics["configs"].items():
         for m in MODES:
             if m not in c:
                 continue
             x = c[m]
             rows.append([name, m, str(x["n"]), f"{x['n_scored']}/{x['n_labeled']}", pct(x["acc"]), pct(x["trigger"]),
-                         *[pct(x["labels"][k]) for k in LABELS], str(x["n_unresolved"]), str(x["n_errors"]), str(x["n_truncated"]),
+                         *[pct(x["labels"][k]) for k in LABELS], str(x["n_unresolved"]), str(x["n_errors"]),
+                         str(x["n_truncated"]), str(x.get("n_judge_errors", "–")),
                          "–" if x.get("mean_completion_tokens") is None else f"{x['mean_completion_tokens']:.0f}"])
-    out += [_table(["config", "mode", "n", "scored/labelled", "Acc", "Trigger", "CoT", "Rep", "Con", "PR",
-                    "unresolved", "errors", "truncated", "tokens"], rows), ""]
-    out += ["## Paired gaps (T vs NT on the same prompts)", "",
-            "Δacc = Acc_T − Acc_NT; Δpat = Trigger_NT − Trigger_T (positive: thinking mode triggers fewer patterns).", ""]
-    drows = [[n, pts(c.get("delta_acc")), pts(c.get("delta_pat")), str(c.get("n_paired_acc", 0)),
-              str(c.get("n_paired_pat", 0))] for n, c in cfgs.items()]
-    out += [_table(["config", "Δacc (pts)", "Δpat (pts)", "pairs (acc)", "pairs (pat)"], drows), ""]
+    return _table(["config", "mode", "n", "scored/labelled", "Acc", "Trigger", "CoT", "Rep", "Con", "PR",
+                   "unresolved", "errors", "truncated", "judge errors", "tokens"], rows)
+
+
+def gaps_table(metrics: dict) -> str:
+    """Δacc and Δpat per config with their paired 95% intervals and McNemar tests (``howeval.metrics.stats``)."""
+    rows = [[n, pts(c.get("delta_acc")), _pts_ci(c.get("delta_acc_ci")), _p(c.get("mcnemar")),
+             pts(c.get("delta_pat")), _pts_ci(c.get("delta_pat_ci")), _p(c.get("mcnemar_trigger")),
+             f"{c.get('n_paired_acc', 0)} / {c.get('n_paired_pat', 0)}"] for n, c in metrics["configs"].items()]
+    return _table(["config", "Δacc (pts)", "Δacc CI", "McNemar (correct)", "Δpat (pts)", "Δpat CI",
+                   "McNemar (trigger)", "pairs (acc / pat)"], rows)
+
+
+def breakdown_table(metrics: dict, key: str, config: str | None = None) -> str:
+    """Long table of ``by_family`` or ``by_category`` (``key``) per config x mode (one config if given)."""
+    label = {"by_family": "family", "by_category": "category"}[key]
+    rows = []
+    for name, c in metrics["configs"].items():
+        if config is not None and name != config:
+            continue
+        for m in MODES:
+            if m not in c:
+                continue
+            for g, x in c[m][key].items():
+                rows.append([name, m, g, str(x["n"]), pct(x["acc"]), pct(x["trigger"]),
+                             *[pct(x["labels"][k]) for k in LABELS]])
+    return _table(["config", "mode", label, "n", "Acc", "Trigger", "CoT", "Rep", "Con", "PR"], rows)
+
+
+def render_report(metrics: dict, *, title: str, notes: list[str] | None = None,
+                  bad_rows: list[dict] | None = None, extra_sections: list[str] | None = None) -> str:
+    """A plain Markdown report of ``metrics`` (title, notes, the long table, gaps, breakdowns, extra sections,
+    skipped rows). The run report proper is ``howeval.report.page``; this is for metrics without a run."""
+    out = [f"# {title}", ""]
+    out += [f"> {n}" for n in notes or []] + ([""] if notes else [])
+    out += ["## PatternEval: accuracy and response patterns", "", ACC_NOTE, "", mode_table(metrics), "",
+            "## Paired gaps (T vs NT on the same prompts)", "", GAPS_NOTE, "", gaps_table(metrics), ""]
     for key, label in (("by_family", "family"), ("by_category", "category")):
-        out += [f"## By {label}", ""]
-        rows = []
-        for name, c in cfgs.items():
-            for m in MODES:
-                if m not in c:
-                    continue
-                for g, x in c[m][key].items():
-                    rows.append([name, m, g, str(x["n"]), pct(x["acc"]), pct(x["trigger"]),
-                                 *[pct(x["labels"][k]) for k in LABELS]])
-        out += [_table(["config", "mode", label, "n", "Acc", "Trigger", "CoT", "Rep", "Con", "PR"], rows), ""]
+        out += [f"## By {label}", "", breakdown_table(metrics, key), ""]
     for sec in extra_sections or []:
         out += [sec, ""]
     if bad_rows:
-        out += ["## Skipped benchmark rows (--skip-bad-rows)", ""]
-        out += [_table(["file:line", "uid", "field", "reason"],
-                       [[f"{b['path']}:{b['line']}", str(b["uid"]), b["field"], b["reason"]] for b in bad_rows]), ""]
+        out += [bad_rows_section(bad_rows), ""]
     return "\n".join(out)
+
+
+ACC_NOTE = ("Acc = verifier accuracy; Trigger = share of responses with at least one pattern; CoT, Rep, Con, PR = "
+            "per-label rates (SPEC §1). All in %. n = responses; scored / labelled = rows with a verdict / with "
+            "labels. Acc is over the scored rows: 'unresolved' answers (the rules could not decide; no LLM fallback "
+            "configured) and engine errors are left out of it and counted here, never scored as wrong.")
+
+GAPS_NOTE = ("Δacc = Acc_T − Acc_NT; Δpat = Trigger_NT − Trigger_T (positive: thinking mode triggers fewer patterns), "
+             "on the prompts both modes have. Intervals: 95% percentile bootstrap resampling prompts. McNemar: "
+             "b = right (or triggered) in NT only, c = in T only; exact binomial test when b + c < 25, else χ² with "
+             "continuity correction.")
+
+
+def bad_rows_section(bad_rows: list[dict]) -> str:
+    """Markdown section listing the benchmark rows skipped by ``--skip-bad-rows``."""
+    return "\n".join(["## Skipped benchmark rows (--skip-bad-rows)", "",
+                      _table(["file:line", "uid", "field", "reason"],
+                             [[f"{b['path']}:{b['line']}", str(b["uid"]), b["field"], b["reason"]] for b in bad_rows])])
+
+
+def _pct_ci(ci) -> str:
+    return "–" if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+
+
+def _pts_ci(ci) -> str:
+    return "–" if not ci else f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
+
+
+def _p(x: dict | None) -> str:
+    if not x:
+        return "–"
+    kind = "exact" if x["exact"] else "χ²"
+    return f"b={x['b']}, c={x['c']}, p={x['p_value']:.3g} ({kind})"
+
+
+def intervals_section(metrics: dict) -> str:
+    """Markdown: Acc and Trigger with their bootstrap intervals per config x mode (``add_intervals`` output)."""
+    iv = metrics.get("intervals") or {}
+    level = 100 * (1 - iv.get("alpha", 0.05))
+    rows = [[name, m, pct(c[m].get("acc")), _pct_ci(c[m].get("acc_ci")), pct(c[m].get("trigger")),
+             _pct_ci(c[m].get("trigger_ci"))] for name, c in metrics["configs"].items() for m in MODES if m in c]
+    return "\n".join([f"## Uncertainty ({level:.0f}% bootstrap intervals, {iv.get('n_boot', '?')} resamples, "
+                      f"seed {iv.get('seed', '?')})", "",
+                      "Percentile bootstrap over prompts. The paired gaps' intervals and McNemar tests are in "
+                      "the paired-gaps table.", "",
+                      _table(["config", "mode", "Acc", "Acc CI", "Trigger", "Trigger CI"], rows)])
+
+
+def length_section(la: dict) -> str:
+    """Markdown for ``howeval.metrics.length.length_analysis``: r per mode, exclusions, the bin table."""
+    c = la["correlation"]
+
+    def r_of(x: dict) -> str:
+        return "–" if x.get("r") is None else f"{x['r']:+.3f} (p = {x['p_value']:.3g}, {x['n_points']} aggregates)"
+
+    by_mode = "; ".join(f"{m}: **{r_of(x)}**" for m, x in (c.get("by_mode") or {}).items()) or "–"
+    ex = la.get("excluded") or {}
+    excluded = ", ".join(f"{v} {k}" for k, v in ex.items() if v) or "none"
+    lines = ["## Response length and patterns", "",
+             f"Length of y_m in {la['unit']}. Pearson r between mean length and Trigger over config x correctness "
+             f"aggregates, per mode: {by_mode}; all modes pooled: {r_of(c)}. Unresolved answers (no verdict) form "
+             f"their own group and stay out of r ({c.get('n_unresolved_points', 0)} unresolved aggregates). "
+             f"Rows used: {la.get('n_used', '–')}; left out: {excluded}.", "",
+             f"Trigger (%) by length bin (equal-count bins, {la['n_bins']} per group; mean length in brackets):", ""]
+    nb = max((len(v) for v in la["bins"].values()), default=0)
+    rows = []
+    for g, bins in la["bins"].items():
+        cells = [f"{100 * b['trigger']:.0f} [{b['mean_len']:.0f}]" for b in bins] + [""] * (nb - len(bins))
+        rows.append([g, str(sum(b["n"] for b in bins)), *cells])
+    lines.append(_table(["group", "n", *(f"bin {i}" for i in range(1, nb + 1))], rows) if rows else "No rows to bin.")
+    return "\n".join(lines)
 
 
 def render_crystal(crystal: dict) -> str:

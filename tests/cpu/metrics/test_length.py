@@ -5,7 +5,8 @@ import math
 
 import pytest
 
-from howeval.metrics.length import length_analysis, length_bins, length_correlation, pearson, response_length
+from howeval.metrics.length import (excluded_counts, length_analysis, length_bins, length_correlation, pearson,
+                                    response_length)
 
 
 def _row(cfg, mode, correct, trig, nwords, **kw):
@@ -42,11 +43,14 @@ def test_sextiles_split_equal_counts_ranked_by_length():
 
 def test_bins_per_group_and_exclusions():
     rows = [_row("a", "T", True, True, 5), _row("a", "T", False, False, 3),
-            _row("a", "NT", None, True, 4),  # unscored: out
+            _row("a", "NT", None, True, 4),  # unresolved: its own group
             _row("a", "NT", True, True, 4, error="boom"),  # engine error: out
-            {**_row("a", "NT", True, True, 4), "cot": None}]  # unlabelled: out
+            {**_row("a", "NT", True, True, 4), "cot": None},  # unlabelled: out
+            {**_row("a", "T", False, True, 4), "truncated": True}]  # truncated: out
     b = length_bins(rows)
-    assert set(b) == {"T/correct", "T/wrong"}
+    assert list(b) == ["NT/unresolved", "T/correct", "T/wrong"]
+    assert b["NT/unresolved"] == [{"bin": 1, "n": 1, "min_len": 4, "max_len": 4, "mean_len": 4.0, "trigger": 1.0}]
+    assert excluded_counts(rows) == {"error": 1, "truncated": 1, "unlabelled": 1}
     assert b["T/correct"] == [{"bin": 1, "n": 1, "min_len": 5, "max_len": 5, "mean_len": 5.0, "trigger": 1.0}]
     # 13 rows in 6 bins: sizes 3,2,2,2,2,2
     rows = [_row("a", "NT", True, False, n) for n in range(13)]
@@ -62,7 +66,7 @@ def test_correlation_over_model_by_correctness_aggregates():
     rows += [_row("b", "T", False, True, 12)]
     c = length_correlation(rows)
     pts = [(p["config"], p["mode"], p["correct"], p["mean_len"], p["trigger"]) for p in c["points"]]
-    assert pts == [("a", "NT", False, 8.0, 0.5), ("a", "NT", True, 3.0, 0.0), ("b", "T", False, 12.0, 1.0)]
+    assert pts == [("a", "NT", True, 3.0, 0.0), ("a", "NT", False, 8.0, 0.5), ("b", "T", False, 12.0, 1.0)]
     # x = 8, 3, 12 ; y = .5, 0, 1 : mean x = 23/3, mean y = .5
     x, y = [8, 3, 12], [0.5, 0, 1]
     mx, my = sum(x) / 3, sum(y) / 3
@@ -73,6 +77,23 @@ def test_correlation_over_model_by_correctness_aggregates():
     assert c["n_points"] == 3
     c2 = length_correlation(rows, min_rows=2)
     assert c2["n_points"] == 2 and c2["r"] is None
+
+
+def test_unresolved_aggregates_listed_but_not_in_r_and_r_per_mode():
+    rows = [_row("a", "NT", True, False, 2), _row("a", "NT", False, True, 10), _row("b", "NT", True, False, 4),
+            _row("b", "NT", False, False, 6), _row("a", "NT", None, True, 30),
+            _row("a", "T", True, False, 3), _row("a", "T", False, True, 9), _row("b", "T", False, True, 12)]
+    c = length_correlation(rows)
+    unres = [p for p in c["points"] if p["correctness"] == "unresolved"]
+    assert unres == [{"config": "a", "mode": "NT", "correct": None, "correctness": "unresolved", "n": 1,
+                      "mean_len": 30.0, "trigger": 1.0, "used": False}]
+    assert c["n_unresolved_points"] == 1 and c["n_points"] == 7
+    # NT points used: (2, 0), (10, 1), (4, 0), (6, 0); T: (3, 0), (9, 1), (12, 1)
+    assert c["by_mode"]["NT"]["n_points"] == 4 and c["by_mode"]["T"]["n_points"] == 3
+    assert c["by_mode"]["NT"]["r"] == pytest.approx(pearson([2, 10, 4, 6], [0, 1, 0, 0])[0])
+    assert c["by_mode"]["T"]["r"] == pytest.approx(pearson([3, 9, 12], [0, 1, 1])[0])
+    la = length_analysis(rows)
+    assert la["n_used"] == 8 and la["excluded"] == {"error": 0, "truncated": 0, "unlabelled": 0}
 
 
 def test_length_analysis_bundle():

@@ -1,0 +1,180 @@
+"""The report of a run from its stored records: ``write_report(cfg)`` (no Ray needed).
+
+Joins each response with the primary pattern judge's judgment (same key and response hash; a judgment
+without error preferred), computes SPEC §1 metrics with bootstrap intervals, McNemar's test and the
+length analysis, adds CRYSTAL / AdaptMMBench / judge-agreement sections when the run has them, and writes
+under the run:
+
+- ``metrics.json``; ``report.md`` and ``index.html`` (``howeval.report.page``, ``howeval.report.html``);
+- ``tables/patterneval.{md,csv,tex}`` and ``tables/patterneval_categories.{md,csv,tex}`` (``howeval.report.paper``);
+- ``plots/radar_NT.png``, ``radar_T.png``, ``length_scatter.png``, ``length_sextiles.png`` (``howeval.report.plots``);
+- ``samples.jsonl`` and ``samples.parquet`` (``howeval.report.samples``).
+
+Jobs (``ray_jobs.report``, the sweep, re-judging, CRYSTAL, AdaptMMBench) call :func:`write_report`.
+"""
+from __future__ import annotations
+
+import json
+
+from howeval.benchmarks.adapt.metrics import summarize_rows
+from howeval.benchmarks.crystal import crystal_settings, summarize_step_rows
+from howeval.config import SweepConfig
+from howeval.judges.pipeline import judge_id
+from howeval.metrics.patterneval import sweep_metrics
+from howeval.metrics.stats import extend_metrics
+from howeval.records import (ADAPT_SCHEMA, JUDGMENT_SCHEMA, LABELS, RESPONSE_KEY, RESPONSE_SCHEMA, STEPS_SCHEMA,
+                             key_of)
+from howeval.report.html import render_html
+from howeval.report.meta import run_metadata
+from howeval.report.page import build_document, to_markdown
+from howeval.report.paper import categories_of, write_tables
+from howeval.report.plots import all_plots
+from howeval.report.samples import write_samples
+from howeval.report.tables import render_adapt, render_agreement, render_crystal
+from howeval.store import fs_and_path, join, read_table, write_bytes, write_json
+
+JUDGMENT_COLUMNS = ("correct", "extracted", "verify_method", "verify_reason", "cot", "rep", "con", "pr",
+                    "judge_error", "judge")
+
+
+def joined_rows(responses: list[dict], judgments: list[dict], jid: str) -> list[dict]:
+    """Responses with the judgment of judge ``jid`` merged in (judgment columns null when none).
+
+    A response without a judgment and without an engine error gets ``judge_error = "not judged yet"``.
+    """
+    best: dict[tuple, dict] = {}
+    for j in judgments:
+        if j["judge"] != jid:
+            continue
+        k = key_of(j, RESPONSE_KEY)
+        if k not in best or (best[k].get("judge_error") and not j.get("judge_error")):
+            best[k] = j
+    out = []
+    for r in responses:
+        j = best.get(key_of(r, RESPONSE_KEY))
+        row = dict(r)
+        for c in JUDGMENT_COLUMNS:
+            row[c] = j.get(c) if j else None
+        if j is None and not r.get("error"):
+            row["judge_error"] = "not judged yet"
+        out.append(row)
+    return out
+
+
+def judge_agreement(judgments: list[dict]) -> dict | None:
+    """Consensus over the pattern judges that judged the same responses (issue: several judges).
+
+    Returns None with fewer than two judges; else ``howeval.judges.consensus.consensus_table`` over the
+    responses every judge has seen, plus ``judges`` and ``disputed`` (keys of responses with at least one
+    disputed label, at most 50 listed).
+    """
+    from howeval.judges.consensus import consensus, consensus_table
+    from howeval.judges.verdict import PatternVerdict
+
+    judges = sorted({j["judge"] for j in judgments})
+    if len(judges) < 2:
+        return None
+    by_resp: dict[tuple, dict] = {}
+    for j in judgments:
+        name, _, version = j["judge"].partition("@")
+        if j.get("judge_error") or any(j.get(k) is None for k in LABELS):
+            v = PatternVerdict.failed(name, version, j.get("judge_error") or "no labels")
+        else:
+            v = PatternVerdict({k: bool(j[k]) for k in LABELS}, {k: None for k in LABELS}, name, version)
+        by_resp.setdefault(key_of(j, RESPONSE_KEY), {})[j["judge"]] = v
+    full = {k: v for k, v in by_resp.items() if len(v) == len(judges)}
+    results = {k: consensus(v) for k, v in full.items()}
+    table = consensus_table(results.values())
+    table["judges"] = judges
+    table["disputed"] = [list(k[:3]) for k, r in sorted(results.items()) if r.disputed_labels][:50]
+    return table
+
+
+def read_bad_rows(run: str) -> list[dict]:
+    """The run's ``bad_rows.json`` (benchmark rows skipped by ``--skip-bad-rows``); [] when absent."""
+    fs, path = fs_and_path(join(run, "bad_rows.json"))
+    if not fs.exists(path):
+        return []
+    with fs.open(path, "r") as f:
+        return json.load(f)
+
+
+def _notes(cfg: SweepConfig, jid: str, vision: dict[str, str]) -> list[str]:
+    notes = [f"Pattern judge: `{jid}`; verifier: rule-based per answer type"
+             f"{' with LLM fallback' if cfg.judges.verifier.llm_fallback else ''}."]
+    blind = [c for c, v in vision.items() if v == "none"]
+    ocr = [c for c, v in vision.items() if v == "OCR text"]
+    if blind:
+        embedded = any(m.name in blind and m.model is None and m.engine == "hf" for m in cfg.models)
+        notes.append(f"Text-only configs (no image reached the model, so image questions are answered blind): "
+                     f"{', '.join(blind)}." + (" The embedded SmolLM2-135M is such a model: its numbers test the "
+                                                "pipeline, not a VLM." if embedded else ""))
+    if ocr:
+        notes.append(f"Configs that saw the images' OCR text instead of the images: {', '.join(ocr)}.")
+    return notes
+
+
+def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: str | None = None) -> dict:
+    """Compute the metrics of the run at ``cfg.output_uri`` and write every report file (module docstring).
+
+    Args:
+        cfg: the run's config (``howeval.config.load_run_config(run)`` for a finished run).
+        bad_rows: skipped benchmark rows; default: the run's ``bad_rows.json``.
+        judge: pattern judge name whose labels enter the metrics; default the primary.
+
+    Returns the metrics dict written to ``metrics.json``.
+
+    Raises:
+        ValueError: ``judge`` is not one of the run's pattern judges.
+    """
+    out = cfg.output_uri
+    responses = read_table(join(out, "responses"), RESPONSE_SCHEMA)[0].to_pylist()
+    judgments = read_table(join(out, "judgments"), JUDGMENT_SCHEMA)[0].to_pylist()
+    name = judge or cfg.judges.primary_name
+    jc = next((j for j in cfg.judges.pattern if j.name == name), None)
+    if jc is None:
+        raise ValueError(f"judge {name!r} not in the run's judges {[j.name for j in cfg.judges.pattern]}")
+    jid = judge_id(jc)
+    rows = joined_rows(responses, judgments, jid)
+    metrics = extend_metrics(sweep_metrics(rows), rows)  # + bootstrap CIs, McNemar, length analysis
+    meta = run_metadata(cfg, responses)
+    vision = {c["name"]: c["vision"] for c in meta["configs"]}
+    metrics["run"] = {"name": cfg.name, "output_uri": out, "pattern_judge": jid,
+                      "benchmarks": [b.path for b in cfg.benchmarks], "n_responses": len(responses),
+                      "vision": vision, "dates": meta["dates"]}
+    bad_rows = read_bad_rows(out) if bad_rows is None else bad_rows
+    metrics["bad_rows"] = bad_rows
+    extra = []
+    agreement = judge_agreement(judgments)
+    if agreement:
+        metrics["judge_agreement"] = agreement
+        extra.append(render_agreement(agreement))
+    steps = read_table(join(out, "steps"), STEPS_SCHEMA)[0].to_pylist()
+    if steps and cfg.crystal is not None:  # only rows at the run's current (tau, alpha, order, embedder)
+        cs = crystal_settings(cfg.crystal)
+        want = (cs["embedder"] or "all-MiniLM-L6-v2", cs["tau"], cs["alpha"], cs["order"])
+        steps = [r for r in steps if (r["embedder"], r["tau"], r["alpha"], r["order"]) == want]
+    if steps:
+        metrics["crystal"] = summarize_step_rows(steps)
+        extra.append(render_crystal(metrics["crystal"]))
+    adapt_rows = read_table(join(out, "adapt"), ADAPT_SCHEMA)[0].to_pylist()
+    if adapt_rows:
+        by_cfg: dict = {}
+        for r in adapt_rows:
+            by_cfg.setdefault(r["config"], []).append(r)
+        metrics["adapt"] = {c: summarize_rows(rs) for c, rs in sorted(by_cfg.items())}
+        extra.append(render_adapt(metrics["adapt"]))
+    write_json(join(out, "metrics.json"), json.dumps(metrics, indent=2, sort_keys=True, default=str))
+    write_tables(out, metrics, vision)
+    pngs = all_plots(metrics, metrics["length"], categories_of(metrics))
+    for fname, png in pngs.items():
+        write_bytes(join(out, "plots", fname), png)
+    title = f"Sweep report: {cfg.name}"
+    doc = build_document(metrics, title=title, meta=meta, vision=vision, notes=_notes(cfg, jid, vision),
+                         figures=[f for f in ("radar_NT.png", "radar_T.png", "length_scatter.png",
+                                              "length_sextiles.png") if f in pngs],
+                         extra_sections=extra, bad_rows=bad_rows)
+    write_json(join(out, "report.md"), to_markdown(doc))
+    write_json(join(out, "index.html"), render_html(doc, pngs, title))
+    write_samples(out, responses, judgments, jid)
+    return metrics

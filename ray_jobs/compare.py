@@ -1,0 +1,63 @@
+"""Job: compare two runs, or two configs, on the prompts they share (no Ray needed).
+
+    python -m ray_jobs.compare --run A --run B [--config X] --out DIR         # config X in both runs
+    python -m ray_jobs.compare --run A --run B --config X --config Y --out DIR  # X of A vs Y of B
+    python -m ray_jobs.compare --run A --config X --config Y --out DIR          # two configs of one run
+
+With no --config, each run must have one config. Writes DIR/compare.md, DIR/compare.html and
+DIR/compare.json: Acc, Trigger, per-label and per-family deltas (B − A) with paired bootstrap intervals
+and McNemar, and the prompts that flipped with both responses (``howeval.report.compare``).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from howeval.report.compare import compare_runs, write_comparison
+
+
+def sides(runs: list[str], configs: list[str] | None) -> tuple[tuple[str, str | None], tuple[str, str | None]]:
+    """The two (run, config) sides from the repeated ``--run`` and ``--config`` flags.
+
+    Raises:
+        ValueError: not 1-2 runs, more than 2 configs, or one run with fewer than two configs.
+    """
+    configs = configs or []
+    if not 1 <= len(runs) <= 2:
+        raise ValueError(f"give --run once or twice, got {len(runs)}")
+    if len(configs) > 2:
+        raise ValueError(f"give --config at most twice, got {configs}")
+    ra, rb = runs[0], runs[-1]
+    if len(runs) == 1 and len(configs) != 2:
+        raise ValueError("with one --run, give two --config (the two configs to compare)")
+    if len(configs) == 2:
+        return (ra, configs[0]), (rb, configs[1])
+    c = configs[0] if configs else None
+    return (ra, c), (rb, c)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m ray_jobs.compare", description=__doc__.split("\n")[0])
+    p.add_argument("--run", action="append", required=True, help="run folder or URI (A first, then B)")
+    p.add_argument("--config", action="append", help="config name (once: the same in both; twice: A's then B's)")
+    p.add_argument("--judge", help="pattern judge name (default: each run's primary)")
+    p.add_argument("--out", required=True, help="output folder for compare.md / compare.html / compare.json")
+    p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    args = p.parse_args(argv)
+    try:
+        a, b = sides(args.run, args.config)
+        comp = compare_runs(a, b, judge=args.judge, n_boot=args.n_boot, seed=args.seed)
+        write_comparison(args.out, comp)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for mode, m in comp["modes"].items():
+        print(f"{mode}: {m['n_shared']} shared prompts; Acc {m['acc']['a']} -> {m['acc']['b']}; "
+              f"Trigger {m['trigger']['a']} -> {m['trigger']['b']}")
+    print(f"wrote {args.out}/compare.md and compare.html")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+"""howeval.report.tables: the Markdown sections for intervals and the length analysis."""
+from __future__ import annotations
+
+from howeval.report.tables import intervals_section, length_section
+
+
+def test_length_section_names_unresolved_and_excluded():
+    la = {"unit": "words", "n_bins": 6, "n_used": 3, "excluded": {"error": 2, "truncated": 0, "unlabelled": 1},
+          "bins": {"NT/unresolved": [{"bin": 1, "n": 3, "min_len": 1, "max_len": 5, "mean_len": 3.0, "trigger": 2 / 3}]},
+          "correlation": {"r": None, "p_value": None, "n_points": 0, "n_unresolved_points": 1,
+                          "by_mode": {"NT": {"r": 0.5, "p_value": 0.25, "n_points": 4}}}}
+    s = length_section(la)
+    assert "NT: **+0.500 (p = 0.25, 4 aggregates)**" in s and "(1 unresolved aggregates)" in s
+    assert "left out: 2 error, 1 unlabelled." in s and "| NT/unresolved | 3 | 67 [3] |" in s
+
+
+def test_intervals_section():
+    m = {"intervals": {"alpha": 0.05, "n_boot": 10, "seed": 0},
+         "configs": {"c": {"NT": {"acc": 0.5, "acc_ci": [0.25, 0.75], "trigger": None, "trigger_ci": None}}}}
+    s = intervals_section(m)
+    assert s.startswith("## Uncertainty (95% bootstrap intervals, 10 resamples, seed 0)")
+    assert "| c | NT | 50.0 | [25.0, 75.0] | – | – |" in s
