@@ -178,7 +178,7 @@ def category_markdown(metrics: dict) -> str:
         return "No category labels in the data."
     out = []
     for key, title in (("trigger", "Trigger (%)"), ("acc", "Acc (%)")):
-        head = ["config", "mode"] + [f"{c} ({_family(c)})" for c in cats]
+        head = ["config", "mode"] + [f"{c.replace('_', ' ')} ({_family(c)})" for c in cats]
         out += [f"**{title} by category**", "", "| " + " | ".join(head) + " |",
                 "|---|---|" + "---:|" * len(cats)]
         out += ["| " + " | ".join([r["config"], r["mode"]] + [_fmt(r[f"{c}_{key}"]) for c in cats]) + " |" for r in rows]
