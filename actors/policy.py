@@ -50,7 +50,8 @@ class PolicyStage:
     def __init__(self, model_config: dict):
         self.model = ModelConfig.model_validate(model_config)
         self.engine = build_engine(self.model.engine, self.model.model, self.model.options)
-        self.vision = self.model.vision and getattr(self.engine, "supports_images", True)
+        # "ocr" sends text only (any engine); True sends pixels only to engines that take images
+        self.vision = self.model.vision == "ocr" or (self.model.vision and getattr(self.engine, "supports_images", True))
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         check_columns(batch.column_names, REQUIRED_COLUMNS, "PolicyStage")

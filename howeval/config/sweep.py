@@ -58,7 +58,9 @@ class ModelConfig(StrictModel):
     modes: dict[Literal["NT", "T"], ModeConfig] = Field(..., description="Mode switches; at least one of NT, T.")
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
-    vision: bool = Field(True, description="False for text-only models: images are not sent and the report says so.")
+    vision: bool | Literal["ocr"] = Field(True, description="True: images are sent (pixels). False for text-only models: "
+                                          "images are not sent and the report says so. 'ocr': a text-only model gets each "
+                                          "image's OCR text (rapidocr-onnxruntime, cached per image) before the question.")
 
     @field_validator("engine")
     @classmethod
@@ -78,6 +80,11 @@ class ModelConfig(StrictModel):
     def _options_fit_engine(self) -> "ModelConfig":
         _engine_options.ENGINE_OPTIONS[self.engine].model_validate(self.options)  # raises naming the option
         return self
+
+    @property
+    def vision_mode(self) -> Literal["pixels", "ocr", "none"]:
+        """How images reach this config's model: ``pixels`` (vision: true), ``ocr`` (OCR text), ``none``."""
+        return "ocr" if self.vision == "ocr" else ("pixels" if self.vision else "none")
 
     def engine_options(self):
         """The validated options object of this model's engine."""

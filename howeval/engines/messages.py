@@ -68,3 +68,46 @@ def prompt_record(request, image_ids: list[str] | None = None) -> str:
                        "chat_template_kwargs": request.chat_template_kwargs or None,
                        "reasoning_effort": request.reasoning_effort, "extra_body": request.extra_body or None,
                        "tools": request.tools}, ensure_ascii=False, default=str)
+
+
+def decode_data_url(url: str) -> bytes:
+    """The bytes of a ``data:<mime>;base64,...`` URL.
+
+    Raises:
+        ValueError: not a base64 data URL (local engines cannot fetch http(s) images offline).
+    """
+    import base64
+
+    head, sep, payload = url.partition(",")
+    if not sep or not head.startswith("data:") or not head.endswith(";base64"):
+        raise ValueError(f"image_url must be a base64 data URL (data:<mime>;base64,...), got {url[:48]!r}")
+    return base64.b64decode(payload)
+
+
+def to_template_parts(messages: list[dict]) -> tuple[list[dict], list[bytes]]:
+    """Messages for a multimodal chat template, plus the image bytes in order of appearance.
+
+    Each OpenAI ``image_url`` part (a data URL) becomes ``{"type": "image"}`` in place, and its bytes are
+    collected, so a processor gets one image per placeholder. Text parts stay; ``None`` content
+    (an assistant turn with only tool calls) becomes ``""``. Works on any role, so tool-result images
+    sent back in a user message reach the model too.
+
+    Raises:
+        ValueError: an image part that is not a base64 data URL.
+    """
+    out, images = [], []
+    for m in messages:
+        c = m.get("content")
+        if isinstance(c, list):
+            parts = []
+            for p in c:
+                t = p.get("type")
+                if t == "image_url":
+                    url = p["image_url"]["url"] if isinstance(p.get("image_url"), dict) else p.get("image_url")
+                    images.append(decode_data_url(url))
+                    parts.append({"type": "image"})
+                elif t == "text":
+                    parts.append({"type": "text", "text": p.get("text", "")})
+            c = parts
+        out.append({"role": m["role"], "content": c if c is not None else ""})
+    return out, images

@@ -67,8 +67,10 @@ def question_text(sample: dict) -> str:
 def build_request(sample: dict, model: ModelConfig, mode: str) -> ChatRequest:
     """The ChatRequest for ``sample`` under ``model`` in ``mode`` ("NT" or "T").
 
-    Images go as ``image_url`` parts (data URLs) before the text, unless ``model.vision`` is False,
-    in which case they are left out (text-only models; the report says so).
+    Images go as ``image_url`` parts (data URLs) before the text when ``model.vision`` is True; with
+    ``vision: ocr`` each image's OCR text (:func:`howeval.engines.ocr.ocr_block`, cached per image) goes
+    before the question instead; with ``vision: false`` they are left out (text-only models; the report
+    says so).
 
     Raises:
         KeyError: ``mode`` is not configured for this model (lists the configured modes).
@@ -77,9 +79,16 @@ def build_request(sample: dict, model: ModelConfig, mode: str) -> ChatRequest:
         raise KeyError(f"config {model.name!r} has no mode {mode!r}; configured: {sorted(model.modes)}")
     mc = model.modes[mode]
     parts: list[dict] = []
-    if model.vision:
-        parts += [{"type": "image_url", "image_url": {"url": image_data_url(b)}} for b in sample.get("images") or []]
-    parts.append({"type": "text", "text": question_text(sample)})
+    images = sample.get("images") or []
+    text = question_text(sample)
+    if model.vision == "ocr":
+        from howeval.engines.ocr import ocr_block
+
+        if images:
+            text = f"{ocr_block(images)}\n\n{text}"
+    elif model.vision:
+        parts += [{"type": "image_url", "image_url": {"url": image_data_url(b)}} for b in images]
+    parts.append({"type": "text", "text": text})
     messages = []
     if mc.system_prompt:
         messages.append({"role": "system", "content": mc.system_prompt})

@@ -1,0 +1,93 @@
+"""Pixels reach the model: the tiny VLM (Idefics3 with SmolLM2 as its LM) behind the ``hf`` engine.
+
+The vehicle's answers are meaningless; what these tests show is that an image's pixels change the
+model's next-token logits through the engine's own prompt path, with several images per prompt.
+"""
+from __future__ import annotations
+
+import io
+
+import pytest
+from PIL import Image
+
+from howeval.engines.base import ChatRequest
+from howeval.engines.messages import to_template_parts
+from howeval.engines.prompts import image_data_url
+from howeval.engines.tiny_vlm import TINY_VLM, TinyVLMSpec
+
+
+def _png(color: tuple[int, int, int], size=(96, 64)) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", size, color).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+RED, BLUE = _png((220, 20, 20)), _png((20, 20, 220))
+
+
+def _req(images: list[bytes], text: str = "What colour is the picture?", max_tokens: int = 4) -> ChatRequest:
+    parts = [{"type": "image_url", "image_url": {"url": image_data_url(b)}} for b in images]
+    return ChatRequest(messages=[{"role": "user", "content": parts + [{"type": "text", "text": text}]}],
+                       max_tokens=max_tokens)
+
+
+def test_template_parts_keep_image_positions_and_bytes():
+    msgs = [{"role": "system", "content": "s"},
+            {"role": "user", "content": [{"type": "text", "text": "a"},
+                                         {"type": "image_url", "image_url": {"url": image_data_url(RED)}},
+                                         {"type": "image_url", "image_url": {"url": image_data_url(BLUE)}}]},
+            {"role": "assistant", "content": None}]
+    out, images = to_template_parts(msgs)
+    assert out[1]["content"] == [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "image"}]
+    assert images == [RED, BLUE] and out[2]["content"] == "" and out[0]["content"] == "s"
+    with pytest.raises(ValueError, match="base64 data URL"):
+        to_template_parts([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x/a.png"}}]}])
+
+
+def test_spec_image_seq_len():
+    assert TinyVLMSpec().image_seq_len == 4  # (64 // 16)**2 patches / 2**2 pixel shuffle
+    assert TinyVLMSpec(image_size=128).image_seq_len == 16
+
+
+@pytest.fixture(scope="module")
+def vlm():
+    from howeval.engines.registry import build_engine
+
+    eng = build_engine("hf", TINY_VLM, {"batch_size": 4, "torch_threads": 1})
+    assert eng.supports_images and eng.model.config.model_type == "idefics3"
+    return eng
+
+
+@pytest.mark.slow
+def test_two_images_give_different_logits_and_same_image_same_logits(vlm):
+    red, blue, red2 = (vlm.next_token_logits(_req([b])) for b in (RED, BLUE, RED))
+    assert (red - blue).abs().max().item() > 0.1
+    assert (red - red2).abs().max().item() == 0.0
+
+
+@pytest.mark.slow
+def test_dropping_an_image_changes_logits(vlm):
+    both, first = vlm.next_token_logits(_req([RED, BLUE])), vlm.next_token_logits(_req([RED]))
+    none = vlm.next_token_logits(_req([]))
+    assert (both - first).abs().max().item() > 0.1
+    assert (first - none).abs().max().item() > 0.1
+
+
+@pytest.mark.slow
+def test_generate_mixed_batch_counts_image_tokens(vlm):
+    out = vlm.generate([_req([RED, BLUE]), _req([]), _req([BLUE])])
+    assert [c.error for c in out] == [None, None, None]
+    # each image: <fake_token_around_image> <global-img> 4 x <image> <fake_token_around_image> = 7 tokens
+    assert out[0].prompt_tokens - out[1].prompt_tokens == 14
+    assert out[2].prompt_tokens - out[1].prompt_tokens == 7
+    assert all(1 <= c.completion_tokens <= 4 for c in out)
+
+
+@pytest.mark.slow
+def test_bad_image_fails_only_its_request(vlm):
+    bad = ChatRequest(messages=[{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}, {"type": "text", "text": "q"}]}],
+        max_tokens=2)
+    out = vlm.generate([bad, _req([RED], max_tokens=2)])
+    assert out[0].finish_reason == "error" and "hf prompt failed" in out[0].error
+    assert out[1].error is None
