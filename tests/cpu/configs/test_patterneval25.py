@@ -57,6 +57,10 @@ def test_every_engine_option_is_accepted_by_its_engine(cfg, engine):
     models = [m for m in cfg.models if m.engine == engine]
     assert models, f"no {engine} configs"
     accepted = set(ENGINE_OPTIONS[engine].model_fields)
+    if engine == "vllm":  # vLLM's own engine arguments, passed through (checked against EngineArgs)
+        from howeval.engines.vllm_known_args import ENGINE_ARG_NAMES
+
+        accepted |= ENGINE_ARG_NAMES
     for m in models:
         unknown = set(m.options) - accepted
         assert not unknown, f"{m.name}: options {sorted(unknown)} not accepted by {engine} ({sorted(accepted)})"
@@ -77,13 +81,13 @@ def test_misspelled_engine_option_is_rejected_naming_it(sweep_path: Path, tmp_pa
 
 def test_vllm_gpus_match_parallelism_and_weights_are_mounted(cfg):
     for m in (m for m in cfg.models if m.engine == "vllm"):
-        o = m.engine_options()
-        assert m.resources.num_gpus == o.tensor_parallel_size * o.pipeline_parallel_size, (
-            f"{m.name}: num_gpus {m.resources.num_gpus} != tp {o.tensor_parallel_size} x pp {o.pipeline_parallel_size}")
+        o = m.engine_options().all_engine_kwargs()
+        tp, pp = o.get("tensor_parallel_size", 1), o.get("pipeline_parallel_size", 1)
+        assert m.resources.num_gpus == tp * pp, f"{m.name}: num_gpus {m.resources.num_gpus} != tp {tp} x pp {pp}"
         assert m.model and m.model.startswith("/models/"), f"{m.name}: weights must be a mounted path, got {m.model!r}"
         assert m.resources.num_gpus <= 8, f"{m.name}: one replica must fit one 8-GPU node"
         t_budget = m.modes["T"].max_tokens or m.sampling.max_tokens
-        assert o.max_model_len is None or o.max_model_len > t_budget, f"{m.name}: max_model_len leaves no room for the prompt"
+        assert o.get("max_model_len") is None or o["max_model_len"] > t_budget, f"{m.name}: max_model_len leaves no room for the prompt"
 
 
 def test_hosted_models_take_url_and_key_from_the_environment(cfg):

@@ -82,14 +82,31 @@ def test_openai_engine_unset_env_is_a_clear_error(monkeypatch):
 
 
 def test_vllm_mapping_without_a_gpu():
-    from howeval.engines.vllm_engine import group_by_template_kwargs, llm_kwargs, sampling_kwargs
+    from howeval.engines.vllm_engine import llm_kwargs, root_cause, sampling_kwargs
 
     r1 = ChatRequest(messages=[], max_tokens=5, temperature=0.6, top_p=0.95, seed=3, chat_template_kwargs={"enable_thinking": True})
-    r2 = ChatRequest(messages=[], chat_template_kwargs={"enable_thinking": False})
     assert sampling_kwargs(r1) == {"max_tokens": 5, "temperature": 0.6, "top_p": 0.95, "seed": 3}
-    assert sorted(group_by_template_kwargs([r1, r2, r1]).values()) == [[0, 2], [1]]
-    kw = llm_kwargs("/models/q", VLLMOptions(tensor_parallel_size=4))
-    assert kw["model"] == "/models/q" and kw["tensor_parallel_size"] == 4 and "max_model_len" not in kw
+    # engine arguments are vLLM's own, flat or under engine_kwargs, passed through unchanged
+    opts = VLLMOptions.model_validate({"tensor_parallel_size": 4, "engine_kwargs": {"enable_prefix_caching": True}})
+    assert llm_kwargs("/models/q", opts) == {"model": "/models/q", "tensor_parallel_size": 4, "enable_prefix_caching": True}
+    # on a CPU platform the unset keys get the CPU defaults; a key the config sets wins
+    cpu = llm_kwargs("/m", VLLMOptions.model_validate({"max_model_len": 4096}), on_cpu=True)
+    assert cpu == {"model": "/m", "dtype": "float32", "enforce_eager": True, "gpu_memory_utilization": 0.1,
+                   "max_model_len": 4096}
+    try:
+        try:
+            raise OSError("no config.json in /m")
+        except OSError as inner:
+            raise RuntimeError("Engine core initialization failed.\nSee root cause above.") from inner
+    except RuntimeError as e:
+        assert root_cause(e) == "OSError: no config.json in /m"
+
+
+def test_vllm_options_reject_the_same_key_twice_and_the_model():
+    with pytest.raises(ValueError, match=r"\['max_model_len'\] given both flat and under engine_kwargs"):
+        VLLMOptions.model_validate({"max_model_len": 1, "engine_kwargs": {"max_model_len": 2}})
+    with pytest.raises(ValueError, match="config's `model:`"):
+        VLLMOptions.model_validate({"model": "/x"})
 
 
 def test_vllm_engine_missing_is_an_install_hint():
@@ -131,3 +148,17 @@ def test_hf_embedded_model_generates_in_batches():
     assert "Paris" in out[0].text
     assert out[1].completion_tokens <= 3 and out[1].finish_reason in ("length", "stop")
     assert all(c.error is None for c in out)
+
+
+def test_vllm_options_checked_against_engine_args_when_vllm_is_importable(monkeypatch):
+    import howeval.engines.options as options
+
+    monkeypatch.setattr(options, "vllm_engine_arg_names", lambda: frozenset({"max_model_len", "kv_cache_dtype"}))
+    assert VLLMOptions.model_validate({"kv_cache_dtype": "fp8"}).all_engine_kwargs() == {"kv_cache_dtype": "fp8"}
+    with pytest.raises(ValueError, match=r"unknown vLLM engine argument\(s\) \['max_modle_len'\]"):
+        VLLMOptions.model_validate({"max_modle_len": 4096})
+    # no vllm here: near-misses of the recorded EngineArgs names are errors, other new names wait for the engine
+    monkeypatch.setattr(options, "vllm_engine_arg_names", lambda: None)
+    with pytest.raises(ValueError, match="'max_modle_len': did you mean 'max_model_len'"):
+        VLLMOptions.model_validate({"max_modle_len": 4096})
+    assert VLLMOptions.model_validate({"a_future_flag": 1}).all_engine_kwargs() == {"a_future_flag": 1}

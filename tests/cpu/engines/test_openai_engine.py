@@ -1,9 +1,18 @@
-"""Tests for howeval.engines.openai_engine: the qps limiter with an injected clock (no wall-clock rates)."""
+"""The openai engine's flow control: the qps limiter with an injected clock, and against a scripted fake
+server on 127.0.0.1 (tests/fakes/chat_server.py) the circuit breaker on an endpoint that never answers,
+Retry-After waited out, the per-request deadline, and one in-flight window shared across batches (no
+per-batch barrier). No wall-clock rates: waits are checked with injected clocks or server-side events."""
 from __future__ import annotations
 
-import pytest
+import threading
+import time
 
-from howeval.engines.openai_engine import RateLimiter
+import pytest
+from fakes.chat_server import ScriptedChatServer
+
+from howeval.engines.base import ChatRequest
+from howeval.engines.openai_engine import OpenAIEngine, RateLimiter, retry_after_s
+from howeval.engines.options import OpenAIOptions
 
 
 class FakeClock:
@@ -50,3 +59,121 @@ def test_no_limit_and_bad_qps():
     assert clock.sleeps == [] and lim.interval == 0.0
     with pytest.raises(ValueError, match="qps must be > 0"):
         RateLimiter(0.0)
+
+
+def reqs(*texts: str) -> list[ChatRequest]:
+    return [ChatRequest(messages=[{"role": "user", "content": t}], max_tokens=4, request_id=t) for t in texts]
+
+
+class FakeTime:
+    """A clock that moves only when the engine sleeps; records every sleep."""
+
+    def __init__(self):
+        self.now, self.sleeps = 1000.0, []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, s: float) -> None:
+        self.sleeps.append(round(s, 3))
+        self.now += s
+
+
+def test_endpoint_that_never_answers_ends_the_config_within_three_timeouts():
+    timeout_s = 2.0
+    with ScriptedChatServer(lambda n, b: ("hang",)) as srv:
+        eng = OpenAIEngine("m", OpenAIOptions(base_url=srv.base_url, timeout_s=timeout_s, max_retries=3,
+                                              max_concurrency=2, breaker_failures=2))
+        t0 = time.monotonic()
+        out = eng.generate(reqs(*[f"q{i}" for i in range(12)]))
+        elapsed = time.monotonic() - t0
+        eng.close()
+    assert [c.request_id for c in out] == [f"q{i}" for i in range(12)]
+    assert all(c.finish_reason == "error" and c.error.startswith("endpoint unavailable (") for c in out)
+    assert "2 consecutive connection failures or timeouts; last: APITimeoutError" in out[0].error
+    assert "retried by the next run" in out[-1].error
+    assert len(srv.seen) == 2  # the two first attempts; nothing after the breaker opened
+    assert elapsed < 3 * timeout_s, f"took {elapsed:.1f} s"
+
+
+def test_connection_refused_opens_the_breaker_without_waiting_for_timeouts():
+    with ScriptedChatServer(lambda n, b: ("ok", "x")) as srv:
+        url = srv.base_url  # the port is free again after the server stops
+    eng = OpenAIEngine("m", OpenAIOptions(base_url=url, timeout_s=30, max_retries=5, backoff_s=0, breaker_failures=3,
+                                          max_concurrency=1))
+    out = eng.generate(reqs("a", "b", "c"))
+    assert all(c.error.startswith("endpoint unavailable (") and "APIConnectionError" in c.error for c in out)
+
+
+def test_429_with_retry_after_is_waited_out():
+    def script(n, body):
+        return ("status", 429, {"Retry-After": "1"}) if n == 1 else ("ok", "\\boxed{4}")
+
+    with ScriptedChatServer(script) as srv:
+        eng = OpenAIEngine("m", OpenAIOptions(base_url=srv.base_url, max_retries=2, backoff_s=0))
+        (c,) = eng.generate(reqs("2+2?"))
+    assert c.error is None and c.text == "\\boxed{4}"
+    first, second = srv.seen
+    assert (first.action, second.action) == ("status", "ok")
+    assert second.start - first.end >= 1.0  # the server's own timestamps: the second attempt came after the pause
+
+
+def test_retry_after_pauses_the_endpoint_and_is_read_on_503_too():
+    t = FakeTime()
+    codes = {1: ("status", 429, {"Retry-After": "30"}), 2: ("status", 503, {"retry-after-ms": "1500"})}
+    with ScriptedChatServer(lambda n, b: codes.get(n, ("ok", "fine"))) as srv:
+        eng = OpenAIEngine("m", OpenAIOptions(base_url=srv.base_url, max_retries=3, backoff_s=0.5, max_concurrency=1),
+                           clock=t.clock, sleep=t.sleep)
+        (c,) = eng.generate(reqs("q"))
+    assert c.error is None and c.text == "fine" and len(srv.seen) == 3
+    assert t.sleeps == [30.0, 1.5]  # exactly what the server asked, no backoff on top
+
+
+def test_retry_after_past_the_deadline_ends_the_request_at_once():
+    t = FakeTime()
+    with ScriptedChatServer(lambda n, b: ("status", 429, {"Retry-After": "900"})) as srv:
+        eng = OpenAIEngine("m", OpenAIOptions(base_url=srv.base_url, max_retries=3, deadline_s=600),
+                           clock=t.clock, sleep=t.sleep)
+        (c,) = eng.generate(reqs("q"))
+    assert c.finish_reason == "error" and c.error.startswith("deadline: the endpoint asked to wait 900.0 s")
+    assert "RateLimitError" in c.error and len(srv.seen) == 1 and t.sleeps == []
+
+
+def test_without_retry_after_backoff_doubles_and_client_errors_are_not_retried():
+    t = FakeTime()
+    with ScriptedChatServer(lambda n, b: ("status", 500, {}) if b["messages"][0]["content"] == "a"
+                            else ("status", 400, {})) as srv:
+        eng = OpenAIEngine("m", OpenAIOptions(base_url=srv.base_url, max_retries=3, backoff_s=0.5, max_concurrency=1),
+                           clock=t.clock, sleep=t.sleep)
+        a, b = eng.generate(reqs("a", "b"))
+    assert t.sleeps == [0.5, 1.0, 2.0]
+    assert a.error.startswith("InternalServerError") and b.error.startswith("BadRequestError")
+    assert [s.text for s in srv.seen] == ["a"] * 4 + ["b"]
+
+
+def test_one_window_across_batches_a_slow_answer_holds_only_its_slot():
+    release = threading.Event()
+
+    def script(n, body):
+        return ("wait", release, "slow done") if body["messages"][0]["content"] == "slow" else ("ok", "fast")
+
+    with ScriptedChatServer(script) as srv:
+        eng = OpenAIEngine("m", OpenAIOptions(base_url=srv.base_url, max_concurrency=2, max_retries=0))
+        batch_a: list = []
+        ta = threading.Thread(target=lambda: batch_a.extend(eng.generate(reqs("slow", "a2"))))
+        ta.start()
+        # the second batch finishes while the first one's slow request is still held by the server
+        batch_b = eng.generate(reqs("b1", "b2", "b3"))
+        assert [c.text for c in batch_b] == ["fast"] * 3 and not release.is_set() and ta.is_alive()
+        release.set()
+        ta.join(10)
+        eng.close()
+    assert [c.text for c in batch_a] == ["slow done", "fast"]
+    assert srv.max_in_flight <= 2
+
+
+def test_retry_after_header_forms():
+    assert retry_after_s({"Retry-After": "7"}) == 7.0
+    assert retry_after_s({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    assert retry_after_s({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, now_wall=1445412480.0) == 10.0
+    assert retry_after_s({"retry-after": "soon"}) is None and retry_after_s({}) is None

@@ -125,6 +125,10 @@ def test_every_call_failing_gives_judge_error_with_reason(real_rows, fault):
         assert len(calls) == 2 * len(rows)
         assert all("engine" not in x for x in reasons)
         assert all(j["rationale"] and "{not json" in j["rationale"] for j in out), "raw output kept"
+    elif fault == "hang":  # the engine's circuit breaker: after 4 consecutive timeouts the endpoint is down
+        assert len(calls) < len(rows) * (1 + MAX_RETRIES)
+        assert all(x.startswith("judge_error: engine: endpoint unavailable (") and ENGINE_ERRORS[fault] in x
+                   for x in reasons), reasons
     else:  # engine failure: (1 + retries) attempts, no repair
         assert len(calls) == len(rows) * (1 + MAX_RETRIES)
         kind = ENGINE_ERRORS[fault]
