@@ -1,6 +1,7 @@
 """Ray Data stage: verify and pattern-judge Response rows (wraps ``howeval.judges.pipeline.Judger``).
 
-Input: Response columns (optionally ``image_data_url`` for image-aware judges). Output: Judgment rows.
+Input: Response columns (optionally ``image_data_urls``, every image of the sample as data URLs, for
+image-aware judges). Output: Judgment rows.
 """
 from __future__ import annotations
 
@@ -26,5 +27,6 @@ class JudgeStage:
     def __call__(self, batch: pa.Table) -> pa.Table:
         check_columns(batch.column_names, REQUIRED_COLUMNS, "JudgeStage")
         rows = batch.to_pylist()
-        images = [r.get("image_data_url") for r in rows] if "image_data_url" in batch.column_names else None
+        col = next((c for c in ("image_data_urls", "image_data_url") if c in batch.column_names), None)
+        images = [r.get(col) for r in rows] if col else None  # every image of the sample (or one)
         return conform(self.judger.judge(rows, images), JUDGMENT_SCHEMA)

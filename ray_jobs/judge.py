@@ -19,13 +19,13 @@ import yaml
 from howeval.benchmarks.loaders import load_samples
 from howeval.config import ConfigError, JudgesConfig, SweepConfig, load_run_config, require_ready
 from howeval.judges.pipeline import judge_id, merge_judges, verifier_id
-from howeval.engines.prompts import image_data_url
+from howeval.judges.images import judge_image_urls
 from howeval.records import JUDGMENT_SCHEMA, RESPONSE_KEY, RESPONSE_SCHEMA, VERIFY_TYPE, conform, key_of
 from howeval.store import join, read_table, write_json
 from ray_jobs.common import blocks, init_ray, log, write_parquet
 
 STAGE_SCHEMA = (RESPONSE_SCHEMA.append(pa.field("judges_needed", pa.list_(pa.string())))
-                .append(pa.field("cached_verify", VERIFY_TYPE)).append(pa.field("image_data_url", pa.string())))
+                .append(pa.field("cached_verify", VERIFY_TYPE)).append(pa.field("image_data_urls", pa.list_(pa.string()))))
 
 
 def plan_judging(responses: list[dict], judgments: list[dict], judges: JudgesConfig,
@@ -70,9 +70,11 @@ def judge_run(cfg: SweepConfig, samples: list[dict] | None = None, only: list[st
     if any(j.kind == "llm" and j.with_image for j in cfg.judges.pattern):
         if samples is None:
             samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
-        first_image = {s["sample_id"]: image_data_url(s["images"][0]) for s in samples if s["images"]}
+        # every image the policy saw, as PNG/JPEG/WebP/GIF data URLs (others converted with Pillow; the
+        # loader already refused unreadable images as bad rows)
+        urls = {s["sample_id"]: judge_image_urls(s["images"], s["sample_id"]) for s in samples if s["images"]}
         for r in todo:
-            r["image_data_url"] = first_image.get(r["sample_id"])
+            r["image_data_urls"] = urls.get(r["sample_id"])
     init_ray(cfg.ray)
     bs = 16
     ds = ray.data.from_arrow(blocks(conform(todo, STAGE_SCHEMA), bs))

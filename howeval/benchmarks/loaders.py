@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import fsspec
 
+from howeval.judges.images import BadImage, check_image
+
 ANSWER_TYPES = (
     "multiple_choice", "integer_number", "decimal_number", "extractive_text", "boolean_text",
     "other_text", "free_form", "free_form_or_mc",
@@ -108,6 +110,10 @@ def _sample(row: dict, path: str, line: int, base: str, benchmark: str) -> dict:
                 images.append(f.read())
         except (FileNotFoundError, OSError) as e:
             raise BadRowError(path, line, uid, "image", f"cannot read {ipath} ({type(e).__name__})") from None
+        try:
+            check_image(images[-1], ipath)  # 0 bytes or not an image: a bad row now, not a judge crash later
+        except BadImage as e:
+            raise BadRowError(path, line, uid, "image", str(e)) from None
     try:
         options = _str_list(row.get("options"))
         ref = _str_list(row.get("reference_steps"))

@@ -106,6 +106,7 @@ class JudgeEngineConfig(StrictModel):
     options: dict[str, Any] = Field(default_factory=dict, description="openai engine options (base_url, api_key_env, max_concurrency, qps, ...).")
     max_tokens: int = Field(512, ge=16)
     temperature: float = Field(0.0, ge=0)
+    structured_output: bool = Field(True, description="Ask pattern judges for their JSON by schema (response_format json_schema; vLLM guided JSON); a server that refuses it is asked again without it, and the repair prompt stays the fallback for unparseable output.")
 
     @model_validator(mode="after")
     def _opts(self) -> "JudgeEngineConfig":

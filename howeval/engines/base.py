@@ -29,6 +29,8 @@ class ChatRequest:
         request_id: caller's id, echoed on the completion.
         reasoning_opener_in_template: the template pre-fills ``<think>`` (outputs have no opening tag);
             engines pass it to ``split_reasoning`` so a length-cut output is truncated, not an answer.
+        response_format: OpenAI structured output (``{"type": "json_schema", "json_schema": {...}}``) or
+            None; the openai engine sends it as is, the vllm engine as guided JSON decoding.
     """
 
     messages: list[dict[str, Any]]
@@ -42,6 +44,7 @@ class ChatRequest:
     extra_body: dict[str, Any] = field(default_factory=dict)
     request_id: str | None = None
     reasoning_opener_in_template: bool = False
+    response_format: dict[str, Any] | None = None
 
 
 @dataclass

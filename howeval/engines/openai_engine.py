@@ -175,6 +175,14 @@ class OpenAIEngine:
         base_url = o.base_url or (os.environ.get(o.base_url_env) if o.base_url_env else None)
         if o.base_url_env and not base_url:
             raise ValueError(f"openai engine: environment variable {o.base_url_env} (options.base_url_env) is not set")
+        # a remote endpoint without its key would answer every call 401: fail here, naming the variable
+        # (the same check as the jobs' preflight, so a judge or LLM verifier built in an actor fails at start)
+        from howeval.config.preflight import check_endpoint
+
+        problems = [p for p in check_endpoint(o.model_dump(), "options", f"openai engine for {model!r}", os.environ)
+                    if ".api_key_env:" in p]
+        if problems:
+            raise ValueError(problems[0])
         self.base_url = base_url
         api_key = os.environ.get(o.api_key_env) or "EMPTY"  # local servers accept any key
         self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=o.timeout_s, max_retries=0)
@@ -208,6 +216,8 @@ class OpenAIEngine:
             kw["reasoning_effort"] = req.reasoning_effort
         if req.tools:
             kw["tools"] = req.tools
+        if req.response_format:
+            kw["response_format"] = req.response_format
         extra = {**self.options.extra_body, **req.extra_body}
         if req.chat_template_kwargs:
             extra["chat_template_kwargs"] = req.chat_template_kwargs

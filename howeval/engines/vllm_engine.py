@@ -28,7 +28,27 @@ def sampling_kwargs(req: ChatRequest) -> dict:
     kw = {"max_tokens": req.max_tokens, "temperature": req.temperature, "top_p": req.top_p}
     if req.seed is not None:
         kw["seed"] = req.seed
+    schema = ((req.response_format or {}).get("json_schema") or {}).get("schema")
+    if schema is not None:
+        kw["guided_json"] = schema  # turned into vLLM's guided-decoding params in VLLMEngine.generate
     return kw
+
+
+def _sampling_params(kw: dict):
+    """``vllm.SamplingParams`` from :func:`sampling_kwargs` (guided JSON through the API this vLLM has)."""
+    from vllm import SamplingParams
+
+    schema = kw.pop("guided_json", None)
+    if schema is None:
+        return SamplingParams(**kw)
+    try:
+        from vllm.sampling_params import StructuredOutputsParams  # vLLM >= 0.11
+
+        return SamplingParams(**kw, structured_outputs=StructuredOutputsParams(json=schema))
+    except ImportError:
+        from vllm.sampling_params import GuidedDecodingParams
+
+        return SamplingParams(**kw, guided_decoding=GuidedDecodingParams(json=schema))
 
 
 def llm_kwargs(model: str, options: VLLMOptions, on_cpu: bool = False) -> dict:
@@ -93,14 +113,12 @@ class VLLMEngine:
 
     def generate(self, requests: list[ChatRequest]) -> list[Completion]:
         """One Completion per request, in order; a refused request is an error on its own row."""
-        from vllm import SamplingParams
-
         out: list[Completion | None] = [None] * len(requests)
         queued: dict[str, int] = {}
         t0 = time.perf_counter()
         for i, r in enumerate(requests):
             try:
-                (rid,) = self.llm.enqueue_chat([r.messages], SamplingParams(**sampling_kwargs(r)), use_tqdm=False,
+                (rid,) = self.llm.enqueue_chat([r.messages], _sampling_params(sampling_kwargs(r)), use_tqdm=False,
                                                chat_template_kwargs=r.chat_template_kwargs or None)
             except Exception as e:  # vLLM refused this request: its row only
                 out[i] = Completion(text="", finish_reason="error", error=f"vllm: {_one_line(e)}",

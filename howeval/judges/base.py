@@ -25,13 +25,24 @@ class JudgeItem:
         question: the prompt q ("" when unknown).
         response: the user-facing response y_m.
         options: the item's option texts in order (A first), or None; rule judges use them to map letters.
-        image_data_url: ``data:image/...;base64,...`` of the item's first image for image-aware judges, or None.
+        image_data_url: ``data:image/...;base64,...`` of the item's image for image-aware judges, or None
+            (one image; for several use ``image_data_urls``).
+        image_data_urls: every image of the sample, in order, as data URLs (what the policy saw; see
+            :func:`howeval.judges.images.judge_image_urls`). :attr:`images` joins both fields.
     """
 
     question: str
     response: str
     options: tuple[str, ...] | None = None
     image_data_url: str | None = None
+    image_data_urls: tuple[str, ...] = ()
+
+    @property
+    def images(self) -> tuple[str, ...]:
+        """Every image data URL of the item, in order (``image_data_urls``, else ``image_data_url``)."""
+        if self.image_data_urls:
+            return self.image_data_urls
+        return (self.image_data_url,) if self.image_data_url else ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.response, str):
@@ -40,6 +51,8 @@ class JudgeItem:
             raise TypeError(f"JudgeItem.question must be str (\"\" when unknown), got {type(self.question).__name__}")
         if self.options is not None and not isinstance(self.options, tuple):
             object.__setattr__(self, "options", tuple(self.options))
+        if not isinstance(self.image_data_urls, tuple):
+            object.__setattr__(self, "image_data_urls", tuple(self.image_data_urls or ()))
 
     @classmethod
     def of(cls, item: "JudgeItem | Mapping[str, Any]") -> "JudgeItem":
@@ -54,7 +67,8 @@ class JudgeItem:
         check_columns(item, _REQUIRED, "judge item", "keys")
         opts = item.get("options")
         return cls(question=item["question"] or "", response=item["response"],
-                   options=tuple(opts) if opts is not None else None, image_data_url=item.get("image_data_url"))
+                   options=tuple(opts) if opts is not None else None, image_data_url=item.get("image_data_url"),
+                   image_data_urls=tuple(item.get("image_data_urls") or ()))
 
 
 _REQUIRED = {"question": "the prompt q", "response": "the user-facing response y_m"}

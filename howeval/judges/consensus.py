@@ -22,7 +22,9 @@ class ConsensusResult:
         agreement: per label, how many judges agree with the majority (the larger side on a tie).
         n_judges: judges that produced labels (errors excluded).
         judges: names of those judges, sorted.
-        unanimous: every labelling judge gave the same whole vector (and there was at least one).
+        unanimous: every judge labelled the response (none failed) and all gave the same whole vector.
+            A response that only some judges labelled is never unanimous: the others' silence is not
+            agreement.
         disputed_labels: labels on which the labelling judges disagree, in LABELS order.
         errors: judge name -> error, for judges that produced no labels.
     """
@@ -93,7 +95,7 @@ def consensus(verdicts_by_judge: Mapping[str, PatternVerdict]) -> ConsensusResul
         agreement=agreement,
         n_judges=n,
         judges=tuple(sorted(ok)),
-        unanimous=n > 0 and not disputed,
+        unanimous=n > 0 and not errors and not disputed,
         disputed_labels=disputed,
         errors=errors,
     )

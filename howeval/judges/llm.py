@@ -11,6 +11,7 @@ from typing import Any, Sequence
 from howeval.engines.base import ChatRequest, Completion, Engine
 from howeval.judges.base import JudgeItem, as_judge_items
 from howeval.judges.rubric import (
+    RESPONSE_FORMAT,
     RUBRIC_VERSION,
     build_pattern_messages,
     build_repair_messages,
@@ -30,12 +31,17 @@ class LLMPatternJudge:
         engine: any :class:`howeval.engines.base.Engine`.
         name: the judge's name in verdicts (e.g. ``"seed-2.0-pro+img"``).
         version: the judge's version (model id / revision); the rubric version is appended.
-        with_image: send the item's image when it has one (``False``: text-only judge).
+        with_image: send every image of the item (``JudgeItem.images``: what the policy saw) when it has
+            any (``False``: text-only judge).
         max_tokens: completion budget per request.
         temperature: sampling temperature (0: greedy, the default for a judge).
+        structured_output: ask for the label JSON by schema (OpenAI ``response_format`` json_schema;
+            vLLM's server turns it into guided JSON, the vllm engine into guided decoding). A server that
+            refuses it (an error naming ``response_format``/``json_schema``, or a 400) gets the same
+            requests again without it, and the judge stops asking for it.
 
-    Flow of :meth:`judge_batch`: build one request per item -> one ``engine.generate`` call -> parse each
-    output; every unparseable output gets exactly ONE repair request (all repairs in one more batched
+    Flow of :meth:`judge_batch`: build one request per item -> one ``engine.generate`` call (structured
+    output when on) -> parse each output; every unparseable output gets exactly ONE repair request (all repairs in one more batched
     call: the original messages, the bad output, and the parse error) -> parse again; a second failure
     gives ``error="judge_error: <reason>"`` with both raw outputs kept (joined by ``RAW_SEPARATOR``). An engine failure on an item
     gives ``error="judge_error: engine: <reason>"`` and is not repaired. A failed item never gets labels.
@@ -57,6 +63,7 @@ class LLMPatternJudge:
         with_image: bool = True,
         max_tokens: int = 1024,
         temperature: float = 0.0,
+        structured_output: bool = True,
     ) -> None:
         if not hasattr(engine, "generate"):
             raise TypeError(f"engine must have generate(list[ChatRequest]), got {type(engine).__name__}")
@@ -72,21 +79,38 @@ class LLMPatternJudge:
         self.with_image = with_image
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self.structured_output = structured_output
 
     def messages_for(self, item: JudgeItem | dict[str, Any]) -> list[dict[str, Any]]:
-        """The judge messages for one item (the image only when ``with_image`` and the item has one).
+        """The judge messages for one item (every image of the item, only when ``with_image``).
 
         Raises:
             ValueError (:class:`howeval.records.MissingColumnsError`): a dict item lacks ``question`` or ``response``.
         """
         item = JudgeItem.of(item)
-        image = item.image_data_url if self.with_image else None
-        return build_pattern_messages(item.question, item.response, image)
+        images = list(item.images) if self.with_image else None
+        return build_pattern_messages(item.question, item.response, images)
 
-    def _request(self, messages: list[dict[str, Any]], rid: str) -> ChatRequest:
+    def _request(self, messages: list[dict[str, Any]], rid: str, structured: bool = False) -> ChatRequest:
         return ChatRequest(
-            messages=messages, max_tokens=self.max_tokens, temperature=self.temperature, request_id=rid
+            messages=messages, max_tokens=self.max_tokens, temperature=self.temperature, request_id=rid,
+            response_format=RESPONSE_FORMAT if structured else None,
         )
+
+    def _first_pass(self, msgs: list[list[dict[str, Any]]]) -> list[Completion]:
+        """One request per item, with structured output while the server accepts it."""
+        structured = self.structured_output
+        first = self._generate([self._request(m, f"pat-{i}", structured) for i, m in enumerate(msgs)])
+        if structured:
+            refused = [i for i, c in enumerate(first) if c.error is not None and _refuses_structured(c.error)]
+            if refused:
+                log.warning("judge %s: the server refused structured output (%s); asking without it",
+                            self.name, first[refused[0]].error[:200])
+                self.structured_output = False
+                again = self._generate([self._request(msgs[i], f"pat-{i}") for i in refused])
+                for i, c in zip(refused, again):
+                    first[i] = c
+        return first
 
     def _generate(self, requests: list[ChatRequest]) -> list[Completion]:
         outs = self.engine.generate(requests)
@@ -104,7 +128,7 @@ class LLMPatternJudge:
         if not items:
             return []
         msgs = [self.messages_for(it) for it in items]
-        first = self._generate([self._request(m, f"pat-{i}") for i, m in enumerate(msgs)])
+        first = self._first_pass(msgs)
 
         verdicts: list[PatternVerdict | None] = [None] * len(items)
         to_repair: list[tuple[int, str, str]] = []  # (index, bad output, parse error)
@@ -147,6 +171,12 @@ class LLMPatternJudge:
     def judge(self, question: str, response: str, image_data_url: str | None = None) -> PatternVerdict:
         """One item (a batch of one)."""
         return self.judge_batch([JudgeItem(question, response, image_data_url=image_data_url)])[0]
+
+
+def _refuses_structured(error: str) -> bool:
+    """True when an engine error reads like a server refusing ``response_format`` (unknown field, 400)."""
+    low = error.lower()
+    return any(k in low for k in ("response_format", "json_schema", "guided", "badrequesterror", "error code: 400"))
 
 
 __all__ = ["LLMPatternJudge", "RAW_SEPARATOR"]

@@ -96,8 +96,11 @@ class Judger:
             out[i] = v
         return out  # type: ignore[return-value]
 
-    def pattern_rows(self, name: str, rows: list[dict], images: list[str | None] | None = None) -> list[PatternVerdict | None]:
+    def pattern_rows(self, name: str, rows: list[dict], images: list[Any] | None = None) -> list[PatternVerdict | None]:
         """Verdicts of pattern judge ``name``, one per row, in order, through its ``judge_batch``.
+
+        ``images[i]`` is row i's images for image-aware judges: a list of data URLs (every image of the
+        sample, :func:`howeval.judges.images.judge_image_urls`), one data URL, or None.
 
         A row with an engine error gets a failed verdict (``"no response: <reason>"``); a truncated
         thinking response has no y_m to judge: None (no labels, no error).
@@ -111,7 +114,7 @@ class Judger:
             elif not r.get("truncated"):
                 todo.append(i)
         items = [JudgeItem(rows[i]["question"] or "", rows[i]["response"], rows[i].get("options"),
-                           images[i] if images else None) for i in todo]
+                           *_image_fields(images[i] if images else None)) for i in todo]
         verdicts = judge.judge_batch(items) if items else []
         if len(verdicts) != len(items):
             raise RuntimeError(f"judge {name!r} returned {len(verdicts)} verdicts for {len(items)} items")
@@ -119,7 +122,7 @@ class Judger:
             out[i] = v
         return out
 
-    def judge(self, rows: list[dict], images: list[str | None] | None = None) -> list[dict]:
+    def judge(self, rows: list[dict], images: list[Any] | None = None) -> list[dict]:
         """Judgment rows (``records.JUDGMENT_SCHEMA``), one per (row, pattern judge).
 
         Optional row fields: ``judges_needed`` (judge ids to run on this row; default all) and
@@ -153,6 +156,15 @@ def as_verify_result(v: "VerifyResult | Mapping[str, Any]") -> VerifyResult:
 
 VERIFY_FIELDS = tuple(f.name for f in dataclasses.fields(VerifyResult))
 """The fields of a verifier verdict, in ``records.VERIFY_TYPE`` order."""
+
+
+def _image_fields(img: Any) -> tuple[str | None, tuple[str, ...]]:
+    """``(image_data_url, image_data_urls)`` of a JudgeItem from one row's images (None, a URL or a list)."""
+    if img is None:
+        return None, ()
+    if isinstance(img, str):
+        return img, ()
+    return None, tuple(u for u in img if u)
 
 
 def judgment_row(r: dict, jid: str, vid: str, v: VerifyResult, p: PatternVerdict | None) -> dict[str, Any]:

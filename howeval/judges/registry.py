@@ -84,4 +84,5 @@ def _llm(cfg: "PatternJudgeConfig", engine_builder: EngineBuilder) -> PatternJud
     if cfg.llm is None:
         raise ValueError(f"judge {cfg.name!r}: kind 'llm' needs an 'llm:' block (model, options)")
     return LLMPatternJudge(engine_builder(cfg.llm.model, cfg.llm.options), name=cfg.name, version=cfg.version,
-                           with_image=cfg.with_image, max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature)
+                           with_image=cfg.with_image, max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature,
+                           structured_output=cfg.llm.structured_output)

@@ -7,12 +7,34 @@ PR). ``RUBRIC_VERSION`` names this wording; change it whenever the text changes.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
 from howeval.judges.verdict import LABELS, JudgeParseError
 from howeval.parsing.text import json_candidates
 
 RUBRIC_VERSION = "pattern-rubric-1.0"
+
+PATTERN_JSON_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        k: {
+            "type": "object",
+            "properties": {"label": {"type": "boolean"}, "evidence": {"type": ["string", "null"]}},
+            "required": ["label", "evidence"],
+            "additionalProperties": False,
+        }
+        for k in LABELS
+    },
+    "required": list(LABELS),
+    "additionalProperties": False,
+}
+"""JSON schema of the judge's answer (the four labels with evidence), for structured output."""
+
+RESPONSE_FORMAT: dict[str, Any] = {
+    "type": "json_schema",
+    "json_schema": {"name": "pattern_labels", "schema": PATTERN_JSON_SCHEMA, "strict": True},
+}
+"""OpenAI ``response_format`` asking for :data:`PATTERN_JSON_SCHEMA` (vLLM's server maps it to guided JSON)."""
 
 SYSTEM_PROMPT = """\
 You are a strict annotator of response patterns in answers produced by multimodal AI assistants.
@@ -66,14 +88,17 @@ Return the JSON object with the four labels cot, rep, con, pr."""
 _NO_IMAGE_NOTE = "(No image is provided to you; judge pr support by whether the response cites concrete, checkable content.)"
 
 
-def build_pattern_messages(question: str, response: str, image_data_url: str | None = None) -> list[dict[str, Any]]:
+def build_pattern_messages(
+    question: str, response: str, image_data_url: str | Sequence[str] | None = None
+) -> list[dict[str, Any]]:
     """OpenAI chat messages asking a judge for the four labels of ``response``.
 
     Args:
         question: the prompt q the model answered.
         response: the user-facing response y_m (never the reasoning channel r_m).
-        image_data_url: ``data:image/...;base64,...`` for a judge with image access, else None (text-only,
-            as PatternRM is served).
+        image_data_url: ``data:image/...;base64,...`` for a judge with image access, or a list of them
+            (every image of the sample, in order, before the text), else None (text-only, as PatternRM
+            is served).
 
     Returns:
         ``[system, user]``; the user content is a list ``[image_url part, text part]`` with an image, and a
@@ -88,21 +113,21 @@ def build_pattern_messages(question: str, response: str, image_data_url: str | N
             f"question and response must be str, got {type(question).__name__} and {type(response).__name__}"
         )
     text = USER_TEMPLATE.format(question=question.strip(), response=response)
-    if image_data_url is None:
+    images = [image_data_url] if isinstance(image_data_url, str) else list(image_data_url or [])
+    if not images:
         return [
             {"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": text + "\n" + _NO_IMAGE_NOTE},
         ]
-    if not image_data_url.startswith(("data:image/", "http://", "https://")):
-        raise ValueError(f"image_data_url must be a data:image/... or http(s) URL, got {image_data_url[:40]!r}")
+    for i, url in enumerate(images):
+        if not isinstance(url, str) or not url.startswith(("data:image/", "http://", "https://")):
+            raise ValueError(f"image_data_url {i + 1} must be a data:image/... or http(s) URL, got {str(url)[:40]!r}")
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
         {
             "role": "user",
-            "content": [
-                {"type": "image_url", "image_url": {"url": image_data_url}},
-                {"type": "text", "text": text},
-            ],
+            "content": [{"type": "image_url", "image_url": {"url": url}} for url in images]
+            + [{"type": "text", "text": text}],
         },
     ]
 
@@ -188,6 +213,8 @@ def build_repair_messages(
 
 
 __all__ = [
+    "PATTERN_JSON_SCHEMA",
+    "RESPONSE_FORMAT",
     "RUBRIC_VERSION",
     "SYSTEM_PROMPT",
     "USER_TEMPLATE",

@@ -70,19 +70,22 @@ class Call:
     retry_count: int
     repair: bool
     text: str | None
+    images: list[str] | None = None  # the image_url URLs of the request, in order
+    response_format: dict | None = None  # the request's response_format, when it had one
 
 
 class FakeJudgeServer:
     """Threaded fake judge server; see the module docstring. ``base_url`` ends in ``/v1``."""
 
     def __init__(self, fault_rate: float = 0.3, seed: int = 0, hang_s: float = 10.0, faults: tuple[str, ...] = FAULTS,
-                 gate: int = 0, gate_timeout_s: float = 30.0):
+                 gate: int = 0, gate_timeout_s: float = 30.0, reject_response_format: bool = False):
         if not 0 <= fault_rate <= 1:
             raise ValueError(f"fault_rate must be in [0, 1], got {fault_rate}")
         unknown = set(faults) - set(FAULTS)
         if unknown:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS}")
         self.fault_rate, self.seed, self.hang_s, self.faults = fault_rate, seed, hang_s, tuple(faults)
+        self.reject_response_format = reject_response_format  # answer 400 to requests with response_format
         self.calls: list[Call] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -188,8 +191,13 @@ class FakeJudgeServer:
             call.fault = self.fault_for(call.text, call.repair, call.retry_count)
             if self._gate is not None and n <= self._gate.parties:
                 self._gate.wait(self._gate_timeout_s)  # BrokenBarrierError if fewer ever arrive together
+            call.images = [p["image_url"]["url"] for m in msgs if isinstance(m.get("content"), list)
+                           for p in m["content"] if isinstance(p, dict) and p.get("type") == "image_url"]
+            call.response_format = req.get("response_format")
             if h.path.rstrip("/") != "/v1/chat/completions":
                 self._send(h, 404, {"error": {"message": f"no route {h.path}"}})
+            elif call.response_format is not None and self.reject_response_format:
+                self._send(h, 400, {"error": {"message": "unknown field response_format (fake)", "type": "invalid_request_error"}})
             elif call.fault == "429":
                 self._send(h, 429, {"error": {"message": "rate limited (fake)", "type": "rate_limit_error"}})
             elif call.fault == "500":

@@ -162,3 +162,21 @@ def test_vllm_options_checked_against_engine_args_when_vllm_is_importable(monkey
     with pytest.raises(ValueError, match="'max_modle_len': did you mean 'max_model_len'"):
         VLLMOptions.model_validate({"max_modle_len": 4096})
     assert VLLMOptions.model_validate({"a_future_flag": 1}).all_engine_kwargs() == {"a_future_flag": 1}
+
+
+def test_openai_engine_without_its_key_fails_at_start_naming_the_variable(monkeypatch):
+    # issue 12: a judge (or the verifier's LLM fallback) whose key variable is unset fails when built
+    from howeval.judges.registry import build_pattern_judge
+    from howeval.config import PatternJudgeConfig
+
+    monkeypatch.delenv("HOWEVAL_TEST_NO_KEY", raising=False)
+    opts = {"base_url": "https://judge.example.com/v1", "api_key_env": "HOWEVAL_TEST_NO_KEY"}
+    with pytest.raises(ValueError, match="HOWEVAL_TEST_NO_KEY is not set"):
+        build_engine("openai", "m", opts)
+    cfg = PatternJudgeConfig(name="j", kind="llm", llm={"model": "m", "options": opts})
+    with pytest.raises(ValueError, match="HOWEVAL_TEST_NO_KEY"):
+        build_pattern_judge(cfg)
+    monkeypatch.setenv("HOWEVAL_TEST_NO_KEY", "k")
+    assert build_engine("openai", "m", opts).model_name == "m"
+    # a server on this machine needs no key
+    assert build_engine("openai", "m", {"base_url": "http://127.0.0.1:9/v1", "api_key_env": "HOWEVAL_TEST_NO_KEY2"})

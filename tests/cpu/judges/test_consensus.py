@@ -36,7 +36,7 @@ def test_consensus_table_driven(votes, majority, agreement, unanimous, disputed)
 def test_errors_are_excluded_and_reported():
     r = consensus({"a": v("1000"), "b": v("1000"), "c": err("c")})
     assert r.n_judges == 2 and r.judges == ("a", "b")
-    assert r.unanimous and not r.complete and not r.is_consensus_sample
+    assert not r.unanimous and not r.complete and not r.is_consensus_sample  # c did not label it: not unanimous
     assert r.errors == {"c": "judge_error: no JSON object"}
     assert r.votes_true == {"cot": 2, "rep": 0, "con": 0, "pr": 0}
 
@@ -59,12 +59,12 @@ def test_consensus_table_counts():
     rows = [
         {"a": v("1000"), "b": v("1000"), "c": v("1000")},  # consensus sample
         {"a": v("1000"), "b": v("1100"), "c": v("1000")},  # rep disputed 2/3
-        {"a": v("0000"), "b": v("0000"), "c": err()},  # unanimous among 2, one error
+        {"a": v("0000"), "b": v("0000"), "c": err()},  # agree among 2, one error: not unanimous
         {"a": err(), "b": err(), "c": err()},  # no labels
     ]
     t = consensus_table(rows)
-    assert t["n"] == 4 and t["n_unanimous"] == 2 and t["n_consensus_samples"] == 1
-    assert t["n_with_errors"] == 2 and t["n_no_labels"] == 1 and t["unanimous_rate"] == 0.5
+    assert t["n"] == 4 and t["n_unanimous"] == 1 and t["n_consensus_samples"] == 1
+    assert t["n_with_errors"] == 2 and t["n_no_labels"] == 1 and t["unanimous_rate"] == 0.25
     assert t["per_label"]["rep"] == {"agreement_counts": {3: 1, 2: 2}, "n_disputed": 1, "majority_true": 0, "ties": 0}
     assert t["per_label"]["cot"]["majority_true"] == 2
     assert t["per_label"]["cot"]["agreement_counts"] == {3: 2, 2: 1}
