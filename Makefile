@@ -22,7 +22,7 @@ help:
 	@echo "make sweep DATA=../shared/data/manifest.jsonl [OUT=runs/sweep] - the same sweep on real samples"
 	@echo "make report RUN=runs/demo - recompute metrics.json / report.md of a run"
 	@echo "make bench   - throughput benchmarks -> bench/results/*.md"
-	@echo "make train-smoke - 2 GRPO steps on CPU, checkpoint, then resume to step 3"
+	@echo "make train-smoke - 2 GRPO steps on CPU, checkpoint, then resume to step 3 (text policy, then the tiny VLM on image prompts)"
 	@echo "make train-elastic - elastic GRPO on a simulated 3-node cluster: a node leaves, one joins, training goes on"
 	@echo "make serve   - the reward server on 127.0.0.1:8000 (embedded defaults)"
 	@echo "make submit-local - ray job submit of the demo sweep to a local ray start --head"
@@ -79,6 +79,9 @@ train-smoke: $(STAMP)
 	rm -rf runs/train-smoke
 	$(BIN)/python -m ray_jobs.train_grpo --config configs/train/smoke.yaml --storage-path runs/train-smoke --max-steps 2
 	$(BIN)/python -m ray_jobs.train_grpo --config configs/train/smoke.yaml --storage-path runs/train-smoke --max-steps 3 --resume
+	# the same on image prompts with the tiny VLM (TRL's multimodal GRPO path: pixels reach the policy)
+	$(BIN)/python -m ray_jobs.train_grpo --config configs/train/smoke-vlm.yaml --storage-path runs/train-smoke --max-steps 2
+	$(BIN)/python -m ray_jobs.train_grpo --config configs/train/smoke-vlm.yaml --storage-path runs/train-smoke --max-steps 3 --resume
 
 # Elastic GRPO on a simulated 3-node cluster (127.0.0.1): a worker node is removed after step 2's checkpoint,
 # one is added after step 4; prints one line per resize and checks steps 1..8 are each logged once

@@ -90,10 +90,9 @@ def _scorer(cfg: TrainConfig, url: str | None):
 def train_loop_per_worker(loop_config: dict) -> None:
     """One Ray Train worker: build the dataset and GRPOTrainer, resume from Ray's checkpoint, train."""
     import ray.train
-    from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from howeval.training.grpo import GRPOReward, curriculum_rows
+    from howeval.training.grpo import GRPOReward, curriculum_rows, images_dataset
 
     cfg = TrainConfig.model_validate(loop_config["cfg"])
     ctx = ray.train.get_context()
@@ -101,7 +100,7 @@ def train_loop_per_worker(loop_config: dict) -> None:
     rows = loop_config["rows"]
     if cfg.curriculum is not None:
         rows = curriculum_rows(rows, cfg.curriculum.switch_step, cfg.prompts_per_step(world), cfg.data.split_seed)
-    dataset = Dataset.from_list(rows)
+    dataset = images_dataset(rows)  # prompt + images (PIL) for a VLM policy: TRL's multimodal GRPO path
 
     out_dir = tempfile.mkdtemp(prefix=f"grpo-{cfg.run_name}-rank{rank}-")
     args = GRPOConfig(output_dir=out_dir, **cfg.grpo_kwargs())
@@ -155,7 +154,7 @@ def build_rows_for(cfg: TrainConfig) -> list[dict]:
         samples = samples[: cfg.data.limit]
     if not samples:
         raise ValueError(f"no training prompts: {cfg.data.path} split={cfg.data.split} fraction={cfg.data.train_fraction}")
-    return build_rows(samples, cfg.data.system_prompt, cfg.reward.kind)
+    return build_rows(samples, cfg.data.system_prompt, cfg.reward.kind, images=cfg.data.images)
 
 
 def run(cfg: TrainConfig, storage_path: str | None = None, max_steps: int | None = None, resume: bool = False):
@@ -191,6 +190,10 @@ def run(cfg: TrainConfig, storage_path: str | None = None, max_steps: int | None
         from howeval.engines.hf import embedded_checkpoint
 
         model = embedded_checkpoint()  # made once here, not raced by the workers
+    else:
+        from howeval.engines.tiny_vlm import TINY_VLM, tiny_vlm_checkpoint
+
+        model = tiny_vlm_checkpoint() if model == TINY_VLM else model
     url = None
     env_vars = {"TOKENIZERS_PARALLELISM": "false"}
     if cfg.reward.source == "server":

@@ -58,6 +58,9 @@ class DataSpec(StrictModel):
     split_seed: int = Field(0, description="Seed of the hash split; change it to draw another split.")
     limit: int | None = Field(None, ge=1, description="Keep at most this many training prompts (after the split).")
     system_prompt: str | None = Field(None, description="System message before each question; None = none.")
+    images: bool = Field(False, description="Give each prompt its images (pixels) for a VLM policy: an `images` column "
+                         "for TRL's multimodal GRPO path (the processor's chat template puts them before the question). "
+                         "Needs a model with a processor (e.g. embedded:tiny-vlm, Qwen3-VL).")
     skip_bad_rows: bool = Field(False, description="Skip unusable manifest rows instead of stopping.")
 
 
@@ -141,7 +144,8 @@ class TrainConfig(StrictModel):
     """One GRPO run (``python -m ray_jobs.train_grpo --config configs/train/<recipe>.yaml``)."""
 
     name: str = Field(..., pattern=r"^[A-Za-z0-9_.\-]+$", description="Recipe/run name.")
-    model: str | None = Field(None, description="Policy: a transformers folder or hub id; None = the embedded SmolLM2-135M-Instruct (its fp32 copy).")
+    model: str | None = Field(None, description="Policy: a transformers folder or hub id; None = the embedded SmolLM2-135M-Instruct (its fp32 copy); "
+                              "embedded:tiny-vlm = the offline tiny VLM test vehicle (howeval.engines.tiny_vlm).")
     data: DataSpec = Field(default_factory=DataSpec)
     reward: RewardSpec
     curriculum: CurriculumSpec | None = Field(None, description="CPR-Curriculum phases; needs reward.kind=cpr.")
@@ -171,6 +175,9 @@ class TrainConfig(StrictModel):
             raise ValueError("grpo.use_vllm=true needs scaling.use_gpu=true (vLLM rollouts are a GPU feature here)")
         if self.grpo.get("vllm_mode") == "server" and not self.grpo.get("use_vllm"):
             raise ValueError("grpo.vllm_mode='server' is set but grpo.use_vllm is not true")
+        if self.data.images and self.model is None:
+            raise ValueError("data.images=true needs a VLM policy (model: embedded:tiny-vlm or a VLM folder); "
+                             "the embedded default SmolLM2 is text-only")
         ng = int(self.grpo.get("num_generations", 8))
         if ng < 2:
             raise ValueError(f"grpo.num_generations={ng} must be >= 2 (GRPO normalizes rewards within a group)")
@@ -267,14 +274,19 @@ def difficulty(sample: Mapping[str, Any]) -> tuple[int, int, str]:
     return (len(sample.get("reference_steps") or []), len(sample.get("question") or ""), str(sample.get("sample_id", "")))
 
 
-def build_rows(samples: Sequence[dict], system_prompt: str | None = None, kind: str = "base") -> list[dict]:
+def build_rows(samples: Sequence[dict], system_prompt: str | None = None, kind: str = "base",
+               images: bool = False) -> list[dict]:
     """TRL prompt rows (conversational) from benchmark samples; the prompt text is ``question_text``.
 
     Columns: ``prompt`` (chat messages), ``answer``, ``answer_type``, ``options`` (list, [] when none),
-    ``reference_steps`` (list, [] when none), ``sample_id``, ``difficulty`` (the reference-step count).
+    ``reference_steps`` (list, [] when none), ``sample_id``, ``difficulty`` (the reference-step count);
+    with ``images=True`` also ``images``: the sample's image bytes (PNG/JPEG), which
+    :func:`images_dataset` turns into the PIL images TRL's multimodal GRPO path puts before the first
+    user message (``trl.data_utils.prepare_multimodal_messages``).
 
     Raises:
-        ValueError: ``kind="cpr"`` and a sample has no reference steps (CPR needs them; names the ids).
+        ValueError: ``kind="cpr"`` and a sample has no reference steps (CPR needs them; names the ids);
+            ``images=True`` and a sample has no image (names the ids).
     """
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r} is not one of {list(KINDS)}")
@@ -282,16 +294,36 @@ def build_rows(samples: Sequence[dict], system_prompt: str | None = None, kind: 
         missing = [s["sample_id"] for s in samples if not s.get("reference_steps")]
         if missing:
             raise ValueError(f"kind 'cpr' needs reference_steps; {len(missing)} sample(s) lack them: {missing[:5]}")
+    if images:
+        missing = [s["sample_id"] for s in samples if not s.get("images")]
+        if missing:
+            raise ValueError(f"images=True: {len(missing)} sample(s) have no image: {missing[:5]}")
     rows = []
     for s in samples:
         msgs = [{"role": "system", "content": system_prompt}] if system_prompt else []
         msgs.append({"role": "user", "content": question_text(s)})
-        rows.append({
+        row = {
             "prompt": msgs, "answer": str(s["answer"]), "answer_type": s["answer_type"],
             "options": list(s.get("options") or []), "reference_steps": list(s.get("reference_steps") or []),
             "sample_id": s["sample_id"], "difficulty": difficulty(s)[0],
-        })
+        }
+        if images:
+            row["images"] = [bytes(b) for b in s["images"]]
+        rows.append(row)
     return rows
+
+
+def images_dataset(rows: Sequence[dict]):
+    """A ``datasets.Dataset`` of prompt rows; an ``images`` column of bytes becomes a list of ``Image``
+    features, so TRL's trainer reads PIL images (its multimodal GRPO dataset format: ``prompt`` +
+    ``images``)."""
+    from datasets import Dataset, Image, List
+
+    if not rows or "images" not in rows[0]:
+        return Dataset.from_list(list(rows))
+    enc = [{**r, "images": [{"bytes": b, "path": None} for b in r["images"]]} for r in rows]
+    ds = Dataset.from_list(enc)
+    return ds.cast_column("images", List(Image()))
 
 
 def curriculum_rows(rows: Sequence[dict], switch_step: int, prompts_per_step: int, seed: int = 0) -> list[dict]:

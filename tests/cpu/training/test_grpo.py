@@ -172,3 +172,41 @@ def test_reward_parts():
     ])
     assert p["accuracy"] == pytest.approx(2 / 3) and p["trigger"] == 0.5 and p["pattern/rep"] == 0.5
     assert p["z"] == pytest.approx(2 / 3) and p["s_pat"] == 0.75 and "step_f1" not in p
+
+
+# ------------------------------------------------------------------ image prompts (VLM policies, issue 16)
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_recipes_accept_a_vlm_policy_with_image_prompts(recipe, repo_root):
+    c = load_train_config(str(repo_root / "configs" / "train" / f"{recipe}.yaml"),
+                          overrides={"model": "embedded:tiny-vlm", "data": {"images": True}})
+    assert c.model == "embedded:tiny-vlm" and c.data.images is True
+
+
+def test_image_prompts_need_a_vlm_policy():
+    with pytest.raises(ValueError, match="data.images=true needs a VLM policy"):
+        cfg(data={"images": True})
+
+
+def test_build_rows_with_images_and_dataset_decodes_them():
+    import io
+
+    from PIL import Image
+
+    from howeval.training.grpo import images_dataset
+
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 6), (255, 0, 0)).save(buf, format="PNG")
+    png = buf.getvalue()
+    s = {"sample_id": "a", "question": "Colour?", "options": None, "answer": "red", "answer_type": "extractive_text",
+         "images": [png, png]}
+    rows = build_rows([s], "sys", "base", images=True)
+    assert rows[0]["images"] == [png, png]
+    assert rows[0]["prompt"][1] == {"role": "user", "content": "Colour?\nPut your final answer in \\boxed{}."}
+    ds = images_dataset(rows)
+    imgs = ds[0]["images"]
+    assert [im.size for im in imgs] == [(8, 6), (8, 6)] and imgs[0].convert("RGB").getpixel((0, 0)) == (255, 0, 0)
+    assert "images" not in build_rows([s], None, "base")[0]
+    with pytest.raises(ValueError, match="no image"):
+        build_rows([{**s, "images": []}], None, "base", images=True)
