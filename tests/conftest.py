@@ -20,3 +20,14 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO
+
+
+@pytest.fixture(scope="session")
+def tiny_vlm_engine():
+    """The ``hf`` engine on the tiny VLM test vehicle (built once under the cache; howeval.engines.tiny_vlm)."""
+    from howeval.engines.registry import build_engine
+    from howeval.engines.tiny_vlm import TINY_VLM
+
+    eng = build_engine("hf", TINY_VLM, {"batch_size": 4, "torch_threads": 1})
+    assert eng.supports_images and eng.model.config.model_type == "idefics3"
+    return eng

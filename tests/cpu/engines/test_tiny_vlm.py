@@ -13,7 +13,7 @@ from PIL import Image
 from howeval.engines.base import ChatRequest
 from howeval.engines.messages import to_template_parts
 from howeval.engines.prompts import image_data_url
-from howeval.engines.tiny_vlm import TINY_VLM, TinyVLMSpec
+from howeval.engines.tiny_vlm import TinyVLMSpec
 
 
 def _png(color: tuple[int, int, int], size=(96, 64)) -> bytes:
@@ -50,12 +50,8 @@ def test_spec_image_seq_len():
 
 
 @pytest.fixture(scope="module")
-def vlm():
-    from howeval.engines.registry import build_engine
-
-    eng = build_engine("hf", TINY_VLM, {"batch_size": 4, "torch_threads": 1})
-    assert eng.supports_images and eng.model.config.model_type == "idefics3"
-    return eng
+def vlm(tiny_vlm_engine):
+    return tiny_vlm_engine  # tests/conftest.py: one load per session
 
 
 @pytest.mark.slow

@@ -303,3 +303,62 @@ def test_load_shared_manifest(shared_data):
     items = load_adapt_items(str(shared_data / "manifest.jsonl"), require_answer=False)
     assert len(items) == 134 and sum(it.answer is None for it in items) == 2 and all(it.image for it in items)
     assert {it.domain for it in items} >= {"stem_math", "ocr_table_reasoning"}
+
+
+# ----------------------------------------------------------------- a real VLM receives the tool-result images
+
+
+class _ZoomThenVLM:
+    """Turn 1: a scripted zoom on the left half (the tiny VLM cannot plan tool calls); turn 2: the real tiny VLM."""
+
+    name = "zoom-then-vlm"
+
+    def __init__(self, vlm):
+        self.vlm, self.turn2 = vlm, []
+
+    def generate(self, requests):
+        out = []
+        for req in requests:
+            if req.request_id.endswith("t1"):
+                out.append(Completion(text="TOOL: zoom_in(box=[0, 0, 48, 64], scale=1)", completion_tokens=12))
+            else:
+                self.turn2.append(req)
+                out += self.vlm.generate([req])
+        return out
+
+
+@pytest.mark.slow
+def test_tiny_vlm_receives_tool_result_images(tiny_vlm_engine):
+    from howeval.benchmarks.adapt.loop import image_to_data_url
+
+    arr = np.zeros((64, 96, 3), dtype=np.uint8)
+    arr[:, :48] = (220, 20, 20)   # left half red
+    arr[:, 48:] = (20, 20, 220)   # right half blue
+    buf = io.BytesIO()
+    Image.fromarray(arr, "RGB").save(buf, format="PNG")
+    it = {"uid": "vlm1", "image": buf.getvalue(), "question": "What colour is the left half?", "answer": "red",
+          "answer_type": "extractive_text", "domain": "test"}
+    eng = _ZoomThenVLM(tiny_vlm_engine)
+    res = run_adaptive(eng, it, "adaptive", max_turns=2, tool_format="text", max_tokens=3)
+    assert res.error is None and [c.status for c in res.calls] == ["ok"] and res.n_turns == 2
+    (req,) = eng.turn2
+    urls = [p["image_url"]["url"] for m in req.messages if isinstance(m["content"], list)
+            for p in m["content"] if p.get("type") == "image_url"]
+    assert len(urls) == 2  # the original image, then the zoom result
+    assert data_url_to_image(urls[1]).size == (48, 64)
+    # the model's logits depend on the tool image: swap it for the right (blue) half, or drop it
+    def swapped(new_url):
+        msgs = []
+        for m in req.messages:
+            if isinstance(m["content"], list):
+                parts = [p for p in m["content"] if not (p.get("type") == "image_url" and p["image_url"]["url"] == urls[1])]
+                if new_url and len(parts) != len(m["content"]):
+                    parts.append({"type": "image_url", "image_url": {"url": new_url}})
+                m = {**m, "content": parts}
+            msgs.append(m)
+        return ChatRequest(messages=msgs, max_tokens=3)
+
+    blue_half = image_to_data_url(Image.fromarray(arr[:, 48:]))
+    base = tiny_vlm_engine.next_token_logits(swapped(urls[1]))
+    assert (base - tiny_vlm_engine.next_token_logits(swapped(blue_half))).abs().max().item() > 0.1
+    assert (base - tiny_vlm_engine.next_token_logits(swapped(None))).abs().max().item() > 0.1
