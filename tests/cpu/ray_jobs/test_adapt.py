@@ -1,0 +1,61 @@
+"""Tests for ray_jobs.adapt: settings per engine, items selection, and (Ray) a replayed run that resumes."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from howeval.config import AdaptConfig, SweepConfig
+from ray_jobs.adapt import run_adapt, settings
+
+
+def _cfg(tmp_path, manifest, replay, adapt=None) -> SweepConfig:
+    return SweepConfig.model_validate({
+        "name": "adapt-test", "output_uri": str(tmp_path / "run"), "benchmarks": [{"path": str(manifest), "limit": 2}],
+        "models": [{"name": "rep", "engine": "replay", "options": {"path": str(replay)}, "modes": {"NT": {}},
+                    "resources": {"replicas": 1, "num_cpus": 0.5, "batch_size": 4}}],
+        "adapt": adapt, "ray": {"num_cpus": 2}})
+
+
+def test_settings_fill_tool_format_per_engine(tmp_path):
+    cfg = _cfg(tmp_path, "m.jsonl", "r.jsonl")
+    assert settings(cfg, "replay")["tool_format"] == "text" and settings(cfg, "hf")["tool_format"] == "text"
+    assert settings(cfg, "openai")["tool_format"] == "openai"
+    assert settings(cfg, "vllm") == {**AdaptConfig().model_dump(), "tool_format": "openai"}
+    pinned = _cfg(tmp_path, "m.jsonl", "r.jsonl", {"tool_format": "openai", "modes": ["text"], "max_turns": 2})
+    assert settings(pinned, "hf")["tool_format"] == "openai" and settings(pinned, "hf")["modes"] == ["text"]
+
+
+def test_no_items_with_evidence_boxes_runs_nothing(tmp_path):
+    cfg = _cfg(tmp_path, "m.jsonl", "r.jsonl")
+    samples = [{"sample_id": "a", "images": [b"x"], "evidence_boxes": None},
+               {"sample_id": "b", "images": [], "evidence_boxes": [[0, 0, 1, 1]]}]
+    assert run_adapt(cfg, samples) == {}
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_replayed_text_episodes_then_resume(tmp_path, repo_root):
+    """Two demo items in text mode with recorded answers (one right, one wrong): rows, verdicts and the
+    summary; a second run computes nothing new."""
+    from howeval.benchmarks.loaders import load_benchmark
+    from howeval.records import ADAPT_SCHEMA
+    from howeval.store import join, read_table
+
+    manifest = repo_root / "datasets" / "demo" / "manifest.jsonl"
+    samples = load_benchmark(str(manifest), limit=2).samples  # vg-count-001 (gold 4), vg-count-002 (gold 7)
+    replay = tmp_path / "recorded.jsonl"
+    answers = {"demo:vg-count-001": "There are 4 red circles.\nAnswer: 4", "demo:vg-count-002": "Answer: 5"}
+    replay.write_text("".join(json.dumps({"sample_id": f"{sid}:text:t1", "response": text}) + "\n"
+                              for sid, text in answers.items()))
+    cfg = _cfg(tmp_path, manifest, replay, {"modes": ["text"]})
+    summary = run_adapt(cfg, samples)
+    rows = {r["sample_id"]: r for r in read_table(join(cfg.output_uri, "adapt", "rep"), ADAPT_SCHEMA)[0].to_pylist()}
+    assert set(rows) == set(answers)
+    assert rows["demo:vg-count-001"]["correct"] is True and rows["demo:vg-count-002"]["correct"] is False
+    assert all(r["mode"] == "text" and r["error"] is None and not r["called"] for r in rows.values())
+    assert "rep" in summary
+    files = sorted(p.name for p in (tmp_path / "run" / "adapt" / "rep").iterdir())
+    run_adapt(cfg, samples)  # resume: every (sample_id, config, mode) is written, nothing runs again
+    assert sorted(p.name for p in (tmp_path / "run" / "adapt" / "rep").iterdir()) == files
