@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast test-vllm bench-engines sweep report bench bench-sweep bench-crystal bench-reward train-smoke train-elastic serve submit-local clean help
+.PHONY: install demo test test-fast test-vllm bench-engines sweep report bench bench-sweep bench-crystal bench-reward patternrm train-smoke train-elastic serve submit-local clean help
 
 help:
 	@echo "make demo    - create $(VENV), install, run the embedded-default sweep -> runs/demo/{metrics.json,report.md}"
@@ -22,6 +22,7 @@ help:
 	@echo "make sweep DATA=../shared/data/manifest.jsonl [OUT=runs/sweep] - the same sweep on real samples"
 	@echo "make report RUN=runs/demo - recompute metrics.json / report.md of a run"
 	@echo "make bench   - throughput benchmarks -> bench/results/*.md"
+	@echo "make patternrm - train the embedded PatternRM (MiniLM + head, cached in ~/.cache/howeval) and score it on the 47 hand labels"
 	@echo "make train-smoke - 2 GRPO steps on CPU, checkpoint, then resume to step 3 (text policy, then the tiny VLM on image prompts)"
 	@echo "make train-elastic - elastic GRPO on a simulated 3-node cluster: a node leaves, one joins, training goes on"
 	@echo "make serve   - the reward server on 127.0.0.1:8000 (embedded defaults)"
@@ -102,8 +103,14 @@ serve: $(STAMP)
 
 bench: bench-sweep bench-crystal bench-reward
 
+# the embedded PatternRM: offline corpus -> MiniLM features -> multi-label head (cached), then its calibration
+patternrm: $(STAMP)
+	nice -n 10 $(BIN)/python -m howeval.rewards.patternrm_head $(if $(FORCE),--force)
+	nice -n 10 $(BIN)/python bench/patternrm_calibration.py --out bench/results/patternrm_calibration.json
+
 bench-reward: $(STAMP)
-	$(BIN)/python bench/reward_bench.py --kind pattern --items-per-request 8 --out bench/results/reward_bench_rerun.md
+	nice -n 10 $(BIN)/python bench/reward_bench.py --kind pattern --patternrm trained --concurrency 32 --items-per-request 8 \
+	  --out bench/results/reward_bench.md --json bench/results/reward_bench.json
 
 bench-sweep: $(STAMP)
 	$(BIN)/python bench/sweep_bench.py --out bench/results/sweep_bench.md

@@ -1,13 +1,16 @@
-"""Reward server benchmark: rewards/s and p50/p99 latency at 1, 8, 32, 64 concurrent clients, batched vs unbatched.
+"""Reward server benchmark: rewards/s and p50/p99 latency at N concurrent clients, batched vs unbatched.
 
-    python bench/reward_bench.py [--kind cpr|pattern|base] [--patternrm rules|checkpoint --path DIR]
-                                 [--duration 8] [--items-per-request 1] [--out bench/results/reward_bench.md]
+    python bench/reward_bench.py [--kind pattern|cpr|base] [--patternrm trained|rules|checkpoint --path DIR]
+                                 [--concurrency 32] [--duration 15] [--items-per-request 8]
+                                 [--out bench/results/reward_bench.md] [--json bench/results/reward_bench.json]
 
 One run starts Ray and Serve on 127.0.0.1 (a free port), then for each mode deploys both applications
-with ``user_config`` ``max_batch_size`` = 32 (batched; wait 10 ms) or 1 (unbatched) on PatternRMServer and
+with ``user_config`` ``max_batch_size`` = 64 (batched: concurrent ``label`` calls from every request
+share one forward pass; wait 10 ms) or 1 (unbatched: one forward pass per item) on PatternRMServer and
 StepScorer, and drives ``POST /v1/rewards`` from N asyncio clients (each sends its next request when the
-previous answer arrives) for ``--duration`` seconds per cell. Every answer must be 200 (errors counted).
-``pattern`` items use p = 1 (every item goes to PatternRM), so the PatternRM path is measured.
+previous answer arrives) for ``--duration`` seconds per cell. Every answer must be 200 and not degraded
+(errors counted). ``pattern`` items use p = 1 (every item goes to PatternRM), so the PatternRM path is
+measured. Item texts vary per request (no cache can answer them).
 """
 from __future__ import annotations
 
@@ -37,6 +40,10 @@ def _free_port() -> int:
 def make_item(k: int, kind: str) -> dict:
     resp = (f"Step 1: Read the numbers {k} and {k + 1} from the table.\nStep 2: Add them: {k} + {k + 1} = {2 * k + 1}.\n"
             f"Step 3: The total is {2 * k + 1}, so the answer is \\boxed{{{2 * k + 1}}}.")
+    if k % 3 == 0:
+        resp = "Wait, let me re-check the table first.\n" + resp
+    if k % 4 == 0:
+        resp += f"\nSo the answer is {2 * k + 1}. The answer is {2 * k + 1}."
     it = {"prompt": f"What is {k} + {k + 1}? (bench)", "response": resp, "answer": str(2 * k + 1),
           "answer_type": "free_form", "kind": kind}
     if kind == "cpr":
@@ -55,7 +62,8 @@ def deploy(mode_batch: int, args) -> None:
     serve.run(PatternRMServer.options(user_config=uc).bind(rm_cfg), name="patternrm", route_prefix=None)
     cfg = RewardServerConfig.model_validate({"pattern": {"p": 1.0}, "auth": {"token_env": TOKEN_ENV},
                                              "limits": {"patternrm_timeout_s": 120, "request_timeout_s": 300}})
-    serve.run(RewardIngress.bind(StepScorer.options(user_config=uc).bind(CPRConfig().model_dump()), cfg.model_dump()),
+    serve.run(RewardIngress.options(max_ongoing_requests=256, max_queued_requests=-1).bind(
+        StepScorer.options(user_config=uc).bind(CPRConfig().model_dump()), cfg.model_dump()),
               name="reward", route_prefix="/")
 
 
@@ -106,12 +114,14 @@ def batch_sizes() -> list[int]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--kind", choices=["cpr", "pattern", "base"], default="cpr")
-    p.add_argument("--patternrm", choices=["rules", "checkpoint"], default="rules")
+    p.add_argument("--kind", choices=["cpr", "pattern", "base"], default="pattern")
+    p.add_argument("--patternrm", choices=["trained", "rules", "checkpoint"], default="trained")
     p.add_argument("--path", default=None, help="checkpoint folder for --patternrm checkpoint ('embedded' = untrained SmolLM2)")
-    p.add_argument("--duration", type=float, default=8.0)
-    p.add_argument("--items-per-request", type=int, default=1)
-    p.add_argument("--concurrency", type=int, nargs="+", default=list(CONCURRENCY))
+    p.add_argument("--duration", type=float, default=15.0)
+    p.add_argument("--items-per-request", type=int, default=8)
+    p.add_argument("--concurrency", type=int, nargs="+", default=[32])
+    p.add_argument("--batch", type=int, default=64, help="max_batch_size of the batched mode")
+    p.add_argument("--json", default=None, help="also write the figures as JSON here")
     p.add_argument("--num-cpus", type=int, default=4, help="logical CPUs for the local Ray cluster")
     p.add_argument("--out", default="bench/results/reward_bench.md")
     a = p.parse_args()
@@ -127,7 +137,7 @@ def main() -> int:
     results: dict[tuple[str, int], dict] = {}
     mean_batch: dict[str, float] = {}
     try:
-        for mode, mbs in (("batched", 32), ("unbatched", 1)):
+        for mode, mbs in (("batched", a.batch), ("unbatched", 1)):
             deploy(mbs, a)
             asyncio.run(drive(url, 8, 2.0, a.kind, a.items_per_request))  # warm-up (model loads, caches)
             for c in a.concurrency:
@@ -137,6 +147,7 @@ def main() -> int:
             if a.kind == "pattern":
                 bs = batch_sizes()
                 mean_batch[mode] = statistics.mean(bs) if bs else float("nan")
+                serve.delete("patternrm")  # a fresh replica (and batch-size log) for the next mode
     finally:
         serve.shutdown()
         ray.shutdown()
@@ -150,7 +161,7 @@ def main() -> int:
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs visible, {platform.python_version()}; "
         f"load average at the end {os.getloadavg()[0]:.1f} (other jobs were running on the same 2 cores).",
         f"Workload: `{a.kind}` items ({a.items_per_request} per request), HTTP on 127.0.0.1, each client sends its next "
-        f"request when the previous answer arrives, {a.duration:.0f} s per cell. Batched: `max_batch_size=32`, "
+        f"request when the previous answer arrives, {a.duration:.0f} s per cell. Batched: `max_batch_size={a.batch}`, "
         "`batch_wait_timeout_s=0.01`; unbatched: `max_batch_size=1`. Errors = non-200 or degraded answers.",
         "",
         "| clients | mode | rewards/s | p50 ms | p99 ms | requests | errors |",
@@ -166,6 +177,19 @@ def main() -> int:
         lines.append(f"- {c} clients: batched / unbatched throughput = {b / u:.2f}x" if u else f"- {c} clients: unbatched 0")
     if mean_batch:
         lines.append("- mean PatternRM batch size: " + ", ".join(f"{k} {v:.1f}" for k, v in mean_batch.items()))
+    if a.json:
+        import json
+
+        c = max(a.concurrency)
+        b, u = results[("batched", c)], results[("unbatched", c)]
+        doc = {"patternrm": a.patternrm if a.patternrm != "checkpoint" else f"checkpoint:{a.path}", "kind": a.kind,
+               "clients": c, "items_per_request": a.items_per_request, "duration_s": a.duration,
+               "speedup_batched_vs_unbatched": round(b["rewards_s"] / u["rewards_s"], 2) if u["rewards_s"] else None,
+               "batched": {k: round(v, 2) for k, v in b.items()}, "unbatched": {k: round(v, 2) for k, v in u.items()},
+               "mean_patternrm_batch": {k: round(v, 1) for k, v in mean_batch.items()},
+               "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, load average at the end {os.getloadavg()[0]:.1f}",
+               "modes": f"batched: max_batch_size={a.batch}, batch_wait_timeout_s=0.01; unbatched: max_batch_size=1 (one forward pass per item)"}
+        Path(a.json).write_text(json.dumps(doc, indent=1) + "\n")
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

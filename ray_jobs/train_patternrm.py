@@ -9,7 +9,7 @@ form so the loss is on the assistant turn only. ``sft:`` in the config holds ``t
 passed through unchanged (TRL's names, not redefined here; a DeepSpeed config is ``sft.deepspeed``).
 
 After training the checkpoint is saved to ``<output_dir>/checkpoint`` and, when ``calibration.path`` is
-set, read back through ``actors.patternrm.PatternRM`` (kind ``checkpoint``, the same parser the reward
+set, read back through ``howeval.rewards.patternrm_model.PatternRM`` (kind ``checkpoint``, the same parser the reward
 server uses) on that labelled JSONL (``{question, response, labels}`` rows, e.g. ``heldout.jsonl``).
 Its predictions are written as ``<output_dir>/calibration/patternrm_predictions.jsonl`` (judge
 ``patternrm``; an unparseable output is a row with ``judge_error`` and no labels, never a clean label)
@@ -107,7 +107,7 @@ def calibrate(ckpt: str, cal: CalibrationConfig, out_dir: str) -> dict:
 
     Returns the calibration job's scores for judge ``patternrm`` plus ``parse_failures``.
     """
-    from actors.patternrm import PatternRM
+    from howeval.rewards.patternrm_model import PatternRM
     from ray_jobs import calibrate as calibrate_job
 
     rows = _read_jsonl(cal.path, cal.max_items)

@@ -3,29 +3,39 @@
 Two Serve applications, started together by ``serve run configs/serve/reward.yaml``:
 
 - ``patternrm`` (``build_patternrm_app``): ``PatternRMServer``, a batched wrapper of
-  ``actors.patternrm.PatternRM`` (no HTTP route). Deployed apart so it can be scaled, upgraded or stopped
-  alone; the reward app keeps answering while it is down (degraded rewards).
+  ``howeval.rewards.patternrm_model.PatternRM`` (default: the embedded trained PatternRM; no HTTP route).
+  Deployed apart so it can be scaled, upgraded or stopped alone; the reward app keeps answering while it
+  is down (degraded rewards).
 - ``reward`` (``build_app``): ``RewardIngress`` (FastAPI: ``POST /v1/rewards``, ``POST /get_reward``,
   ``GET /healthz``, ``GET /metrics``, ``/openapi.json``, ``/docs``) and ``StepScorer`` (batched step
   embeddings for CPR).
 
-Reward formulas come from ``howeval.rewards.functions`` (the GRPO trainer imports the same functions); the gate is
-``bernoulli_gate(rollout_key(prompt, response), p, seed)``. Routes only parse, authorize and delegate to
-``RewardIngress.score``.
+Rewards come from ``howeval.rewards.pipeline`` (``prepare`` -> model parts -> ``assemble``), the same
+pipeline the GRPO trainer's in-process scorer and TRL adapter run. Routes only parse, authorize and
+delegate to ``RewardIngress.score``.
 
 Batching (STYLE rule 4): each batched deployment has a per-request method (``label``, ``f1``) that
-awaits a separate ``@serve.batch`` list method; ``reconfigure(user_config)`` sets ``max_batch_size`` and
-``batch_wait_timeout_s`` from the Serve config.
+awaits a separate ``@serve.batch`` list method, so concurrent requests share one forward pass;
+``reconfigure(user_config)`` sets ``max_batch_size`` and ``batch_wait_timeout_s`` from the Serve config.
+
+Load shedding is Serve's own: each replica works on ``max_ongoing_requests`` at once, at most
+``max_queued_requests`` wait, and the rest are answered at once by the proxy with ``503`` and
+``Retry-After`` (``backpressure_config``; values in ``configs/serve/reward.yaml``), so clients back off
+instead of queueing without limit.
+
+Counters and latency go through ``ray.serve.metrics`` (aggregated by Ray's metrics agent across
+replicas, tagged by route/status/kind); ``GET /metrics`` returns this node's agent text filtered to them.
 """
 # no `from __future__ import annotations`: FastAPI reads the route annotations of the ingress class at runtime
 import asyncio
+import hmac
 import json
 import logging
 import os
 import time
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from ray import serve
@@ -43,10 +53,14 @@ from reward_server.schemas import (
 
 log = logging.getLogger("ray.serve")
 
-OPEN_PATHS = frozenset({"/healthz", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
-"""Paths served without the bearer token."""
-
 DEFAULT_BATCH = {"max_batch_size": 32, "batch_wait_timeout_s": 0.01}
+
+SETTINGS: dict[str, Any] = {}
+"""The ingress replica's ``token`` and ``max_body_bytes``, read by :class:`BodyLimit` and :func:`check_bearer`.
+
+Set by ``RewardIngress.__init__`` on *this imported module*: Serve pickles the ingress class by value (its
+globals are a copy) and the FastAPI app too (a frozen copy), so neither ``app.state`` nor a plain global
+assignment in the class would reach the middleware."""
 
 
 def _apply_batching(method: Any, user_config: dict | None, where: str) -> None:
@@ -63,12 +77,17 @@ def _apply_batching(method: Any, user_config: dict | None, where: str) -> None:
 # --------------------------------------------------------------------------------------------- PatternRM
 
 
-@serve.deployment(name="PatternRMServer", max_ongoing_requests=256, ray_actor_options={"num_cpus": 0.5})
+@serve.deployment(name="PatternRMServer", max_ongoing_requests=256, max_queued_requests=1024,
+                  ray_actor_options={"num_cpus": 0.5})
 class PatternRMServer:
-    """Serve wrapper of ``actors.patternrm.PatternRM``: ``label(item)`` -> ``{labels, error, raw}``."""
+    """Serve wrapper of ``howeval.rewards.patternrm_model.PatternRM``: ``label(item)`` -> ``{labels, error, raw}``.
+
+    Concurrent ``label`` calls (from every request the ingress replicas are serving) are gathered by
+    ``@serve.batch`` into one ``label_batch`` call: one encoder forward pass for the whole batch.
+    """
 
     def __init__(self, patternrm: dict):
-        from actors.patternrm import PatternRM
+        from howeval.rewards.patternrm_model import PatternRM
 
         self.rm = PatternRM(**patternrm)
         self.batch_sizes: list[int] = []  # recent batch sizes (for tests and the benchmark)
@@ -92,7 +111,8 @@ class PatternRMServer:
 # ----------------------------------------------------------------------------------------------- steps
 
 
-@serve.deployment(name="StepScorer", max_ongoing_requests=256, ray_actor_options={"num_cpus": 0.5})
+@serve.deployment(name="StepScorer", max_ongoing_requests=256, max_queued_requests=1024,
+                  ray_actor_options={"num_cpus": 0.5})
 class StepScorer:
     """Batched CRYSTAL step F1: ``f1({"pred": [...], "ref": [...]})`` -> float (SPEC section 3)."""
 
@@ -111,18 +131,12 @@ class StepScorer:
 
     @serve.batch(**DEFAULT_BATCH)
     async def _f1_batch(self, pairs: list[dict]) -> list[float]:
-        return await asyncio.to_thread(self._score, pairs)
+        from howeval.rewards.pipeline import step_f1_batch
 
-    def _score(self, pairs: list[dict]) -> list[float]:
-        from howeval.benchmarks.crystal import step_scores
+        return await asyncio.to_thread(step_f1_batch, self.emb, pairs, self.cfg)
 
-        self.emb.add(s for p in pairs for s in (*p["pred"], *p["ref"]))  # one encoder pass for the batch
-        out = []
-        for p in pairs:
-            s = step_scores(self.emb.similarity(p["pred"], p["ref"]), tau=self.cfg.tau, alpha=self.cfg.alpha,
-                            order=self.cfg.order)
-            out.append(s.f1 if self.cfg.f1 == "match" else s.ordered_f1)
-        return out
+    def ping(self) -> str:
+        return "ok"
 
 
 # ---------------------------------------------------------------------------------------------- ingress
@@ -131,16 +145,14 @@ app = FastAPI(
     title="howeval reward server",
     version="1",
     description="Verifier + PatternRM (PatternRL) and CRYSTAL CPR rewards for RL workers. "
-    "Bearer token in `Authorization` for every route except /healthz, /metrics and the OpenAPI pages.",
+    "Bearer token in `Authorization` for every route except /healthz and the OpenAPI pages "
+    "(and /metrics when `metrics_public: true`). Overload: 503 with Retry-After.",
 )
 
 
-class Guard:
-    """ASGI middleware: bearer auth (401) and body size limit (413) before any parsing.
-
-    Settings live on ``app.state.guard`` (set by the ingress replica at start): ``token`` (None = no auth)
-    and ``max_body_bytes``.
-    """
+class BodyLimit:
+    """ASGI middleware: 413 for a body over ``max_body_bytes``, by Content-Length or while a chunked body
+    streams in (FastAPI has no body limit of its own). The limit is ``SETTINGS["max_body_bytes"]``."""
 
     def __init__(self, asgi_app: Any):
         self.app = asgi_app
@@ -148,40 +160,36 @@ class Guard:
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        cfg = getattr(scope["app"].state, "guard", None) if "app" in scope else None
-        cfg = cfg or getattr(app.state, "guard", None)
-        if cfg is None:
-            return await _send_json(send, 503, {"detail": "server is starting"})
-        if scope["path"] not in OPEN_PATHS and cfg["token"] is not None:
-            headers = dict(scope.get("headers") or [])
-            got = headers.get(b"authorization", b"").decode("latin-1")
-            if got != f"Bearer {cfg['token']}":
-                return await _send_json(send, 401, {"detail": "missing or wrong bearer token"},
-                                        [(b"www-authenticate", b"Bearer")])
-        limit = cfg["max_body_bytes"]
-        headers = dict(scope.get("headers") or [])
-        cl = headers.get(b"content-length")
-        if cl is not None and cl.isdigit() and int(cl) > limit:
-            return await _send_json(send, 413, {"detail": f"body of {int(cl)} bytes exceeds the limit of {limit}"})
-        seen = 0
-
-        async def limited_receive() -> dict:
-            nonlocal seen
+        limit = SETTINGS.get("max_body_bytes")
+        if limit is None:
+            return await _send_json(send, 503, {"detail": "server is starting"}, [(b"retry-after", b"1")])
+        lengths = [v for k, v in scope.get("headers") or [] if k == b"content-length"]
+        if any(not v.isdigit() or int(v) > limit for v in lengths):
+            return await _send_json(send, 413, {"detail": f"body exceeds the limit of {limit} bytes"})
+        # buffer the body (at most `limit` bytes) before the app sees it: a chunked body over the limit
+        # is refused here, whatever the app's body parser would do with an error mid-stream
+        chunks, seen = [], 0
+        while True:
             msg = await receive()
-            if msg["type"] == "http.request":
-                seen += len(msg.get("body", b""))
-                if seen > limit:
-                    raise _TooLarge()
-            return msg
+            if msg["type"] != "http.request":
+                return  # client went away
+            seen += len(msg.get("body", b""))
+            if seen > limit:
+                return await _send_json(send, 413, {"detail": f"body exceeds the limit of {limit} bytes"})
+            chunks.append(msg.get("body", b""))
+            if not msg.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        sent = False
 
-        try:
-            await self.app(scope, limited_receive, send)
-        except _TooLarge:
-            await _send_json(send, 413, {"detail": f"body exceeds the limit of {limit} bytes"})
+        async def replay() -> dict:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
 
-
-class _TooLarge(Exception):
-    pass
+        await self.app(scope, replay, send)
 
 
 async def _send_json(send: Any, status: int, body: dict, extra_headers: list | None = None) -> None:
@@ -191,7 +199,26 @@ async def _send_json(send: Any, status: int, body: dict, extra_headers: list | N
     await send({"type": "http.response.body", "body": data})
 
 
-app.add_middleware(Guard)
+app.add_middleware(BodyLimit)
+
+
+def check_bearer(request: Request) -> None:
+    """FastAPI dependency: the bearer token, compared in constant time (``hmac.compare_digest``).
+
+    400 when the request carries more than one ``Authorization`` header (ambiguous: never pick one);
+    401 when it is missing or wrong. ``SETTINGS["token"]`` None = auth disabled (tests only).
+    """
+    if "token" not in SETTINGS:
+        raise HTTPException(503, detail="server is starting", headers={"Retry-After": "1"})
+    token = SETTINGS["token"]
+    got = request.headers.getlist("authorization")
+    if len(got) > 1:
+        raise HTTPException(400, detail=f"{len(got)} Authorization headers; send exactly one")
+    if token is None:
+        return
+    want = f"Bearer {token}".encode()
+    if not got or not hmac.compare_digest(got[0].encode("latin-1", "replace"), want):
+        raise HTTPException(401, detail="missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
 
 
 @app.exception_handler(RequestValidationError)
@@ -202,29 +229,31 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
 
 
 class _Metrics:
-    """Per-replica Prometheus metrics (``GET /metrics``). Serve's own metrics are on Ray's metrics port."""
+    """Counters and latency through ``ray.serve.metrics`` (Ray's metrics agent sums them over replicas)."""
 
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Histogram
+        from ray.serve import metrics
 
-        self.registry = CollectorRegistry()
-        self.requests = Counter("howeval_reward_requests", "HTTP requests by route and status", ["route", "status"],
-                                registry=self.registry)
-        self.rewards = Counter("howeval_rewards", "Rewards computed by kind", ["kind"], registry=self.registry)
-        self.degraded = Counter("howeval_rewards_degraded", "Rewards answered verifier-only (PatternRM failed)",
-                                registry=self.registry)
-        self.latency = Histogram("howeval_reward_request_seconds", "Request latency", ["route"], registry=self.registry,
-                                 buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
-
-
-class _RowError(Exception):
-    """An item the verifier refuses (bad input): answered 422 naming the item."""
+        self.requests = metrics.Counter("howeval_reward_requests", description="HTTP requests by route and status",
+                                        tag_keys=("route", "status"))
+        self.rewards = metrics.Counter("howeval_rewards", description="Rewards computed by kind", tag_keys=("kind",))
+        self.degraded = metrics.Counter("howeval_rewards_degraded", description="Rows answered without a model part (PatternRM or step scorer down)",
+                                        tag_keys=("kind",))
+        self.latency = metrics.Histogram("howeval_reward_request_seconds", description="Request latency (s)",
+                                         boundaries=[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+                                         tag_keys=("route",))
 
 
-@serve.deployment(name="RewardIngress", max_ongoing_requests=128, ray_actor_options={"num_cpus": 0.5})
+class _Overloaded(Exception):
+    pass
+
+
+@serve.deployment(name="RewardIngress", max_ongoing_requests=32, max_queued_requests=64,
+                  backpressure_config={"status_code": 503, "retry_after_s": 1},
+                  ray_actor_options={"num_cpus": 0.5})
 @serve.ingress(app)
 class RewardIngress:
-    """HTTP entry point; ``score(items)`` does the work (verifier, gate, PatternRM, step F1, formula)."""
+    """HTTP entry point; ``score(items)`` does the work (``howeval.rewards.pipeline`` + the model handles)."""
 
     def __init__(self, step_scorer: DeploymentHandle, config: dict):
         self.cfg: RewardServerConfig = load_server_config(config)
@@ -234,7 +263,9 @@ class RewardIngress:
             if not token:
                 raise RuntimeError(f"auth.token_env={self.cfg.auth.token_env!r} is not set in the replica's "
                                    "environment: export it (or set auth.token_env: null to disable auth)")
-        app.state.guard = {"token": token, "max_body_bytes": self.cfg.limits.max_body_bytes}
+        import reward_server.app as this_module  # the imported module, not this class's pickled globals
+
+        this_module.SETTINGS.update(token=token, max_body_bytes=self.cfg.limits.max_body_bytes)
         self.steps = step_scorer
         self._rm: DeploymentHandle | None = None
         self.metrics = _Metrics()
@@ -247,12 +278,12 @@ class RewardIngress:
 
     # ------------------------------------------------------------------------------------------ routes
 
-    @app.post("/v1/rewards", response_model=RewardResponse)
+    @app.post("/v1/rewards", response_model=RewardResponse, dependencies=[Depends(check_bearer)])
     async def rewards(self, body: RewardRequest) -> RewardResponse:
         """Score rollouts; the answer has one reward per item, in order."""
         return RewardResponse(rewards=await self._timed("/v1/rewards", body.items))
 
-    @app.post("/get_reward", response_model=OpenRLHFResponse)
+    @app.post("/get_reward", response_model=OpenRLHFResponse, dependencies=[Depends(check_bearer)])
     async def get_reward(self, body: OpenRLHFRequest) -> OpenRLHFResponse:
         """OpenRLHF remote reward model: ``{query, prompts, labels}`` -> ``{rewards, scores, extra_logs}``."""
         items = [self._openrlhf_item(i, q, p, lab) for i, (q, p, lab) in enumerate(zip(body.query, body.prompts, body.labels))]
@@ -263,19 +294,44 @@ class RewardIngress:
 
     @app.get("/healthz")
     async def healthz(self) -> dict:
-        """200 while the ingress is up; says whether PatternRM answers within 2 s."""
-        try:
-            await asyncio.wait_for(self.rm.stats.remote(), 2.0)
-            patternrm = "up"
-        except Exception as e:  # any failure reaching PatternRM means "down" here, reported, not raised
-            patternrm = f"down ({type(e).__name__})"
-        return {"status": "ok", "patternrm": patternrm}
+        """200 while the ingress is up; says whether PatternRM and the step scorer answer within 2 s.
+
+        ``degraded: true`` when either is down: rewards are then answered without that part.
+        """
+        async def probe(call: Any) -> str:
+            try:
+                await asyncio.wait_for(call(), 2.0)
+                return "up"
+            except Exception as e:  # any failure reaching a part means "down" here, reported, not raised
+                return f"down ({type(e).__name__})"
+
+        patternrm, steps = await asyncio.gather(probe(lambda: self.rm.stats.remote()),
+                                                probe(lambda: self.steps.ping.remote()))
+        return {"status": "ok", "patternrm": patternrm, "step_scorer": steps,
+                "degraded": patternrm != "up" or steps != "up"}
 
     @app.get("/metrics")
-    async def metrics(self) -> Response:
-        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+    async def metrics(self, request: Request) -> Response:
+        """This node's Ray metrics agent text, filtered to ``howeval_*`` and ``ray_serve_*`` series.
 
-        return Response(generate_latest(self.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        Behind the bearer token unless ``metrics_public: true``. 503 when the agent cannot be read.
+        """
+        if not self.cfg.metrics_public:
+            check_bearer(request)
+        import httpx
+        import ray
+
+        node_id = ray.get_runtime_context().get_node_id()
+        port = next((n.get("MetricsExportPort") for n in ray.nodes() if n.get("NodeID") == node_id), None)
+        if not port:
+            raise HTTPException(503, detail="no Ray metrics export port on this node")
+        try:
+            async with httpx.AsyncClient(timeout=5.0) as c:
+                text = (await c.get(f"http://127.0.0.1:{port}/metrics")).text
+        except httpx.HTTPError as e:
+            raise HTTPException(503, detail=f"Ray metrics agent on port {port} unreadable: {type(e).__name__}") from None
+        keep = [ln for ln in text.splitlines() if "howeval_" in ln or "serve_" in ln]
+        return Response("\n".join(keep) + "\n", media_type="text/plain; version=0.0.4")
 
     # ------------------------------------------------------------------------------------------ work
 
@@ -295,6 +351,8 @@ class RewardIngress:
             raise HTTPException(422, detail=f"labels.{i}: {e}") from None
 
     async def _timed(self, route: str, items: list[RewardItem]) -> list[RewardResult]:
+        from howeval.rewards.pipeline import PatternRMUnavailable, RewardItemError
+
         t0 = time.perf_counter()
         status = "200"
         try:
@@ -302,100 +360,56 @@ class RewardIngress:
         except asyncio.TimeoutError:
             status = "504"
             raise HTTPException(504, detail=f"request took longer than {self.cfg.limits.request_timeout_s} s") from None
-        except _RowError as e:
+        except RewardItemError as e:
             status = "422"
-            raise HTTPException(422, detail=str(e)) from None
+            raise HTTPException(422, detail=f"body.{e}") from None
+        except PatternRMUnavailable as e:
+            status = "503"
+            raise HTTPException(503, detail=str(e), headers={"Retry-After": str(self.cfg.limits.retry_after_s)}) from None
         except HTTPException as e:
             status = str(e.status_code)
             raise
         finally:
-            self.metrics.requests.labels(route, status).inc()
-            self.metrics.latency.labels(route).observe(time.perf_counter() - t0)
+            self.metrics.requests.inc(tags={"route": route, "status": status})
+            self.metrics.latency.observe(time.perf_counter() - t0, tags={"route": route})
 
     async def score(self, items: list[RewardItem]) -> list[RewardResult]:
-        """Rewards for ``items`` in order (base: s_ver; pattern: PatternRL; cpr: CPR)."""
-        from howeval.rewards.patternrm import rollout_key
-        from howeval.rewards.functions import bernoulli_gate, cpr_reward, pattern_reward, pattern_score
-        from howeval.parsing.steps import response_steps
+        """Rewards for ``items`` in order: ``pipeline.prepare`` -> PatternRM and step F1 (concurrently,
+        through the batched deployments) -> ``pipeline.assemble``."""
+        from howeval.rewards.pipeline import RewardItemError, assemble, prepare
 
         if len(items) > self.cfg.limits.max_items:
-            raise _RowError(f"body.items: {len(items)} items exceed limits.max_items={self.cfg.limits.max_items}")
-        verdicts = await asyncio.to_thread(self._verify_all, items)
-        pc, cc = self.cfg.pattern, self.cfg.cpr
-
-        z = {i: bernoulli_gate(rollout_key(it.prompt, it.response), pc.p, pc.seed)
-             for i, it in enumerate(items) if it.kind == "pattern"}
-        rm_idx = [i for i, g in z.items() if g == 1]
-        step_idx, steps = [], {}
-        for i, it in enumerate(items):
-            if it.kind == "cpr":
-                steps[i] = response_steps(it.response)
-                if steps[i]:
-                    step_idx.append(i)
-        rm_res, f1_res = await asyncio.gather(
-            self._patternrm([items[i] for i in rm_idx]),
-            asyncio.gather(*[self.steps.f1.remote({"pred": steps[i], "ref": items[i].reference_steps}) for i in step_idx]),
+            raise RewardItemError(0, f"{len(items)} items exceed limits.max_items={self.cfg.limits.max_items}")
+        plan = await asyncio.to_thread(prepare, [it.model_dump() for it in items], self.cfg.pattern, self.cfg.on_unresolved)
+        rm, f1 = await asyncio.gather(
+            self._call("patternrm", lambda: [self.rm.label.remote(x) for x in plan.rm_requests()], len(plan.rm_index)),
+            self._call("step scorer", lambda: [self.steps.f1.remote(x) for x in plan.step_requests()], len(plan.step_index)),
         )
-        rm_by = dict(zip(rm_idx, rm_res))
-        f1_by = dict(zip(step_idx, f1_res))
+        rows = assemble(plan, rm, f1, self.cfg.pattern, self.cfg.cpr, self.cfg.on_patternrm_failure)
+        for it, r in zip(items, rows):
+            self.metrics.rewards.inc(tags={"kind": it.kind})
+            if r["degraded"]:
+                self.metrics.degraded.inc(tags={"kind": it.kind})
+        return [RewardResult(**r) for r in rows]
 
-        out = []
-        for i, it in enumerate(items):
-            correct, method = verdicts[i]
-            s_ver = 1.0 if correct else 0.0
-            row: dict[str, Any] = {"s_ver": s_ver, "verify_method": method}
-            if it.kind == "base":
-                row["reward"] = s_ver
-            elif it.kind == "pattern":
-                row["z"] = z[i]
-                labels, s_pat, err = None, None, None
-                if z[i] == 1:
-                    r = rm_by[i]
-                    labels, err = r.get("labels"), r.get("error")
-                    if labels is not None and err is None:
-                        s_pat = pattern_score(labels, pc.mode)
-                if z[i] == 1 and s_pat is None:  # PatternRM needed but failed: verifier-only (a = 1)
-                    row.update(degraded=True, error=err or "patternrm returned no labels", reward=pattern_reward(s_ver, None, 0))
-                    self.metrics.degraded.inc()
-                else:
-                    row.update(labels=labels, s_pat=s_pat, reward=pattern_reward(s_ver, s_pat, z[i]))
-            else:
-                f1 = float(f1_by.get(i, 0.0))  # no predicted steps: F1 = 0 (SPEC section 3)
-                row.update(step_f1=f1, reward=cpr_reward(bool(correct), f1, cc.a_w, cc.s_w, cc.lam))
-            self.metrics.rewards.labels(it.kind).inc()
-            out.append(RewardResult(**row))
-        return out
-
-    def _verify_all(self, items: list[RewardItem]) -> list[tuple[bool, str]]:
-        from howeval.judges.verify import verify
-
-        out = []
-        for i, it in enumerate(items):
-            try:
-                v = verify(it.response, it.answer, it.answer_type, options=it.options)
-            except (ValueError, TypeError) as e:
-                raise _RowError(f"body.items.{i}: the verifier refused this item: {e}") from None
-            if v.correct is None:
-                if self.cfg.on_unresolved == "error":
-                    raise _RowError(f"body.items.{i}: verifier could not decide ({v.reason}) and on_unresolved=error")
-                out.append((False, "unresolved"))
-            else:
-                out.append((bool(v.correct), "rule"))
-        return out
-
-    async def _patternrm(self, items: list[RewardItem]) -> list[dict]:
-        """PatternRM results for ``items``; a failure of the whole call becomes an error on each row."""
-        if not items:
+    async def _call(self, name: str, make_calls: Any, n: int) -> list | str:
+        """Make and await the handle calls; any failure of the part (raised when the calls are made or
+        while they run) becomes one reason string, and its rows degrade."""
+        if not n:
             return []
+        calls: list = []
         try:
-            calls = [self.rm.label.remote({"question": it.prompt, "response": it.response}) for it in items]
+            calls = make_calls()
             return list(await asyncio.wait_for(asyncio.gather(*calls), self.cfg.limits.patternrm_timeout_s))
-        except Exception as e:  # down, deleted, timed out, crashed: the policy decides (never a bare 500)
-            reason = f"patternrm unavailable: {type(e).__name__}: {str(e)[:200]}"
-            log.warning("%s (%d rows)", reason, len(items))
-            if self.cfg.on_patternrm_failure == "error":
-                raise HTTPException(503, detail=reason) from None
-            return [{"labels": None, "error": reason} for _ in items]
+        except Exception as e:  # down, deleted, timed out, crashed, back-pressured: never a bare 500
+            for c in calls:
+                try:
+                    c.cancel()
+                except Exception:  # noqa: BLE001 - cancelling a call to a deleted deployment raises again
+                    pass
+            reason = f"unavailable: {type(e).__name__}: {str(e)[:200]}"
+            log.warning("%s %s (%d rows)", name, reason, len(calls))
+            return reason
 
 
 # -------------------------------------------------------------------------------------------- builders

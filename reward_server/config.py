@@ -23,7 +23,8 @@ class LimitsConfig(StrictModel):
     max_body_bytes: int = Field(4_000_000, ge=1024, description="Larger request bodies get 413.")
     max_items: int = Field(1024, ge=1, description="Items per request; more is a 422 on body.items.")
     request_timeout_s: float = Field(60.0, gt=0, description="Whole-request budget; past it the answer is 504 (clients retry).")
-    patternrm_timeout_s: float = Field(20.0, gt=0, description="Budget for the PatternRM call of one request; past it the rows degrade.")
+    patternrm_timeout_s: float = Field(20.0, gt=0, description="Budget for the PatternRM and step-scorer calls of one request; past it the rows degrade.")
+    retry_after_s: int = Field(1, ge=0, description="Retry-After (seconds) sent with the 503 of on_patternrm_failure=error. Overload 503s come from Serve's backpressure_config.")
 
 
 class OpenRLHFConfig(StrictModel):
@@ -42,6 +43,7 @@ class RewardServerConfig(StrictModel):
     on_patternrm_failure: Literal["degrade", "error"] = Field("degrade", description="degrade = verifier-only reward (a = 1) with degraded=true; error = 503 (clients retry).")
     on_unresolved: Literal["zero", "error"] = Field("zero", description="Verifier could not decide (no LLM judge in the server): zero = s_ver 0 flagged verify_method='unresolved'; error = 422.")
     auth: AuthConfig = Field(default_factory=AuthConfig)
+    metrics_public: bool = Field(False, description="Serve GET /metrics without the bearer token (false: it needs the token like the reward routes).")
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     openrlhf: OpenRLHFConfig = Field(default_factory=OpenRLHFConfig)
 

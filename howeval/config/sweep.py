@@ -115,11 +115,12 @@ class JudgeEngineConfig(StrictModel):
 
 
 class PatternJudgeConfig(StrictModel):
-    """One pattern judge: the rule-based one or an LLM rubric judge."""
+    """One pattern judge: the rule-based one, an LLM rubric judge, or PatternRM."""
 
     name: str = Field(..., pattern=r"^[A-Za-z0-9_.\-]+$")
-    kind: Literal["rules", "llm"] = "rules"
+    kind: Literal["rules", "llm", "patternrm"] = "rules"
     llm: JudgeEngineConfig | None = Field(None, description="Required when kind=llm.")
+    patternrm: dict[str, Any] | None = Field(None, description="kind=patternrm: which PatternRM, howeval.rewards.config.PatternRMConfig fields (None = the embedded trained one); validated at load.")
     with_image: bool = Field(True, description="LLM judge sees the image (the paper's image-aware judge).")
     version: str = Field("1", description="Bump to invalidate cached judgments.")
 
@@ -127,6 +128,12 @@ class PatternJudgeConfig(StrictModel):
     def _llm_needs_engine(self) -> "PatternJudgeConfig":
         if self.kind == "llm" and self.llm is None:
             raise ValueError(f"judge {self.name!r}: kind 'llm' needs an 'llm:' block (model, options)")
+        if self.patternrm is not None:
+            if self.kind != "patternrm":
+                raise ValueError(f"judge {self.name!r}: a 'patternrm:' block needs kind 'patternrm', got {self.kind!r}")
+            from howeval.rewards.config import PatternRMConfig  # here: the rewards package imports this one
+
+            PatternRMConfig.model_validate(self.patternrm)
         return self
 
 

@@ -4,14 +4,11 @@ STYLE rule 2 (registries, not conditionals). The built-in kinds are registered h
 module only when built, so a kind is known without importing every judge:
 
 - ``rules``: :class:`howeval.judges.rules.RuleJudge` (deterministic surface cues);
-- ``llm``: :class:`howeval.judges.llm.LLMPatternJudge` over an engine from ``cfg.llm``.
+- ``llm``: :class:`howeval.judges.llm.LLMPatternJudge` over an engine from ``cfg.llm``;
+- ``patternrm``: :class:`howeval.judges.patternrm.PatternRMJudge` (default: the embedded trained PatternRM;
+  ``cfg.patternrm`` picks another).
 
-A new kind (e.g. ``patternrm``) adds one decorated builder::
-
-    @register_pattern_judge("patternrm")
-    def _patternrm(cfg, engine_builder):
-        from howeval.judges.patternrm import PatternRMJudge
-        return PatternRMJudge(...)
+A new kind adds one decorated builder (see ``_patternrm`` below).
 """
 from __future__ import annotations
 
@@ -86,3 +83,10 @@ def _llm(cfg: "PatternJudgeConfig", engine_builder: EngineBuilder) -> PatternJud
     return LLMPatternJudge(engine_builder(cfg.llm.model, cfg.llm.options), name=cfg.name, version=cfg.version,
                            with_image=cfg.with_image, max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature,
                            structured_output=cfg.llm.structured_output)
+
+
+@register_pattern_judge("patternrm")
+def _patternrm(cfg: "PatternJudgeConfig", engine_builder: EngineBuilder) -> PatternJudge:
+    from howeval.judges.patternrm import PatternRMJudge
+
+    return PatternRMJudge(name=cfg.name, patternrm=cfg.patternrm, version=cfg.version)

@@ -1,10 +1,11 @@
 """HTTP client of the reward server, and a TRL reward function built on it.
 
 ``RewardClient.score(items)`` posts ``{"items": [...]}`` to ``/v1/rewards`` and returns the ``rewards``
-list. Connection errors, timeouts and 5xx answers are retried with exponential backoff (each attempt
-logged); after the last retry it raises :class:`RewardServiceError`. It never returns None or a default
+list. Connection errors, timeouts, 429 and 5xx answers are retried, waiting the server's ``Retry-After``
+on 429/503 and exponential backoff otherwise (each attempt logged), all within one total deadline; then
+it raises :class:`RewardServiceError`. It never returns None or a default
 reward: a training step that cannot be scored fails loudly instead of learning from made-up rewards.
-4xx answers (bad token, bad item) raise :class:`RewardRequestError` at once: retrying cannot fix them.
+Other 4xx answers (bad token, bad item) raise :class:`RewardRequestError` at once: retrying cannot fix them.
 
 ``as_trl_reward(kind)`` adapts it to TRL's reward-function form (``GRPOTrainer(reward_funcs=[...])``)::
 
@@ -64,20 +65,51 @@ def message_text(x: Any, role: str | None = None) -> str:
     raise TypeError(f"message content must be str or a list of parts, got {type(content).__name__}")
 
 
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+"""Answers retried (with the server's ``Retry-After`` when it sends one); other 4xx are raised at once."""
+
+
+def retry_after_s(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (RFC 9110: delay-seconds or an HTTP-date), or None.
+
+    >>> retry_after_s("2"), retry_after_s("abc"), retry_after_s(None)
+    (2.0, None, None)
+    """
+    if not value:
+        return None
+    v = value.strip()
+    if v.isdigit():
+        return float(v)
+    try:
+        from email.utils import parsedate_to_datetime
+
+        when = parsedate_to_datetime(v).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when - (time.time() if now is None else now))
+
+
 class RewardClient:
     """Client of ``POST /v1/rewards``.
 
     Args:
-        url: server root, e.g. ``http://127.0.0.1:8000``.
+        url: server root, e.g. ``http://127.0.0.1:10601``.
         token_env: env var with the bearer token, read when the client is made (unset: no header; a
             server with auth then answers 401, raised as :class:`RewardRequestError` naming the variable).
-        timeout_s: per-attempt HTTP timeout.
-        max_retries: retries after the first attempt (so ``max_retries + 1`` attempts in all).
-        backoff_s: first retry delay; doubles each retry (capped at 10 s).
+        timeout_s: per-attempt HTTP timeout (cut to what is left of the deadline).
+        max_retries: retries after the first attempt (so at most ``max_retries + 1`` attempts).
+        backoff_s: first retry delay; doubles each retry (capped at 10 s). A 429/503 with ``Retry-After``
+            waits what the server asks instead.
+        deadline_s: total budget of one ``score`` call, attempts and waits included (default
+            ``2 * timeout_s``): a hung server costs one deadline, not ``(max_retries + 1) * timeout_s``.
+            A ``Retry-After`` past the deadline fails at once.
+        clock, sleep: injectable for tests (``time.monotonic``, ``time.sleep``).
     """
 
     def __init__(self, url: str = "http://127.0.0.1:8000", token_env: str = "HOWEVAL_REWARD_TOKEN",
-                 timeout_s: float = 30.0, max_retries: int = 3, backoff_s: float = 0.5):
+                 timeout_s: float = 30.0, max_retries: int = 3, backoff_s: float = 0.5,
+                 deadline_s: float | None = None, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep, transport: httpx.BaseTransport | None = None):
         if max_retries < 0:
             raise ValueError(f"max_retries={max_retries!r} must be >= 0")
         if timeout_s <= 0:
@@ -87,9 +119,13 @@ class RewardClient:
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.backoff_s = backoff_s
+        self.deadline_s = float(deadline_s) if deadline_s is not None else 2.0 * timeout_s
+        if self.deadline_s <= 0:
+            raise ValueError(f"deadline_s={deadline_s!r} must be > 0")
+        self._clock, self._sleep = clock, sleep
         token = os.environ.get(token_env) if token_env else None
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(timeout=timeout_s, headers=self._headers)
+        self._http = httpx.Client(timeout=timeout_s, headers=self._headers, transport=transport)
         self.n_degraded = 0  # rows answered verifier-only since the client was made
 
     def close(self) -> None:
@@ -103,30 +139,44 @@ class RewardClient:
 
     def _post(self, path: str, body: dict) -> dict:
         attempts = self.max_retries + 1
+        end = self._clock() + self.deadline_s
         last: str = ""
         for attempt in range(1, attempts + 1):
+            left = end - self._clock()
+            if left <= 0:
+                break
+            wait: float | None = None
             try:
-                r = self._http.post(self.url + path, json=body)
+                r = self._http.post(self.url + path, json=body, timeout=min(self.timeout_s, left))
             except (httpx.TransportError, httpx.TimeoutException) as e:
                 last = f"{type(e).__name__}: {e}"
             else:
                 if r.status_code < 300:
                     return r.json()
-                if r.status_code < 500:
+                if r.status_code not in RETRY_STATUS:
                     hint = f" (is ${self.token_env} set to the server's token?)" if r.status_code == 401 else ""
                     raise RewardRequestError(f"POST {path} -> {r.status_code}{hint}: {r.text[:500]}")
                 last = f"HTTP {r.status_code}: {r.text[:300]}"
+                if r.status_code in (429, 503):
+                    wait = retry_after_s(r.headers.get("retry-after"))
             log.warning("reward server %s%s attempt %d/%d failed: %s", self.url, path, attempt, attempts, last)
-            if attempt < attempts:
-                time.sleep(min(self.backoff_s * 2 ** (attempt - 1), 10.0))
-        raise RewardServiceError(f"POST {self.url}{path} failed after {attempts} attempts; last error: {last}")
+            if attempt == attempts:
+                break
+            delay = wait if wait is not None else min(self.backoff_s * 2 ** (attempt - 1), 10.0)
+            left = end - self._clock()
+            if delay >= left:
+                last += f" (the next attempt would start after {delay:.1f} s, past the {self.deadline_s:.1f} s deadline)"
+                break
+            self._sleep(delay)
+        raise RewardServiceError(f"POST {self.url}{path} failed within the {self.deadline_s:.1f} s deadline "
+                                 f"({attempts} attempts at most); last error: {last}")
 
     def score(self, items: list[dict]) -> list[dict]:
         """Rewards for ``items`` (``prompt, response, answer, answer_type, kind, reference_steps``), in order.
 
         Raises:
-            RewardServiceError: unreachable / 5xx / timeouts through every retry.
-            RewardRequestError: a 4xx answer.
+            RewardServiceError: unreachable / 429 / 5xx / timeouts through every retry or the deadline.
+            RewardRequestError: any other 4xx answer (bad token, invalid item, body too large).
         """
         if not items:
             return []
@@ -149,21 +199,10 @@ class RewardClient:
 
         def reward(prompts: Sequence[Any], completions: Sequence[Any], answer: Sequence[str],
                    answer_type: Sequence[str], reference_steps: Sequence[Sequence[str]] | None = None,
-                   **kwargs: Any) -> list[float]:
-            n = len(completions)
-            for name, col in (("prompts", prompts), ("answer", answer), ("answer_type", answer_type)):
-                if len(col) != n:
-                    raise ValueError(f"{name} has {len(col)} values for {n} completions")
-            if kind == "cpr" and (reference_steps is None or len(reference_steps) != n):
-                raise ValueError("kind 'cpr' needs a reference_steps column with one list per completion")
-            items = []
-            for i in range(n):
-                it = {"prompt": message_text(prompts[i], None if isinstance(prompts[i], str) else "user"),
-                      "response": message_text(completions[i], None if isinstance(completions[i], str) else "assistant"),
-                      "answer": str(answer[i]), "answer_type": answer_type[i], "kind": kind}
-                if kind == "cpr":
-                    it["reference_steps"] = list(reference_steps[i])
-                items.append(it)
+                   options: Sequence[Sequence[str]] | None = None, **kwargs: Any) -> list[float]:
+            from howeval.rewards.pipeline import rollout_items
+
+            items = rollout_items(prompts, completions, answer, answer_type, kind, reference_steps, options)
             return [float(r["reward"]) for r in self.score(items)]
 
         reward.__name__ = f"remote_{kind}_reward"

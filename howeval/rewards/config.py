@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from howeval.config import StrictModel
+from howeval.config.base import StrictModel
 
 
 class PatternConfig(StrictModel):
@@ -33,10 +33,10 @@ class CPRConfig(StrictModel):
 
 
 class PatternRMConfig(StrictModel):
-    """Which PatternRM the server calls (``actors.patternrm.PatternRM``)."""
+    """Which PatternRM the server calls (``howeval.rewards.patternrm_model.PatternRM``)."""
 
-    kind: Literal["rules", "checkpoint"] = Field("rules", description="rules = the rule judge as a stand-in (embedded default); checkpoint = a trained PatternRM.")
-    path: str | None = Field(None, description="Checkpoint folder (kind=checkpoint); 'embedded' = the untrained SmolLM2 (format smoke only).")
+    kind: Literal["trained", "rules", "checkpoint"] = Field("trained", description="trained = the embedded trained PatternRM (MiniLM + head, `make patternrm`; default); rules = the rule judge; checkpoint = an SFT'd LM PatternRM (ray_jobs.train_patternrm).")
+    path: str | None = Field(None, description="kind=trained: a trained head folder (None = the embedded one in ~/.cache/howeval); kind=checkpoint: the LM folder ('embedded' = the untrained SmolLM2, format smoke only).")
     max_new_tokens: int = Field(24, ge=4, description="Decode budget; the direct format needs ~16 tokens.")
     max_input_tokens: int = Field(1024, ge=64, description="Prompt tokens kept (left-truncated by the tokenizer).")
     max_response_chars: int | None = Field(4000, ge=64, description="Response characters kept (head + tail) before tokenizing.")

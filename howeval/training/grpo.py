@@ -8,8 +8,8 @@ Pure of Ray (``ray_jobs/train_grpo.py`` holds all Ray Train wiring, STYLE rule 6
 - :func:`train_split` (a deterministic hash split of sample ids), :func:`build_rows` (TRL prompt rows
   from ``howeval.benchmarks.loaders`` samples, the same loader and question text as the sweep),
   :func:`difficulty` and :func:`curriculum_rows` (CPR-Curriculum ordering).
-- :func:`score_items`: the in-process scorer, the same steps and ``howeval.rewards.functions`` functions as the
-  reward server (``reward_server.app.RewardIngress.score``), returning the server's result dicts.
+- :func:`score_items`: the in-process scorer: ``howeval.rewards.pipeline.score_batch``, the pipeline the
+  reward server's ingress runs too, returning the server's result dicts.
 - :class:`GRPOReward`: the TRL reward callable over either scorer (HTTP client or in-process); it picks the
   reward kind by the trainer's global step (curriculum), logs the reward parts through TRL's
   ``log_metric`` and can append every scored rollout to a JSONL file.
@@ -35,10 +35,8 @@ from pydantic import Field, model_validator
 from howeval.config import RayConfig, StrictModel, load_yaml_config, resolve_path
 from howeval.engines.prompts import question_text
 from howeval.records import LABELS
-from howeval.rewards.functions import bernoulli_gate, cpr_reward, pattern_reward, pattern_score
+from howeval.rewards.pipeline import KINDS, rollout_items
 from howeval.rewards.config import CPRConfig, PatternConfig, PatternRMConfig
-
-KINDS = ("base", "pattern", "cpr")
 
 MANAGED_GRPO_KEYS = {
     "output_dir": "a worker-local folder; checkpoints go to storage.path through Ray Train",
@@ -76,7 +74,7 @@ class RewardSpec(StrictModel):
     max_retries: int = Field(3, ge=0, description="HTTP retries after the first attempt (then the step fails loudly).")
     pattern: PatternConfig = Field(default_factory=PatternConfig, description="Gate p, seed, s_pat mode (inprocess; a server uses its own args).")
     cpr: CPRConfig = Field(default_factory=CPRConfig, description="CPR weights and step matching (inprocess).")
-    patternrm: PatternRMConfig = Field(default_factory=PatternRMConfig, description="PatternRM used in-process (rules = the rule judge stand-in).")
+    patternrm: PatternRMConfig = Field(default_factory=PatternRMConfig, description="PatternRM used in-process (default: the embedded trained PatternRM; rules = the rule judge).")
     rollout_log_dir: str | None = Field(None, description="Local folder: each worker appends every scored rollout (prompt, completion, kind, reward, parts, step) to rollouts.rank<k>.jsonl. Debug/tests.")
 
 
@@ -354,73 +352,18 @@ def message_text(x: Any, role: str | None = None) -> str:
     return _mt(x, role)
 
 
-def _rollout_key(prompt: str, response: str) -> str:
-    from howeval.rewards.patternrm import rollout_key
-
-    return rollout_key(prompt, response)
-
-
 def score_items(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, cpr: CPRConfig,
                 label_batch: Callable[[list[dict]], list[dict]] | None = None,
-                step_f1: Callable[[list[str], list[str]], float] | None = None) -> list[dict]:
-    """In-process rewards with the reward server's semantics (``RewardIngress.score``), same result dicts.
-
-    Per item (``prompt, response, answer, answer_type, kind, reference_steps?, options?``): s_ver from
-    ``howeval.judges.verify.verify`` (undecided = 0, ``verify_method='unresolved'``); base: R = s_ver;
-    pattern: z = ``bernoulli_gate(rollout_key(prompt, response), p, seed)``, labels from ``label_batch``
-    when z = 1, R = ``pattern_reward``; a PatternRM error degrades the row to a = 1; cpr: F1 over
-    ``howeval.parsing.steps.response_steps`` (0 with no predicted steps), R = ``cpr_reward``.
+                step_f1: Callable[[list[dict]], list[float]] | None = None) -> list[dict]:
+    """In-process rewards: ``howeval.rewards.pipeline.score_batch`` (the reward server's own pipeline).
 
     Args:
         label_batch: PatternRM ``[{question, response}] -> [{labels, error}]`` (needed for kind pattern).
-        step_f1: ``(pred_steps, ref_steps) -> F1`` (needed for kind cpr).
+        step_f1: ``[{pred, ref}] -> [F1]`` (needed for kind cpr).
     """
-    from howeval.parsing.steps import response_steps
-    from howeval.judges.verify import verify
+    from howeval.rewards.pipeline import score_batch
 
-    out: list[dict] = []
-    z: dict[int, int] = {}
-    for i, it in enumerate(items):
-        if it["kind"] not in KINDS:
-            raise ValueError(f"items[{i}].kind={it['kind']!r} is not one of {list(KINDS)}")
-        if it["kind"] == "pattern":
-            z[i] = bernoulli_gate(_rollout_key(it["prompt"], it["response"]), pattern.p, pattern.seed)
-    rm_idx = [i for i, g in z.items() if g == 1]
-    rm_res: dict[int, dict] = {}
-    if rm_idx:
-        if label_batch is None:
-            raise ValueError("kind 'pattern' needs a PatternRM (label_batch)")
-        res = label_batch([{"question": items[i]["prompt"], "response": items[i]["response"]} for i in rm_idx])
-        rm_res = dict(zip(rm_idx, res))
-    for i, it in enumerate(items):
-        v = verify(it["response"], it["answer"], it["answer_type"], options=it.get("options") or None)
-        s_ver = 1.0 if v.correct else 0.0
-        row: dict[str, Any] = {"s_ver": s_ver, "verify_method": "unresolved" if v.correct is None else "rule",
-                               "labels": None, "s_pat": None, "z": None, "step_f1": None, "degraded": False, "error": None}
-        if it["kind"] == "base":
-            row["reward"] = s_ver
-        elif it["kind"] == "pattern":
-            row["z"] = z[i]
-            labels, s_pat, err = None, None, None
-            if z[i] == 1:
-                labels, err = rm_res[i].get("labels"), rm_res[i].get("error")
-                if labels is not None and err is None:
-                    s_pat = pattern_score(labels, pattern.mode)
-            if z[i] == 1 and s_pat is None:
-                row.update(degraded=True, error=err or "patternrm returned no labels", reward=pattern_reward(s_ver, None, 0))
-            else:
-                row.update(labels=labels, s_pat=s_pat, reward=pattern_reward(s_ver, s_pat, z[i]))
-        else:
-            ref = list(it.get("reference_steps") or [])
-            if not ref:
-                raise ValueError(f"items[{i}]: kind 'cpr' needs non-empty reference_steps")
-            pred = response_steps(it["response"])
-            if pred and step_f1 is None:
-                raise ValueError("kind 'cpr' needs a step scorer (step_f1)")
-            f1 = float(step_f1(pred, ref)) if pred else 0.0
-            row.update(step_f1=f1, reward=cpr_reward(bool(v.correct), f1, cpr.a_w, cpr.s_w, cpr.lam))
-        out.append(row)
-    return out
+    return score_batch(items, pattern, cpr, label_batch, step_f1)
 
 
 def reward_parts(results: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -485,25 +428,9 @@ class GRPOReward:
                  options: Sequence[Sequence[str]] | None = None, trainer_state: Any = None,
                  log_metric: Callable[[str, float], None] | None = None, **_: Any) -> list[float]:
         n = len(completions)
-        for name, col in (("prompts", prompts), ("answer", answer), ("answer_type", answer_type)):
-            if len(col) != n:
-                raise ValueError(f"{name} has {len(col)} values for {n} completions")
         step = int(getattr(trainer_state, "global_step", 0) or 0)
         kind = self.kind_at(step)
-        items = []
-        for i in range(n):
-            it: dict[str, Any] = {
-                "prompt": message_text(prompts[i], None if isinstance(prompts[i], str) else "user"),
-                "response": message_text(completions[i], None if isinstance(completions[i], str) else "assistant"),
-                "answer": str(answer[i]), "answer_type": answer_type[i], "kind": kind,
-            }
-            if options is not None and options[i]:
-                it["options"] = list(options[i])
-            if kind == "cpr":
-                if reference_steps is None or not reference_steps[i]:
-                    raise ValueError(f"kind 'cpr' needs reference_steps; completion {i} has none")
-                it["reference_steps"] = list(reference_steps[i])
-            items.append(it)
+        items = rollout_items(prompts, completions, answer, answer_type, kind, reference_steps, options)
         results = list(self.scorer(items))
         if len(results) != n:
             raise ValueError(f"scorer returned {len(results)} results for {n} items")
@@ -521,7 +448,7 @@ class GRPOReward:
 
 
 class InProcessScorer:
-    """``score_items`` with its PatternRM (``actors.patternrm.PatternRM``) and step embedder made lazily."""
+    """``score_items`` with its PatternRM (``howeval.rewards.patternrm_model.PatternRM``) and step embedder made lazily."""
 
     def __init__(self, spec: RewardSpec):
         self.spec = spec
@@ -530,21 +457,19 @@ class InProcessScorer:
 
     def _label_batch(self, items: list[dict]) -> list[dict]:
         if self._rm is None:
-            from actors.patternrm import PatternRM
+            from howeval.rewards.patternrm_model import PatternRM
 
             self._rm = PatternRM(**self.spec.patternrm.model_dump())
         return self._rm.label_batch(items)
 
-    def _step_f1(self, pred: list[str], ref: list[str]) -> float:
-        from howeval.benchmarks.crystal import step_scores
+    def _step_f1(self, pairs: list[dict]) -> list[float]:
+        from howeval.rewards.pipeline import step_f1_batch
 
         if self._emb is None:
             from howeval.embed import StepEmbedder
 
             self._emb = StepEmbedder(self.spec.cpr.embedder_path)
-        c = self.spec.cpr
-        s = step_scores(self._emb.similarity(pred, ref), tau=c.tau, alpha=c.alpha, order=c.order)
-        return s.f1 if c.f1 == "match" else s.ordered_f1
+        return step_f1_batch(self._emb, pairs, self.spec.cpr)
 
     def __call__(self, items: list[dict]) -> list[dict]:
         return score_items(items, self.spec.pattern, self.spec.cpr, self._label_batch, self._step_f1)

@@ -44,5 +44,19 @@ def test_register_a_new_kind_and_reject_duplicates(monkeypatch):
 
 def test_unknown_kind_lists_registered():
     cfg = PatternJudgeConfig(name="x").model_copy(update={"kind": "oracle"})  # bypasses the config's Literal
-    with pytest.raises(ValueError, match=r"judge 'x': unknown kind 'oracle'; registered: \['llm', 'rules'"):
+    with pytest.raises(ValueError, match=r"judge 'x': unknown kind 'oracle'; registered: \['llm', 'patternrm', 'rules'"):
         build_pattern_judge(cfg)
+
+
+def test_patternrm_kind_builds_a_protocol_judge():
+    from howeval.judges.base import PatternJudge
+
+    cfg = PatternJudgeConfig(name="prm", kind="patternrm", patternrm={"kind": "rules"})
+    j = build_pattern_judge(cfg)
+    assert isinstance(j, PatternJudge) and j.name == "prm" and j.version.startswith("1:rules@")
+    (v,) = j.judge_batch([{"question": "q", "response": "Wait, no. The answer is 3."}])
+    assert v.ok and v.labels["cot"] and v.judge == "prm"
+    with pytest.raises(ValueError, match="needs kind 'patternrm'"):
+        PatternJudgeConfig(name="x", kind="rules", patternrm={"kind": "rules"})
+    with pytest.raises(ValueError, match="kind"):
+        PatternJudgeConfig(name="x", kind="patternrm", patternrm={"kind": "oracle"})

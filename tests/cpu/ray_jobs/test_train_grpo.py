@@ -1,7 +1,7 @@
 """GRPO on Ray Train, end to end on CPU: 2 steps scored by a live reward server, a checkpoint, a resume to step 3.
 
 Also checks that the reward a rollout received in training is what the server (and the in-process
-scorer, the same ``howeval.rewards.functions`` functions) returns for the same text.
+scorer, the same ``howeval.rewards.pipeline``) returns for the same text, with the trained PatternRM.
 """
 from __future__ import annotations
 
@@ -23,8 +23,11 @@ URL_ENV = "HOWEVAL_TEST_REWARD_URL"
 def reward_server():
     for k, v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
         os.environ.setdefault(k, v)
+    from howeval.rewards.patternrm_head import embedded_patternrm
+
+    embedded_patternrm()  # trained once and cached before any replica loads it
     args = {"pattern": {"p": 0.6, "seed": 0, "mode": "mean"}}
-    with running_reward_server(TOKEN_ENV, TOKEN, args, log_to_driver=True) as url:
+    with running_reward_server(TOKEN_ENV, TOKEN, args, log_to_driver=True, patternrm={"kind": "trained"}) as url:
         os.environ[URL_ENV] = url
         yield url
 
@@ -66,6 +69,8 @@ def test_grpo_smoke_server_checkpoint_resume(reward_server, tmp_path, repo_root)
     with RewardClient(reward_server, token_env=TOKEN_ENV) as client:
         again = client.score(items)
     assert [a["reward"] for a in again] == [r["result"]["reward"] for r in rollouts]
-    local = InProcessScorer(cfg.reward)(items)  # same p/seed/mode as the server: the same functions
+    local = InProcessScorer(cfg.reward)(items)  # same p/seed/mode and PatternRM as the server: the same pipeline
     assert [x["reward"] for x in local] == pytest.approx([a["reward"] for a in again])
     assert [x["z"] for x in local] == [a["z"] for a in again]
+    assert [x["labels"] for x in local] == [a["labels"] for a in again]
+    assert cfg.reward.patternrm.kind == "trained" and not any(a["degraded"] for a in again)

@@ -1,7 +1,9 @@
-"""Reward server on a local Serve instance (127.0.0.1, a free port): rewards, auth, limits, load, bad input, degraded.
+"""Reward server on a local Serve instance (127.0.0.1): rewards, auth, limits, load, bad input, degraded.
 
-One module-scoped fixture starts Ray + Serve and both applications once; the degraded test deploys and
-stops its own PatternRM application, so the tests run in any order.
+One module-scoped fixture starts Ray + Serve and both applications once (PatternRM = the rule judge:
+deterministic labels to hand-compute rewards). The degraded test deploys and stops its own PatternRM
+application; the fault test kills the shared PatternRM replica and waits for Serve to replace it; so the
+tests run in any order.
 """
 from __future__ import annotations
 
@@ -91,13 +93,34 @@ def test_openrlhf_shape(server):
 def test_auth_and_open_routes(server):
     assert post(server, {"items": [item(CLEAN)]}, headers={}).status_code == 401
     assert post(server, {"items": [item(CLEAN)]}, headers={"Authorization": "Bearer nope"}).status_code == 401
+    assert post(server, {"items": [item(CLEAN)]}, headers={"Authorization": f"Bearer {TOKEN}x"}).status_code == 401
     assert httpx.post(server + "/get_reward", json={}).status_code == 401
+    # two Authorization headers: ambiguous, refused whatever their values
+    two = [("Authorization", f"Bearer {TOKEN}"), ("Authorization", "Bearer nope"), ("Content-Type", "application/json")]
+    r = httpx.post(server + "/v1/rewards", content=json.dumps({"items": [item(CLEAN)]}), headers=two, timeout=60)
+    assert r.status_code == 400 and "Authorization" in r.text
     h = httpx.get(server + "/healthz")
-    assert h.status_code == 200 and h.json()["patternrm"] == "up"
+    assert h.status_code == 200 and h.json() == {"status": "ok", "patternrm": "up", "step_scorer": "up", "degraded": False}
     spec = httpx.get(server + "/openapi.json").json()
     assert {"/v1/rewards", "/get_reward", "/healthz"} <= set(spec["paths"])
-    m = httpx.get(server + "/metrics")
-    assert m.status_code == 200 and "howeval_reward_requests_total" in m.text
+
+
+def test_metrics_behind_token_from_serve_metrics(server):
+    """/metrics needs the token (metrics_public is false); the counters come from ray.serve.metrics via Ray's
+    metrics agent, which exports on its own period: poll until the request counter shows up."""
+    import time
+
+    assert httpx.get(server + "/metrics").status_code == 401
+    assert post(server, {"items": [item(CLEAN, kind="base")]}).status_code == 200
+    text = ""
+    for _ in range(60):
+        m = httpx.get(server + "/metrics", headers=AUTH, timeout=30)
+        assert m.status_code == 200, m.text
+        text = m.text
+        if "howeval_reward_requests" in text:
+            break
+        time.sleep(1)
+    assert 'howeval_reward_requests' in text and 'route="/v1/rewards"' in text
 
 
 def test_validation_names_field_and_size_limit(server):
@@ -111,27 +134,80 @@ def test_validation_names_field_and_size_limit(server):
     assert r.status_code == 413
 
 
-def test_load_64_clients_no_errors(server):
-    n_clients, per_client = 64, 4
+def test_chunked_body_over_limit_is_413(server):
+    """No Content-Length (chunked transfer): the limit is enforced while the body streams in."""
+    def chunks():
+        yield b'{"items": [{"prompt": "q", "response": "'
+        for _ in range(30):
+            yield b"x" * 10_000
+        yield b'", "answer": "4", "answer_type": "free_form"}]}'
 
-    async def client(c: httpx.AsyncClient, k: int) -> list[int]:
-        codes = []
-        for j in range(per_client):
-            body = {"items": [item(f"{k} and {j}: the answer is \\boxed{{4}}."), item("\\boxed{5}", kind="base")]}
-            r = await c.post(server + "/v1/rewards", json=body, headers=AUTH)
-            codes.append(r.status_code)
-            if r.status_code == 200:
-                assert [x["reward"] for x in r.json()["rewards"]][1] == 0.0
-        return codes
+    r = httpx.post(server + "/v1/rewards", content=chunks(), headers={**AUTH, "content-type": "application/json"}, timeout=60)
+    assert r.status_code == 413, r.text
+    small = iter([json.dumps({"items": [item(CLEAN, kind="base")]}).encode()])
+    r = httpx.post(server + "/v1/rewards", content=small, headers={**AUTH, "content-type": "application/json"}, timeout=60)
+    assert r.status_code == 200 and r.json()["rewards"][0]["reward"] == 1.0
 
-    async def main() -> list[int]:
-        limits = httpx.Limits(max_connections=n_clients, max_keepalive_connections=n_clients)
-        async with httpx.AsyncClient(timeout=60, limits=limits) as c:
-            return [x for codes in await asyncio.gather(*[client(c, k) for k in range(n_clients)]) for x in codes]
 
-    codes = asyncio.run(main())
-    assert len(codes) == n_clients * per_client
-    assert codes.count(200) == len(codes), {c: codes.count(c) for c in set(codes)}
+LOAD_SECONDS = float(__import__("os").environ.get("HOWEVAL_LOAD_TEST_SECONDS", "20"))
+
+
+def expected_reward(it: dict, got: dict) -> float:
+    """The reward by the pure functions, in the test process: verify + gate + s_pat of the labels answered."""
+    from howeval.judges.rules import RuleJudge
+    from howeval.judges.verify import verify
+    from howeval.rewards.functions import bernoulli_gate, pattern_reward, pattern_score
+    from howeval.rewards.patternrm import rollout_key
+
+    s_ver = 1.0 if verify(it["response"], it["answer"], it["answer_type"]).correct else 0.0
+    if it["kind"] == "base":
+        return s_ver
+    z = bernoulli_gate(rollout_key(it["prompt"], it["response"]), 1.0, 0)
+    labels = RuleJudge().judge_batch([{"question": it["prompt"], "response": it["response"]}])[0].labels
+    assert got["labels"] == labels
+    return pattern_reward(s_ver, pattern_score(labels, "mean"), z)
+
+
+def load_items(k: int, j: int) -> list[dict]:
+    return [item(f"{k} and {j}: the answer is \\boxed{{4}}."),
+            item(f"Wait, let me re-check {k}. The sum is {j}. The sum is {j}. So \\boxed{{{4 + j % 2}}}."),
+            item("\\boxed{5}", kind="base")]
+
+
+async def drive(server: str, n_clients: int, seconds: float, on_answer=None) -> list[tuple[list[dict], int, dict | None]]:
+    """n clients, each sending its next request when the previous answer arrives, for ``seconds``."""
+    import time
+
+    out: list[tuple[list[dict], int, dict | None]] = []
+    stop = time.monotonic() + seconds
+
+    async def client(c: httpx.AsyncClient, k: int) -> None:
+        j = 0
+        while time.monotonic() < stop:
+            items = load_items(k, j)
+            r = await c.post(server + "/v1/rewards", json={"items": items}, headers=AUTH)
+            body = r.json() if r.status_code == 200 else None
+            out.append((items, r.status_code, body))
+            if on_answer is not None:
+                on_answer(len(out))
+            j += 1
+
+    limits = httpx.Limits(max_connections=n_clients, max_keepalive_connections=n_clients)
+    async with httpx.AsyncClient(timeout=120, limits=limits) as c:
+        await asyncio.gather(*[client(c, k) for k in range(n_clients)])
+    return out
+
+
+def test_load_64_clients_no_errors_every_answer_exact(server):
+    """64 concurrent clients for LOAD_SECONDS (20 s; HOWEVAL_LOAD_TEST_SECONDS shortens it on a loaded
+    machine): no error, and every reward equals the pure reward function of its item."""
+    out = asyncio.run(drive(server, 64, LOAD_SECONDS))
+    codes = [code for _, code, _ in out]
+    assert len(codes) >= 64 and codes.count(200) == len(codes), {c: codes.count(c) for c in set(codes)}
+    for items, _, body in out:
+        for it, got in zip(items, body["rewards"], strict=True):
+            assert not got["degraded"]
+            assert got["reward"] == pytest.approx(expected_reward(it, got)), (it, got)
 
 
 _text = st.text(max_size=40)
@@ -219,13 +295,54 @@ def test_z1_degraded_when_patternrm_stopped(server):
         assert r.status_code == 200, r.text
         two, wrong, base = r.json()["rewards"]
         assert two["degraded"] and two["z"] == 1 and two["labels"] is None and two["reward"] == 1.0
-        assert two["error"].startswith("patternrm unavailable")
+        assert two["error"].startswith("patternrm: unavailable")
         assert wrong["degraded"] and wrong["reward"] == 0.0
         assert not base["degraded"] and base["reward"] == 1.0
         # (auth headers: the server's open paths are matched without a route prefix)
-        assert httpx.get(url + "/healthz", headers=AUTH).json()["patternrm"].startswith("down")
+        h = httpx.get(url + "/healthz", headers=AUTH).json()
+        assert h["patternrm"].startswith("down") and h["degraded"] is True and h["status"] == "ok"
     finally:
         serve.delete("reward-degraded")
     # the shared server still has its PatternRM
     assert httpx.get(server + "/healthz").json()["patternrm"] == "up"
     assert post(server, {"items": [item(TWO_PATTERNS)]}).json()["rewards"][0]["labels"] is not None
+
+
+def test_patternrm_replica_killed_under_load_degrades_then_recovers(server):
+    """Kill the PatternRM replica while 16 clients post: answers stay 200 (degraded while it is down,
+    exact when labelled), and after Serve restarts the replica rewards are labelled again."""
+    import threading
+    import time
+
+    import ray
+
+    killed = threading.Event()
+
+    def kill_once(n_answers: int) -> None:
+        if n_answers >= 20 and not killed.is_set():
+            killed.set()
+            actors = [a for a in ray.util.list_named_actors(all_namespaces=True) if "PatternRMServer" in a["name"]]
+            for a in actors:
+                ray.kill(ray.get_actor(a["name"], namespace=a["namespace"]), no_restart=False)
+
+    out = asyncio.run(drive(server, 16, max(6.0, LOAD_SECONDS / 2), on_answer=kill_once))
+    assert killed.is_set()
+    codes = [code for _, code, _ in out]
+    assert codes.count(200) == len(codes), {c: codes.count(c) for c in set(codes)}
+    degraded = 0
+    for items, _, body in out:
+        for it, got in zip(items, body["rewards"], strict=True):
+            if got["degraded"]:
+                degraded += 1
+                assert got["labels"] is None and got["reward"] == got["s_ver"] and got["error"].startswith("patternrm")
+            else:
+                assert got["reward"] == pytest.approx(expected_reward(it, got))
+    assert degraded > 0
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # recovery: Serve's controller replaces the dead replica
+        res = post(server, {"items": [item(TWO_PATTERNS)]}).json()["rewards"][0]
+        if not res["degraded"]:
+            break
+        time.sleep(1)
+    assert not res["degraded"] and res["labels"] == {"cot": True, "rep": True, "con": False, "pr": False}
+    assert httpx.get(server + "/healthz").json()["degraded"] is False

@@ -43,7 +43,7 @@ def test_raises_after_last_retry_never_none(exc):
         calls.append(req)
         raise exc
 
-    with pytest.raises(RewardServiceError, match="after 3 attempts"):
+    with pytest.raises(RewardServiceError, match="3 attempts at most"):
         _client(handler, max_retries=2).score([{"prompt": "q"}])
     assert len(calls) == 3
 
@@ -108,3 +108,62 @@ def test_message_text_errors():
         message_text([{"role": "user", "content": "x"}], "assistant")
     with pytest.raises(TypeError):
         message_text(3)
+
+
+class FakeClock:
+    """Injected clock + sleep: time moves only when the code sleeps or a handler says so."""
+
+    def __init__(self):
+        self.t = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.t
+
+    def sleep(self, s: float) -> None:
+        self.sleeps.append(s)
+        self.t += s
+
+
+def _timed_client(handler, clock, **kw) -> RewardClient:
+    return RewardClient("http://reward.test", token_env="HOWEVAL_TEST_CLIENT_TOKEN", backoff_s=0.5, clock=clock,
+                        sleep=clock.sleep, transport=httpx.MockTransport(handler), **kw)
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_retry_after_is_honoured(status):
+    clock, calls = FakeClock(), []
+
+    def handler(req):
+        calls.append(req)
+        return httpx.Response(status, headers={"Retry-After": "3"}, text="busy") if len(calls) < 3 else _ok(req)
+
+    out = _timed_client(handler, clock, max_retries=5, timeout_s=10).score([{"prompt": "q"}])
+    assert len(out) == 1 and clock.sleeps == [3.0, 3.0]  # the server's delay, not the 0.5 s backoff
+
+
+def test_retry_after_past_the_deadline_fails_at_once():
+    clock, calls = FakeClock(), []
+
+    def handler(req):
+        calls.append(req)
+        return httpx.Response(503, headers={"Retry-After": "120"}, text="busy")
+
+    with pytest.raises(RewardServiceError, match="past the 20.0 s deadline"):
+        _timed_client(handler, clock, max_retries=5, timeout_s=10).score([{"prompt": "q"}])
+    assert len(calls) == 1 and clock.sleeps == []
+
+
+def test_hung_server_costs_one_deadline():
+    """Each attempt hangs until its timeout: the call ends at the deadline, not at 4 x timeout."""
+    clock, timeouts = FakeClock(), []
+
+    def handler(req):
+        t = req.extensions["timeout"]["read"]
+        timeouts.append(t)
+        clock.t += t
+        raise httpx.ReadTimeout("hung")
+
+    with pytest.raises(RewardServiceError, match="deadline"):
+        _timed_client(handler, clock, max_retries=3, timeout_s=30, deadline_s=45).score([{"prompt": "q"}])
+    assert clock.t <= 45.0 and timeouts[0] == 30 and sum(timeouts) + sum(clock.sleeps) == pytest.approx(45.0)

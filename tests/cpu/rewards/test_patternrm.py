@@ -5,7 +5,6 @@ import json
 
 import pytest
 
-from actors.patternrm import BACKENDS, PatternRM, _CheckpointBackend
 from howeval.rewards.patternrm import (
     PatternRMParseError,
     format_labels,
@@ -74,26 +73,6 @@ def test_unanimous_and_oversample():
 def test_rollout_key_stable():
     assert rollout_key("p", "r") == rollout_key("p", "r") != rollout_key("p", "r ")
     assert rollout_key("ab", "c") != rollout_key("a", "bc")
-
-
-def test_actor_rules_and_registry():
-    rm = PatternRM("rules")
-    res = rm.label_batch([{"question": "q", "response": "Hmm, wait. The answer is 3."}, {"question": "q", "response": "3"}])
-    assert res[0]["labels"]["cot"] and res[1]["labels"] == L(False, False, False, False)
-    with pytest.raises(ValueError, match="registered"):
-        PatternRM("nope")
-    with pytest.raises(KeyError, match="response"):
-        rm.label_batch([{"question": "q"}])
-    assert set(BACKENDS) == {"rules", "checkpoint"}
-
-
-def test_checkpoint_unparseable_is_row_error():
-    be = _CheckpointBackend.__new__(_CheckpointBackend)  # no model: generation is stubbed
-    be.generate = lambda items: ["LABELS: cot=0 rep=0 con=0 pr=0", "I think it is fine", "LABELS: cot=1"]
-    res = be.label([{"question": "q", "response": "r"}] * 3)
-    assert res[0] == {"labels": L(False, False, False, False), "error": None, "raw": "LABELS: cot=0 rep=0 con=0 pr=0"}
-    assert res[1]["labels"] is None and res[1]["error"].startswith("patternrm_parse_error")
-    assert res[2]["labels"] is None and "missing" in res[2]["error"]
 
 
 @pytest.mark.slow

@@ -158,7 +158,7 @@ def test_score_items_matches_reward_functions():
     deg = score_items(items[:4], PatternConfig(p=1.0), cc, label_batch=lambda xs: [{"labels": None, "error": "down"}] * len(xs))
     assert all(r["degraded"] and r["reward"] == r["s_ver"] for r in deg)
     cpr_items = [{**items[1], "kind": "cpr", "reference_steps": ["x"], "response": "Step 1: add.\nStep 2: \\boxed{4}"}]
-    out = score_items(cpr_items, pc, cc, step_f1=lambda p, r: 0.5)
+    out = score_items(cpr_items, pc, cc, step_f1=lambda pairs: [0.5] * len(pairs))
     assert out[0]["reward"] == cpr_reward(True, 0.5) and out[0]["step_f1"] == 0.5
     assert score_items([{**cpr_items[0], "response": ""}], pc, cc)[0]["reward"] == 0.0
     assert score_items([{**items[0], "kind": "base"}], pc, cc)[0]["reward"] == 0.0

@@ -1,16 +1,19 @@
-"""The PatternRM actor: text-only, batched four-label prediction for (question, response) pairs.
+"""PatternRM: text-only, batched four-label prediction for (question, response) pairs (SPEC section 2).
 
 Backends (a registry, :data:`BACKENDS`):
 
-- ``rules``: the deterministic rule judge (``howeval.judges.rules.RuleJudge``) standing in for a trained
-  PatternRM (the embedded default, no checkpoint needed).
+- ``trained`` (the default): the embedded trained PatternRM, a classification head on the bundled
+  all-MiniLM-L6-v2 (``howeval.rewards.patternrm_head``), trained once by ``make patternrm`` from the offline
+  corpus and cached under ``~/.cache/howeval``; ``path`` = another trained head folder. One encoder pass
+  per batch.
+- ``rules``: the deterministic rule judge (``howeval.judges.rules.RuleJudge``), the high-precision baseline.
 - ``checkpoint``: a causal LM trained by ``ray_jobs.train_patternrm`` (or any LM that writes the direct
   format), greedy-decoded in batches with left padding; its output is read by
   ``howeval.rewards.patternrm.parse_label_output``. Unparseable output is an error on that row (``labels`` None,
   ``error`` set), never a clean label.
 
-The class is plain Python: the reward server wraps it in a Serve deployment, a Ray Data job can use it
-as a ``map_batches`` class or ``ray.remote(PatternRM)``. Heavy imports happen in ``__init__``.
+Plain Python, no Ray (the core): the reward server wraps it in a Serve deployment, the GRPO trainer calls
+it in-process, the pattern-judge registry wraps it as ``kind: patternrm``. Heavy imports happen in ``__init__``.
 """
 from __future__ import annotations
 
@@ -95,14 +98,28 @@ class _CheckpointBackend:
         return out
 
 
-BACKENDS: dict[str, Callable[..., Any]] = {"rules": _RulesBackend, "checkpoint": _CheckpointBackend}
+class _TrainedBackend:
+    name = "trained"
+
+    def __init__(self, path: str | None = None, device: str | None = None, **_: Any):
+        from howeval.rewards.patternrm_head import HeadPatternRM
+
+        self.model = HeadPatternRM(path, device=device)
+        self.version = self.model.version
+
+    def label(self, items: Sequence[dict]) -> list[dict]:
+        return self.model.label(items)
+
+
+BACKENDS: dict[str, Callable[..., Any]] = {"trained": _TrainedBackend, "rules": _RulesBackend,
+                                           "checkpoint": _CheckpointBackend}
 
 
 class PatternRM:
     """Labels ``{"question", "response"}`` items with the four pattern labels, one result per item.
 
     Args:
-        kind: a registered backend (:data:`BACKENDS`): ``rules`` or ``checkpoint``.
+        kind: a registered backend (:data:`BACKENDS`): ``trained`` (default), ``rules`` or ``checkpoint``.
         **backend_kwargs: the backend's settings (``path``, ``max_new_tokens``, ``max_input_tokens``, ...).
 
     Each result is ``{"labels": {cot, rep, con, pr} | None, "error": str | None, "raw": str | None}``.
@@ -112,7 +129,7 @@ class PatternRM:
     {'cot': True, 'rep': False, 'con': False, 'pr': False}
     """
 
-    def __init__(self, kind: str = "rules", **backend_kwargs: Any):
+    def __init__(self, kind: str = "trained", **backend_kwargs: Any):
         if kind not in BACKENDS:
             raise ValueError(f"patternrm kind={kind!r} is not registered; registered: {sorted(BACKENDS)}")
         self.kind = kind

@@ -1,0 +1,356 @@
+"""PatternRM's offline training corpus: real texts plus controlled pattern injections with known labels.
+
+The paper's corpus (SPEC section 2) is three LLM judges' unanimous 4-label vectors
+(``ray_jobs.build_corpus``); that path needs LLM judges. This module builds the one that runs here,
+from the real samples in ``../shared/data`` and the demo set, with no model call. Pure functions, no I/O
+besides reading the given files; deterministic (a seeded ``random.Random``). The recipe and its limits
+are written up in ``docs/patternrm_corpus.md`` (the dataset card).
+
+**Bases** (:func:`load_bases`):
+
+- *clean* texts, all four labels known to be 0: written gold solutions (TabMWP ``solution``, MATH-Vision
+  ``solution``, PuzzleVQA caption + explanation + deduction, MR-GSM8K ``reference_solution``, the demo
+  set's and CRYSTAL's reference steps joined), each ending with an answer line, and bare answers;
+- *wrong chains*: MR-GSM8K model solutions with a human-labelled first error step: ``pr = 1`` (a step
+  whose result does not follow from what precedes it, the hand-label guide's "the step does not follow"),
+  the other labels unknown;
+- *model* responses (``responses/*.jsonl``) except every response in the evaluation set
+  (``tests/fixtures/human_labels.jsonl``): labels unknown, used only as carriers of injections.
+
+**Injections** (:data:`INJECTORS`), each with several wordings and positions (no single template per label):
+
+- ``cot``: leaked drafts ("First attempt: ... Actually, no."), self-corrections ("Wait, let me re-check"),
+  leaked ``<think>`` fragments and planning talk. A draft value that differs from the final one is *not*
+  labelled ``con``: the CoT-priority rule (SPEC section 1) counts that evidence as CoT only.
+- ``rep``: a sentence repeated verbatim or with a connective, the conclusion restated 2-3 times.
+- ``con``: a second incompatible value for a quantity already stated, or an answer line that names a
+  different value than the one the text computed.
+- ``pr``: the derivation replaced by an unsupported wrapper ("By analysing the figure carefully, it is
+  clear that ..."), or an invented premise asserted without support before the conclusion.
+
+A record: ``{"question", "response", "labels": {cot, rep, con, pr: 0 | 1 | None}, "origin", "recipe"}``;
+``None`` = unknown (masked out of the loss). Labels of injected records: the injected label 1, the base's
+known labels kept (a clean base's others stay 0; a model base's stay unknown).
+"""
+from __future__ import annotations
+
+import ast
+import json
+import random
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from howeval.records import LABELS
+
+__all__ = ["Base", "load_bases", "heldout_keys", "build_offline_corpus", "INJECTORS", "corpus_counts"]
+
+
+@dataclass
+class Base:
+    """A text to learn from or to inject into. ``labels`` values: 0/1 known, None unknown."""
+
+    uid: str
+    question: str
+    text: str
+    answer: str
+    origin: str
+    labels: dict[str, int | None] = field(default_factory=dict)
+
+    @property
+    def clean(self) -> bool:
+        return all(self.labels.get(k) == 0 for k in LABELS)
+
+
+CLEAN = {k: 0 for k in LABELS}
+UNKNOWN: dict[str, int | None] = {k: None for k in LABELS}
+
+
+def _jsonl(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _listish(v: Any) -> list[str]:
+    if isinstance(v, list):
+        return [str(x) for x in v]
+    if isinstance(v, str) and v.strip().startswith("["):
+        try:
+            return [str(x) for x in ast.literal_eval(v)]
+        except (ValueError, SyntaxError):
+            return []
+    return []
+
+
+_ANSWER_LINES = ("The answer is {a}.", "So the answer is {a}.", "Answer: {a}", "Therefore, the answer is \\boxed{{{a}}}.",
+                 "The final answer is {a}.", "Hence the answer is {a}.")
+
+
+def heldout_keys(human_labels: str | Path) -> set[str]:
+    """``source|id|model`` keys of the hand-labelled evaluation responses (never used for training)."""
+    return {f"{r['source']}|{r['id']}|{r.get('model') or ''}" for r in _jsonl(Path(human_labels))}
+
+
+def load_bases(data_root: str | Path, human_labels: str | Path, demo_manifest: str | Path | None = None,
+               seed: int = 0) -> list[Base]:
+    """All bases from ``data_root`` (``../shared/data``) and the demo manifest, evaluation set left out.
+
+    Raises:
+        FileNotFoundError: a source file is missing (the message names it).
+    """
+    root = Path(data_root)
+    rng = random.Random(seed)
+    held = heldout_keys(human_labels)
+    out: list[Base] = []
+
+    def add_clean(uid: str, q: str, body: str, ans: str, origin: str) -> None:
+        body = body.strip()
+        if not body:
+            return
+        if ans and ans not in body[-80:]:
+            body = body + "\n" + rng.choice(_ANSWER_LINES).format(a=ans)
+        out.append(Base(uid, q, body, ans, origin, dict(CLEAN)))
+
+    for r in _jsonl(root / "vqa" / "tabmwp_subset.jsonl"):
+        q = r["question"] + ("\n" + r["table_text"] if r.get("table_text") else "")
+        add_clean(f"tabmwp:{r['id']}", q, r.get("solution") or "", str(r["answer"]), "tabmwp_solution")
+    for r in _jsonl(root / "vqa" / "mathv_testmini_subset.jsonl"):
+        if r.get("solution") not in (None, "None", ""):
+            add_clean(f"mathv:{r['id']}", r["question"], r["solution"], str(r["answer"]), "mathv_solution")
+    for r in _jsonl(root / "vqa" / "puzzlevqa_subset.jsonl"):
+        body = "\n".join(str(r.get(k) or "") for k in ("caption", "explanation", "deduction"))
+        add_clean(f"puzzlevqa:{r['id']}", r["question"], body, str(r["answer"]), "puzzlevqa_chain")
+    gsm = _jsonl(root / "steps" / "mr_gsm8k_labeled_wrong_solutions.jsonl")
+    for r in gsm:
+        add_clean(f"gsm8k:{r['uuid']}", r["question"], r["reference_solution"], str(r["reference_answer"]), "gsm8k_reference")
+        steps = _listish(r.get("model_output_steps"))
+        if steps and str(r.get("solution_correctness")) == "wrong":
+            out.append(Base(f"gsm8k-wrong:{r['uuid']}", r["question"], "\n".join(steps), "", "gsm8k_wrong_chain",
+                            {"cot": None, "rep": None, "con": None, "pr": 1}))
+    crystal = json.loads((root / "steps" / "crystal_examples.json").read_text(encoding="utf-8"))
+    for i, ex in enumerate(crystal):
+        steps = _listish(ex.get("reference_steps")) if isinstance(ex, dict) else []
+        if steps:
+            add_clean(f"crystal:{i}", str(ex.get("question") or ""), "\n".join(steps), str(ex.get("answer") or ""), "crystal_reference")
+    if demo_manifest is not None:
+        for r in _jsonl(Path(demo_manifest)):
+            steps = _listish(r.get("reference_steps"))
+            if steps:
+                add_clean(r["uid"], r["question"], " ".join(steps), str(r["answer"]), "demo_reference")
+    # bare answers: clean by construction (nothing to repeat, contradict or leave unsupported)
+    answers = [b for b in out if b.answer and b.clean]
+    for b in rng.sample(answers, min(60, len(answers))):
+        form = rng.choice(["{a}", "The answer is {a}.", "\\boxed{{{a}}}", "Answer: {a}", "There are {a}.", "It is {a}."])
+        out.append(Base(b.uid + ":bare", b.question, form.format(a=b.answer), b.answer, "bare_answer", dict(CLEAN)))
+    # real model responses, evaluation set left out: carriers only (labels unknown)
+    for fname in ("mathv_model_responses.jsonl", "tabmwp_gpt3_cot_responses.jsonl"):
+        for r in _jsonl(root / "responses" / fname):
+            if f"{fname}|{r['id']}|{r.get('model') or ''}" in held:
+                continue
+            ans = str(r.get("model_answer") or r.get("prediction") or "")
+            out.append(Base(f"{fname}:{r['id']}:{r.get('model')}", "", r["response"], ans, "model_response", dict(UNKNOWN)))
+    return out
+
+
+# ------------------------------------------------------------------------------------------ injections
+
+_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9$\\(])|\n+")
+_NUM = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENT.split(text) if s and s.strip()]
+
+
+def _other_number(v: str, rng: random.Random) -> str:
+    try:
+        x = float(v)
+    except ValueError:
+        return str(rng.randint(2, 30))
+    delta = rng.choice([1, 2, 3, 5, 10, -1, -2])
+    y = x + delta if x + delta != x else x + 1
+    return str(int(y)) if float(y).is_integer() and "." not in v else f"{y:g}"
+
+
+_COT_OPENERS = [
+    "Wait, let me re-check that.", "Hmm, actually I should double-check this.", "Let me think about this again.",
+    "Okay, so the user wants the answer to this question. Let me work through it.", "Wait, no, that's not right.",
+    "Hold on, I think I made a mistake above.", "Let me reconsider the previous step.",
+    "Actually, wait. Let me recount.", "Hmm, let me verify this once more before answering.",
+    "First, I need to figure out what the question is asking.", "Let me restart the calculation.",
+    "Oh wait, I misread that. Let me redo it.", "I think the answer might be different; let me check.",
+    "Okay, let's see. I'll try a different approach.", "Hmm, is that correct? Let me verify.",
+]
+_COT_DRAFTS = [
+    "First attempt: I get {w}. Actually, no, that's wrong.", "My first guess was {w}, but let me recompute.",
+    "Initially I thought it was {w}. Wait, let me redo this.", "Draft: {w}? No, I made an arithmetic slip.",
+    "So it's {w}... hmm, no. Let me recount carefully.", "I'll say {w}. Wait, that doesn't match; recalculating.",
+]
+_THINK = ["<think>\nOkay, let me figure this out. The question asks for the value.\n</think>\n",
+          "<think>Let me see... I need to count carefully.</think>\n",
+          "(thinking: the user asks a question; I should compute it step by step)\n"]
+
+
+def inject_cot(b: Base, rng: random.Random) -> tuple[str, dict[str, int | None]] | None:
+    """Leaked draft, self-correction or thinking fragment; a draft's wrong value is CoT, not Con (priority rule)."""
+    sents = _sentences(b.text)
+    style = rng.random()
+    if style < 0.35 and b.answer:
+        piece = rng.choice(_COT_DRAFTS).format(w=_other_number(b.answer, rng))
+    elif style < 0.5:
+        piece = rng.choice(_THINK).rstrip("\n")
+        return piece + "\n" + b.text, {"cot": 1, "con": 0 if b.labels.get("con") == 0 else None}
+    else:
+        piece = rng.choice(_COT_OPENERS)
+        if rng.random() < 0.4:
+            piece += " " + rng.choice(_COT_OPENERS)
+    pos = rng.randint(0, max(0, len(sents) - 1)) if sents else 0
+    new = sents[:pos] + [piece] + sents[pos:]
+    return "\n".join(new), {"cot": 1, "con": 0 if b.labels.get("con") == 0 else None}
+
+
+_REP_CONNECTIVES = ["", "", "Again, ", "As stated, ", "To repeat, ", "In other words, ", "Once more, "]
+_RESTATE = ["So the answer is {a}.", "Thus the answer is {a}.", "Therefore, the answer is {a}.", "The answer is {a}.",
+            "Hence, the final answer is {a}."]
+
+
+def inject_rep(b: Base, rng: random.Random) -> tuple[str, dict[str, int | None]] | None:
+    """Repeat a sentence (verbatim or with a connective) or restate the conclusion several times."""
+    sents = _sentences(b.text)
+    if rng.random() < 0.35 and b.answer:
+        k = rng.choice([2, 3])
+        extra = [rng.choice(_RESTATE).format(a=b.answer) for _ in range(k)]
+        return "\n".join(sents + extra), {"rep": 1}
+    long = [s for s in sents if len(s) > 25]
+    if not long:
+        return None
+    s = rng.choice(long)
+    copies = rng.choice([1, 1, 2])
+    new = list(sents)
+    for _ in range(copies):
+        pos = rng.randint(sents.index(s) + 1, len(new))
+        c = rng.choice(_REP_CONNECTIVES)
+        new.insert(pos, (c + s[0].lower() + s[1:]) if c else s)
+    return "\n".join(new), {"rep": 1}
+
+
+_CON_TEMPLATES = [
+    "So the value is {v}.", "This gives {v}.", "That means there are {v}.", "Therefore it equals {v}.",
+    "Hence the result is {v}.",
+]
+
+
+def inject_con(b: Base, rng: random.Random) -> tuple[str, dict[str, int | None]] | None:
+    """A second incompatible value: change the answer line, or assert another value for a stated quantity."""
+    sents = _sentences(b.text)
+    if not sents:
+        return None
+    if b.answer and _NUM.fullmatch(b.answer.strip()) and rng.random() < 0.5:
+        w = _other_number(b.answer.strip(), rng)
+        line = rng.choice(["The answer is {w}.", "So the final answer is {w}.", "Answer: {w}", "Therefore, the answer is \\boxed{{{w}}}."])
+        return "\n".join(sents + [line.format(w=w)]), {"con": 1}
+    nums = [(i, m) for i, s in enumerate(sents) for m in _NUM.finditer(s)]
+    if not nums:
+        return None
+    i, m = rng.choice(nums)
+    w = _other_number(m.group(), rng)
+    claim = rng.choice(_CON_TEMPLATES).format(v=w)
+    pos = rng.randint(i + 1, len(sents))
+    return "\n".join(sents[:pos] + [claim] + sents[pos:]), {"con": 1}
+
+
+_PR_WRAPPERS = [
+    "By analyzing the figure carefully, it is clear that the answer is {a}.",
+    "Based on the pattern, we can conclude that the answer is {a}.",
+    "After careful consideration of all the elements, the answer is {a}.",
+    "Looking at the structure as a whole, it becomes evident that the answer must be {a}.",
+    "By examining the relationships between the parts, we can determine that the result is {a}.",
+    "Using logical reasoning and the given information, the answer is {a}.",
+    "Considering the overall arrangement, the correct answer is {a}.",
+    "Through a systematic analysis of the problem, we find that the answer is {a}.",
+]
+_PR_PREMISES = [
+    "Since each group must contain the same number of items, the total follows directly.",
+    "It is well known that this kind of figure always has this property.",
+    "Because the pattern continues in the same way, the missing value is determined.",
+    "Clearly, the arrangement implies the result.", "Obviously, the remaining parts are equal.",
+    "By symmetry, all the other parts must match.", "As the shape is regular, the answer follows immediately.",
+]
+
+
+def inject_pr(b: Base, rng: random.Random) -> tuple[str, dict[str, int | None]] | None:
+    """An unsupported reasoning wrapper instead of the derivation, or an invented premise before the conclusion."""
+    sents = _sentences(b.text)
+    if not b.answer:
+        return None
+    if rng.random() < 0.55 or len(sents) < 3:
+        head = sents[:1] if sents and rng.random() < 0.5 and len(sents) > 2 else []
+        text = "\n".join(head + [rng.choice(_PR_WRAPPERS).format(a=b.answer)])
+        # the derivation is gone: nothing left to repeat or contradict
+        return text, {"pr": 1, "rep": 0, "con": 0, "cot": 0 if b.labels.get("cot") == 0 else None}
+    k = rng.randint(1, max(1, len(sents) // 2))
+    kept = sents[:k] + [rng.choice(_PR_PREMISES)] + [rng.choice(_PR_WRAPPERS).format(a=b.answer)]
+    return "\n".join(kept), {"pr": 1}
+
+
+INJECTORS: dict[str, Callable[[Base, random.Random], tuple[str, dict[str, int | None]] | None]] = {
+    "cot": inject_cot, "rep": inject_rep, "con": inject_con, "pr": inject_pr,
+}
+
+
+def _record(b: Base, text: str, labels: Mapping[str, int | None], recipe: str) -> dict[str, Any]:
+    return {"uid": b.uid, "question": b.question, "response": text, "labels": {k: labels.get(k) for k in LABELS},
+            "origin": b.origin, "recipe": recipe}
+
+
+def build_offline_corpus(bases: Sequence[Base], per_base: int = 3, pair_rate: float = 0.25, seed: int = 0) -> list[dict[str, Any]]:
+    """The corpus: each base as is (when any label is known) plus ``per_base`` injected variants.
+
+    Each variant injects one pattern (chosen round-robin from a seeded shuffle); with probability
+    ``pair_rate`` a second, different pattern is injected on top (labels of both are 1). The labels of a
+    variant start from the base's known labels and are overridden by what the injections set.
+
+    Returns:
+        records ``{uid, question, response, labels: {label: 0|1|None}, origin, recipe}``.
+    """
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = []
+    for b in bases:
+        if any(v is not None for v in b.labels.values()):
+            out.append(_record(b, b.text, b.labels, "none"))
+        kinds = list(LABELS)
+        rng.shuffle(kinds)
+        for j in range(per_base):
+            first = kinds[j % len(kinds)]
+            got = INJECTORS[first](b, rng)
+            if got is None:
+                continue
+            text, set1 = got
+            labels = {**b.labels, **set1}
+            recipe = first
+            if rng.random() < pair_rate:
+                second = rng.choice([k for k in LABELS if k != first and k != "pr"])
+                got2 = INJECTORS[second](Base(b.uid, b.question, text, b.answer, b.origin, labels), rng)
+                if got2 is not None:
+                    text, set2 = got2
+                    labels = {**labels, **{k: v for k, v in set2.items() if v == 1 or labels.get(k) is None}}
+                    recipe = f"{first}+{second}"
+            out.append(_record(b, text, labels, recipe))
+    return out
+
+
+def corpus_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{"n", "by_origin", "by_recipe", "labels": {label: {"pos", "neg", "unknown"}}, "clean"}``."""
+    recs = list(records)
+    c: dict[str, Any] = {"n": len(recs), "by_origin": {}, "by_recipe": {},
+                         "labels": {k: {"pos": 0, "neg": 0, "unknown": 0} for k in LABELS}, "clean": 0}
+    for r in recs:
+        c["by_origin"][r["origin"]] = c["by_origin"].get(r["origin"], 0) + 1
+        c["by_recipe"][r["recipe"]] = c["by_recipe"].get(r["recipe"], 0) + 1
+        for k in LABELS:
+            v = r["labels"][k]
+            c["labels"][k]["unknown" if v is None else ("pos" if v else "neg")] += 1
+        c["clean"] += all(r["labels"][k] == 0 for k in LABELS)
+    return c

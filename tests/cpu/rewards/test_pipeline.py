@@ -1,0 +1,111 @@
+"""The one reward pipeline: prepare -> model parts -> assemble, and score_batch's failure handling."""
+from __future__ import annotations
+
+import pytest
+
+from howeval.rewards.config import CPRConfig, PatternConfig
+from howeval.rewards.functions import bernoulli_gate
+from howeval.rewards.patternrm import rollout_key
+from howeval.rewards.pipeline import (
+    PatternRMUnavailable,
+    RewardItemError,
+    assemble,
+    prepare,
+    rollout_items,
+    score_batch,
+)
+
+L = lambda *b: dict(zip(("cot", "rep", "con", "pr"), b))  # noqa: E731
+ONE_PATTERN = L(True, False, False, False)  # s_pat = 0.75 (mean)
+
+
+def item(response="The answer is \\boxed{4}.", answer="4", kind="pattern", prompt="2+2?", **kw):
+    return {"prompt": prompt, "response": response, "answer": answer, "answer_type": "free_form", "kind": kind, **kw}
+
+
+def labeller(labels=ONE_PATTERN):
+    calls = []
+
+    def f(xs):
+        calls.append(list(xs))
+        return [{"labels": labels, "error": None} for _ in xs]
+    f.calls = calls
+    return f
+
+
+def test_pattern_rewards_hand_computed():
+    pc, cc = PatternConfig(p=1.0), CPRConfig()
+    out = score_batch([item(), item(response="\\boxed{5}")], pc, cc, labeller())
+    # correct: 1 * (0.9 + 0.1 * 0.75) = 0.975; wrong: 0
+    assert out[0]["reward"] == pytest.approx(0.975) and out[0]["s_pat"] == 0.75 and out[0]["z"] == 1
+    assert out[1]["reward"] == 0.0 and out[1]["s_ver"] == 0.0 and not out[0]["degraded"]
+
+
+def test_gate_zero_skips_patternrm_and_gives_s_ver():
+    f = labeller()
+    out = score_batch([item()], PatternConfig(p=0.0), CPRConfig(), f)
+    assert out[0] == {**out[0], "reward": 1.0, "z": 0, "labels": None, "s_pat": None, "degraded": False}
+    assert f.calls == []
+
+
+def test_gate_is_the_servers_gate():
+    it = item()
+    plan = prepare([it], PatternConfig(p=0.6, seed=3))
+    assert plan.z[0] == bernoulli_gate(rollout_key(it["prompt"], it["response"]), 0.6, 3)
+
+
+def test_patternrm_down_degrades_with_reason_or_raises():
+    def dead(xs):
+        raise ConnectionError("replica died")
+
+    out = score_batch([item(), item(kind="base")], PatternConfig(p=1.0), CPRConfig(), dead)
+    assert out[0]["degraded"] and out[0]["reward"] == 1.0 and "replica died" in out[0]["error"]
+    assert out[1] == {**out[1], "degraded": False, "reward": 1.0}
+    with pytest.raises(PatternRMUnavailable, match="replica died"):
+        score_batch([item()], PatternConfig(p=1.0), CPRConfig(), dead, on_failure="error")
+    # a row-level error (unparseable output) degrades only that row
+    rows = score_batch([item(), item(prompt="x")], PatternConfig(p=1.0), CPRConfig(),
+                       lambda xs: [{"labels": None, "error": "parse"}, {"labels": ONE_PATTERN, "error": None}])
+    assert rows[0]["degraded"] and rows[0]["error"] == "patternrm: parse" and not rows[1]["degraded"]
+
+
+def test_cpr_rewards_and_dead_step_scorer():
+    cc = CPRConfig()
+    steps = "Step 1: add two and two.\nStep 2: that gives four, so \\boxed{4}."
+    out = score_batch([item(steps, kind="cpr", reference_steps=["add", "four"])], PatternConfig(), cc,
+                      step_f1=lambda pairs: [0.5] * len(pairs))
+    assert out[0]["reward"] == pytest.approx(0.65 + 0.35 * 0.5) and out[0]["step_f1"] == 0.5
+
+    def dead(pairs):
+        raise TimeoutError("no answer")
+
+    deg = score_batch([item(steps, kind="cpr", reference_steps=["add"])], PatternConfig(), cc, step_f1=dead)
+    assert deg[0]["degraded"] and deg[0]["step_f1"] is None and deg[0]["reward"] == pytest.approx(0.65)
+    # no predicted steps: F1 = 0 without calling the scorer
+    assert score_batch([item("", kind="cpr", reference_steps=["a"])], PatternConfig(), cc)[0]["reward"] == 0.0
+
+
+def test_bad_items_name_the_index():
+    with pytest.raises(RewardItemError, match="items.1: kind"):
+        prepare([item(), item(kind="nope")], PatternConfig())
+    with pytest.raises(RewardItemError, match="items.0: kind 'cpr' needs"):
+        prepare([item(kind="cpr")], PatternConfig())
+    with pytest.raises(RewardItemError, match="items.0: the verifier refused this item: multiple_choice needs options"):
+        prepare([{**item(answer="A"), "answer_type": "multiple_choice"}], PatternConfig())
+
+
+def test_assemble_checks_lengths():
+    plan = prepare([item()], PatternConfig(p=1.0))
+    with pytest.raises(ValueError, match="1 requests"):
+        assemble(plan, [], [], PatternConfig(p=1.0), CPRConfig())
+
+
+def test_rollout_items_from_trl_columns():
+    prompts = [[{"role": "system", "content": "s"}, {"role": "user", "content": "2+2?"}]]
+    comps = [[{"role": "assistant", "content": "\\boxed{4}"}]]
+    assert rollout_items(prompts, comps, [4], ["free_form"], "pattern") == [
+        {"prompt": "2+2?", "response": "\\boxed{4}", "answer": "4", "answer_type": "free_form", "kind": "pattern"}]
+    with pytest.raises(ValueError, match="answer has 2 values for 1"):
+        rollout_items(["p"], ["c"], ["1", "2"], ["free_form"], "base")
+    with pytest.raises(ValueError, match="reference_steps"):
+        rollout_items(["p"], ["c"], ["1"], ["free_form"], "cpr")
