@@ -90,12 +90,28 @@ train-elastic: $(STAMP)
 	rm -rf runs/train-elastic
 	$(BIN)/python -m ray_jobs.train_elastic --config configs/train/elastic.yaml --storage-path runs/train-elastic --steps 8 --kill-at 2 --add-at 4
 
-# ray job submit of the demo sweep to a local `ray start --head` on 127.0.0.1 (the cluster flow, on one machine)
+# ray job submit of the demo sweep to a local `ray start --head` on 127.0.0.1 (the cluster flow, on one machine).
+# The head gets its own temp folder and ports, runs in the background with --block, and only it is stopped
+# at the end (SIGTERM to its `ray start --block` process, which stops the processes it started, without the
+# 30 s Serve drain wait): other Ray
+# clusters of this user keep running. Its logs stay in $(SUBMIT_TEMP). Ports other than the defaults may
+# collide with Ray's worker port range (10002-19999): move it with SUBMIT_ARGS="--min-worker-port=... --max-worker-port=...".
+SUBMIT_PORT      ?= 6389
+SUBMIT_DASHBOARD ?= 8265
+SUBMIT_TEMP      ?= /tmp/howeval-submit-$(SUBMIT_PORT)
+SUBMIT_ARGS      ?=
 submit-local: $(STAMP)
-	$(BIN)/ray start --head --node-ip-address=127.0.0.1 --port=6389 --dashboard-host=127.0.0.1 --dashboard-port=8265 --num-cpus=2 --disable-usage-stats
-	RAY_AUTH_MODE=token $(BIN)/ray job submit --address http://127.0.0.1:8265 --working-dir . -- \
-	  $(abspath $(BIN))/python -m ray_jobs.sweep --config configs/demo.yaml --limit $(or $(LIMIT),4) --max-tokens 32 --output $(CURDIR)/runs/submit; \
-	  rc=$$?; $(BIN)/ray stop --force >/dev/null 2>&1; exit $$rc
+	@mkdir -p $(SUBMIT_TEMP); \
+	env -u RAY_ADDRESS RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S=0 $(BIN)/ray start --head --block --temp-dir=$(SUBMIT_TEMP) --node-ip-address=127.0.0.1 \
+	  --port=$(SUBMIT_PORT) --dashboard-host=127.0.0.1 --dashboard-port=$(SUBMIT_DASHBOARD) --num-cpus=2 \
+	  --disable-usage-stats $(SUBMIT_ARGS) > $(SUBMIT_TEMP)/head.log 2>&1 & head=$$!; \
+	trap 'kill -TERM $$head 2>/dev/null; wait $$head 2>/dev/null; echo "stopped the head (pid $$head); logs: $(SUBMIT_TEMP)"' EXIT; \
+	echo "head: pid $$head, gcs 127.0.0.1:$(SUBMIT_PORT), dashboard http://127.0.0.1:$(SUBMIT_DASHBOARD), temp $(SUBMIT_TEMP)"; \
+	n=0; until $(BIN)/python -c "import socket; socket.create_connection(('127.0.0.1', $(SUBMIT_DASHBOARD)), 2)" 2>/dev/null; do \
+	  kill -0 $$head 2>/dev/null || { echo "the head exited: see $(SUBMIT_TEMP)/head.log"; exit 1; }; \
+	  n=$$((n+1)); [ $$n -lt 90 ] || { echo "the dashboard did not open in 180 s: see $(SUBMIT_TEMP)/head.log"; exit 1; }; sleep 2; done; \
+	env -u RAY_ADDRESS RAY_AUTH_MODE=token $(BIN)/ray job submit --address http://127.0.0.1:$(SUBMIT_DASHBOARD) --working-dir . -- \
+	  $(abspath $(BIN))/python -m ray_jobs.sweep --config configs/demo.yaml --limit $(or $(LIMIT),4) --max-tokens 32 --output $(CURDIR)/runs/submit
 
 serve: $(STAMP)
 	@test -n "$$HOWEVAL_REWARD_TOKEN" || { echo "export HOWEVAL_REWARD_TOKEN=<a secret> first (bearer auth)"; exit 2; }
