@@ -1,19 +1,35 @@
 """Sweep-throughput benchmark: the Ray pipeline vs a naive one-prompt loop vs the bare batched engine.
 
-    python bench/sweep_bench.py [--prompts 64] [--max-tokens 32] [--out bench/results/sweep_bench.md]
+    python bench/sweep_bench.py [--sizes 128x32,512x128] [--repeats 3] [--naive-max-prompts 0]
+                                [--out bench/results/sweep_bench.md]
 
-All three generate the same prompts (the demo set, repeated to --prompts, NT mode) with the embedded
-SmolLM2-135M, greedy, and the same max_tokens. Every contender pays its own process start-up: the naive
-loop and the bare engine run in a fresh Python process each (timed from outside: imports, model load,
-generation), and the Ray pipeline's actors are fresh worker processes that import and load the model
-too. Only the Ray cluster's own start-up is excluded (reported apart: a sweep joins a running cluster).
-Goal (issue 2): Ray >= 3x the naive loop and <= 15% overhead against the bare batched engine.
+All contenders generate the same prompts (the demo set, repeated to the size's prompt count, NT mode) with
+the embedded SmolLM2-135M, greedy, at the size's max_tokens:
+
+- **naive loop**: one prompt per ``generate`` call, in a fresh Python process (timed from outside:
+  interpreter start, imports, model load, generation);
+- **bare batched engine**: the same engine with batch 16, also in a fresh process;
+- **Ray pipeline**: ``ray_jobs.sweep.generate`` as a sweep runs it (the demo layout: 2 actors x 1 thread,
+  batch 16), whose actors are fresh worker processes that import and load the model too. Only the Ray
+  cluster's own start-up is left out (reported apart: a sweep joins a running cluster).
+
+Each contender runs ``--repeats`` times per size, interleaved (round r starts at contender r mod 3), and
+the table gives the minimum and the median of the wall times; every single run is in the JSON file with
+the 1-minute load average before and after it, so a run disturbed by other jobs can be seen.
+``--naive-max-prompts K`` (0 = off) times the naive loop on the first K prompts only and projects the
+rest linearly from its measured per-prompt generation time (marked "projected" in the table): the naive
+loop at 512 x 128 alone takes most of an hour on 2 cores.
+Goal (issue 17): at the larger size, Ray pipeline <= 1.15 x the bare batched engine and >= 4x faster than
+the naive loop, start-up included.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,9 +40,11 @@ sys.path.insert(0, str(REPO))
 
 from howeval.benchmarks.loaders import load_benchmark  # noqa: E402
 from howeval.config import load_sweep_config  # noqa: E402
-from howeval.engines.hf import HFEngine  # noqa: E402
-from howeval.engines.options import HFOptions  # noqa: E402
 from howeval.engines.prompts import build_request  # noqa: E402
+
+CONTENDERS = ("naive", "bare", "ray")
+LABELS = {"naive": "naive loop (batch 1, fresh process)", "bare": "bare batched engine (batch {bs}, fresh process)",
+          "ray": "Ray pipeline (2 actors x 1 thread, batch {bs}; the demo layout)"}
 
 
 def prompts(n: int) -> list[dict]:
@@ -34,87 +52,166 @@ def prompts(n: int) -> list[dict]:
     return [{**base[i % len(base)], "sample_id": f"{base[i % len(base)]['sample_id']}#{i}"} for i in range(n)]
 
 
-def _requests(a):
+def _model(max_tokens: int):
     cfg = load_sweep_config(REPO / "configs" / "demo.yaml")
-    model = cfg.models[0].model_copy(update={
-        "sampling": cfg.models[0].sampling.model_copy(update={"max_tokens": a.max_tokens}),
-        "modes": {"NT": cfg.models[0].modes["NT"]}, "vision": False})
-    samples = prompts(a.prompts)
-    return cfg, model, samples, [build_request(s, model, "NT") for s in samples]
+    m = cfg.models[0]
+    return cfg, m.model_copy(update={"sampling": m.sampling.model_copy(update={"max_tokens": max_tokens}),
+                                     "modes": {"NT": m.modes["NT"]}, "vision": False})
 
 
 def _engine_only(a) -> None:
-    """Child process: the naive loop (batch 1) or the bare batched engine; prints completion tokens."""
-    _, _, _, reqs = _requests(a)
+    """Child process: the naive loop (batch 1) or the bare batched engine. Prints tokens and the seconds
+    spent loading and generating."""
+    from howeval.engines.hf import HFEngine
+    from howeval.engines.options import HFOptions
+
+    _, model = _model(a.max_tokens)
+    reqs = [build_request(s, model, "NT") for s in prompts(a.prompts)]
     bs = 1 if a.only == "naive" else a.batch_size
-    eng = HFEngine(None, HFOptions(batch_size=bs, torch_threads=os.cpu_count()))
-    out = [eng.generate([r])[0] for r in reqs] if bs == 1 else eng.generate(reqs)
-    print(f"TOKENS {sum(c.completion_tokens for c in out)}")
-
-
-def _timed_child(a, which: str) -> tuple[float, int]:
-    import subprocess
-
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, __file__, "--only", which, "--prompts", str(a.prompts),
-                        "--max-tokens", str(a.max_tokens), "--batch-size", str(a.batch_size)],
-                       capture_output=True, text=True, check=True)
+    eng = HFEngine(None, HFOptions(batch_size=bs, torch_threads=os.cpu_count()))
+    t1 = time.perf_counter()
+    out = [eng.generate([r])[0] for r in reqs] if bs == 1 else eng.generate(reqs)
+    t2 = time.perf_counter()
+    print(f"TOKENS {sum(c.completion_tokens for c in out)} LOAD {t1 - t0:.3f} GEN {t2 - t1:.3f}")
+
+
+def _child(a, which: str, n: int, max_tokens: int) -> dict:
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, __file__, "--only", which, "--prompts", str(n), "--max-tokens", str(max_tokens),
+                        "--batch-size", str(a.batch_size)], capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - t0
+    f = next(line.split() for line in p.stdout.splitlines() if line.startswith("TOKENS"))
+    return {"seconds": wall, "tokens": int(f[1]), "load_s": float(f[3]), "gen_s": float(f[5])}
+
+
+def run_naive(a, n: int, max_tokens: int) -> dict:
+    k = a.naive_max_prompts
+    if not k or k >= n:
+        return _child(a, "naive", n, max_tokens)
+    r = _child(a, "naive", k, max_tokens)
+    extra = r["gen_s"] * (n - k) / k
+    return {**r, "seconds": r["seconds"] + extra, "tokens": round(r["tokens"] * n / k), "projected_from": k,
+            "measured_seconds": r["seconds"]}
+
+
+def run_ray(a, cfg, model, samples, tmp: str, tag: str) -> dict:
+    import pyarrow.parquet as pq
+
+    from howeval.config import SweepConfig
+    from ray_jobs.sweep import generate
+
+    m = model.model_copy(update={
+        "options": {"batch_size": a.batch_size, "torch_threads": 1},
+        "resources": model.resources.model_copy(update={"replicas": 2, "batch_size": a.batch_size, "num_cpus": 0.75})})
+    out = f"{tmp}/{tag}"
+    sweep = SweepConfig.model_validate({**cfg.model_dump(), "output_uri": out, "models": [m.model_dump()]})
+    t0 = time.perf_counter()
+    generate(sweep, m, samples)
     dt = time.perf_counter() - t0
-    return dt, int(next(line.split()[1] for line in p.stdout.splitlines() if line.startswith("TOKENS")))
+    return {"seconds": dt, "tokens": sum(pq.read_table(f"{out}/responses").column("completion_tokens").to_pylist())}
+
+
+def summarize(runs: list[dict]) -> dict:
+    """Per (size, contender): n, min, median, and the ratios the goals name (on min and on median)."""
+    out: dict = {}
+    for r in runs:
+        out.setdefault(r["size"], {}).setdefault(r["contender"], []).append(r["seconds"])
+    summary = {}
+    for size, by in out.items():
+        s = {c: {"n": len(v), "min": min(v), "median": statistics.median(v), "all": v} for c, v in by.items()}
+        for stat in ("min", "median"):
+            if {"naive", "ray"} <= set(s):
+                s.setdefault("ratios", {})[f"naive_over_ray_{stat}"] = s["naive"][stat] / s["ray"][stat]
+            if {"bare", "ray"} <= set(s):
+                s.setdefault("ratios", {})[f"ray_over_bare_{stat}"] = s["ray"][stat] / s["bare"][stat]
+        summary[size] = s
+    return summary
+
+
+def render(a, summary: dict, runs: list[dict], meta: dict) -> str:
+    bs = a.batch_size
+    lines = ["# Sweep throughput (SmolLM2-135M, greedy, NT mode, demo-set prompts)", "",
+             f"Machine: {meta['cpus']} CPUs, {meta['machine']}, Python {meta['python']}; niceness {meta['nice']}. "
+             f"Load average (1/5/15 min) at start {meta['load_start']}, at end {meta['load_end']}. "
+             f"Ray cluster start-up (left out): {meta['ray_start_s']:.1f} s. Every time includes process start-up, "
+             f"imports and model loading. {a.repeats} runs per contender and size, interleaved.", ""]
+    for size, s in summary.items():
+        n, t = (int(x) for x in size.split("x"))
+        lines += [f"## {n} prompts x {t} new tokens", "",
+                  "| run | min s | median s | runs (s) | prompts/s (min) | vs naive (min / median) | vs bare (min / median) |",
+                  "|---|---|---|---|---|---|---|"]
+        for c in CONTENDERS:
+            if c not in s:
+                continue
+            v = s[c]
+            proj = [r for r in runs if r["size"] == size and r["contender"] == c and r.get("projected_from")]
+            label = LABELS[c].format(bs=bs) + (f" (projected from {proj[0]['projected_from']} prompts)" if proj else "")
+            vs_naive = (f"{s['naive']['min'] / v['min']:.2f}x / {s['naive']['median'] / v['median']:.2f}x"
+                        if "naive" in s else "–")
+            vs_bare = (f"{100 * (v['min'] / s['bare']['min'] - 1):+.0f}% / {100 * (v['median'] / s['bare']['median'] - 1):+.0f}%"
+                       if "bare" in s else "–")
+            lines.append(f"| {label} | {v['min']:.1f} | {v['median']:.1f} | {', '.join(f'{x:.1f}' for x in v['all'])} | "
+                         f"{n / v['min']:.2f} | {vs_naive} | {vs_bare} |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", choices=["naive", "bare"], help=argparse.SUPPRESS)
-    ap.add_argument("--prompts", type=int, default=128)
-    ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--prompts", type=int, default=128, help=argparse.SUPPRESS)
+    ap.add_argument("--max-tokens", type=int, default=32, help=argparse.SUPPRESS)
+    ap.add_argument("--sizes", default="128x32,512x128", help="comma-separated PROMPTSxNEW_TOKENS")
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--naive-max-prompts", type=int, default=0, help="time the naive loop on this many prompts and project (0 = all)")
+    ap.add_argument("--contenders", default=",".join(CONTENDERS))
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "sweep_bench.md"))
     a = ap.parse_args()
     if a.only:
         return _engine_only(a)
-    cfg, model, samples, _ = _requests(a)
-    res = {"naive loop (batch 1, fresh process)": _timed_child(a, "naive"),
-           f"bare batched engine (batch {a.batch_size}, fresh process)": _timed_child(a, "bare")}
 
-    import pyarrow.parquet as pq
     import ray
 
-    from howeval.config import SweepConfig
     from ray_jobs.common import init_ray
-    from ray_jobs.sweep import generate
 
+    contenders = [c for c in CONTENDERS if c in a.contenders.split(",")]
+    meta = {"cpus": os.cpu_count(), "machine": platform.processor() or platform.machine(),
+            "python": platform.python_version(), "nice": os.nice(0),
+            "load_start": " / ".join(f"{x:.1f}" for x in os.getloadavg())}
+    cfg, _ = _model(32)
     t0 = time.perf_counter()
     init_ray(cfg.ray)
-    ray_start = time.perf_counter() - t0
-    with tempfile.TemporaryDirectory() as d:
-        for replicas, threads in ((1, 2), (2, 1)):
-            m = model.model_copy(update={
-                "options": {"batch_size": a.batch_size, "torch_threads": threads},
-                "resources": model.resources.model_copy(update={"replicas": replicas, "batch_size": a.batch_size,
-                                                                "num_cpus": 0.75})})
-            sweep = SweepConfig.model_validate({**cfg.model_dump(), "output_uri": f"{d}/r{replicas}",
-                                                "models": [m.model_dump()]})
-            t0 = time.perf_counter()
-            generate(sweep, m, samples)
-            dt = time.perf_counter() - t0
-            toks = sum(pq.read_table(f"{d}/r{replicas}/responses").column("completion_tokens").to_pylist())
-            res[f"Ray pipeline ({replicas} actor{'s' if replicas > 1 else ''} x {threads} thread{'s' if threads > 1 else ''}, batch {a.batch_size})"] = (dt, toks)
+    meta["ray_start_s"] = time.perf_counter() - t0
+    runs: list[dict] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in a.sizes.split(","):
+            n, t = (int(x) for x in size.split("x"))
+            _, model = _model(t)
+            samples = prompts(n)
+            for rnd in range(a.repeats):
+                order = contenders[rnd % len(contenders):] + contenders[:rnd % len(contenders)]
+                for c in order:
+                    load_before = os.getloadavg()[0]
+                    if c == "naive":
+                        r = run_naive(a, n, t)
+                    elif c == "bare":
+                        r = _child(a, "bare", n, t)
+                    else:
+                        r = run_ray(a, cfg, model, samples, tmp, f"{size}-{rnd}")
+                    r |= {"size": size, "contender": c, "round": rnd, "load1_before": load_before,
+                          "load1_after": os.getloadavg()[0]}
+                    runs.append(r)
+                    print(json.dumps(r), flush=True)
     ray.shutdown()
-
-    naive = res["naive loop (batch 1, fresh process)"][0]
-    bare = res[f"bare batched engine (batch {a.batch_size}, fresh process)"][0]
-    lines = [f"# Sweep throughput ({a.prompts} prompts, max_tokens {a.max_tokens}, SmolLM2-135M, greedy)", "",
-             f"Machine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, Python {platform.python_version()}. "
-             f"Ray cluster start-up (excluded): {ray_start:.1f} s. Every time includes process start-up, imports and model loading.", "",
-             "| run | seconds | prompts/s | completion tokens | tokens/s | speed-up vs naive | vs bare batched |",
-             "|---|---|---|---|---|---|---|"]
-    for name, (dt, toks) in res.items():
-        lines.append(f"| {name} | {dt:.1f} | {a.prompts / dt:.2f} | {toks} | {toks / dt:.0f} | "
-                     f"{naive / dt:.2f}x | {100 * (dt / bare - 1):+.0f}% |")
+    meta["load_end"] = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    summary = summarize(runs)
+    text = render(a, summary, runs, meta)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    Path(a.out).write_text(text)
+    Path(a.out).with_suffix(".json").write_text(json.dumps({"meta": meta, "summary": summary, "runs": runs}, indent=1))
+    print(text)
 
 
 if __name__ == "__main__":

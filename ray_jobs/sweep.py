@@ -52,10 +52,11 @@ def generate(cfg, model: ModelConfig, samples: list[dict], modes=("NT", "T")) ->
         return {"config": model.name, "done": existing.num_rows, "new": 0, "quarantined": quarantined}
     r = model.resources
     table = conform(todo, WORK_SCHEMA)
-    ds = ray.data.from_arrow(blocks(table, r.batch_size))
-    ds = ds.map_batches(
+    parts = blocks(table, r.batch_size)
+    ds = ray.data.from_arrow(parts)
+    ds = ds.map_batches(  # no more actors than blocks: an actor without a block would load a model for nothing
         PolicyStage, fn_constructor_kwargs={"model_config": model.model_dump()}, batch_size=r.batch_size,
-        batch_format="pyarrow", compute=ActorPoolStrategy(size=r.replicas), num_cpus=r.num_cpus,
+        batch_format="pyarrow", compute=ActorPoolStrategy(size=min(r.replicas, len(parts))), num_cpus=r.num_cpus,
         num_gpus=r.num_gpus or None, **({"accelerator_type": r.accelerator_type} if r.accelerator_type else {}),
     )
     t0 = time.perf_counter()
