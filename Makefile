@@ -129,7 +129,7 @@ bench-reward: $(STAMP)
 	  --out bench/results/reward_bench.md --json bench/results/reward_bench.json
 
 bench-sweep: $(STAMP)
-	$(BIN)/python bench/sweep_bench.py --out bench/results/sweep_bench.md
+	nice -n 10 $(BIN)/python bench/sweep_bench.py --out bench/results/sweep_bench.md $(SWEEP_BENCH_ARGS)
 
 bench-crystal: $(STAMP)
 	$(BIN)/python bench/crystal_bench.py
