@@ -12,7 +12,7 @@ A new kind adds one decorated builder (see ``_patternrm`` below).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from howeval.judges.base import PatternJudge
 
@@ -20,8 +20,10 @@ if TYPE_CHECKING:
     from howeval.config import PatternJudgeConfig
     from howeval.engines.base import Engine
 
-__all__ = ["PATTERN_JUDGES", "EngineBuilder", "JudgeBuilder", "build_pattern_judge", "default_engine_builder",
-           "register_pattern_judge"]
+__all__ = ["PATTERN_JUDGES", "EngineBuilder", "JudgeBuilder", "Registry", "build_pattern_judge",
+           "default_engine_builder", "register_pattern_judge"]
+
+T = TypeVar("T")
 
 EngineBuilder = Callable[[str, dict], "Engine"]
 """``(model, options) -> Engine`` for judges that call a model (tests inject fakes)."""
@@ -29,7 +31,53 @@ EngineBuilder = Callable[[str, dict], "Engine"]
 JudgeBuilder = Callable[["PatternJudgeConfig", EngineBuilder], PatternJudge]
 """``(judge config, engine builder) -> judge``."""
 
-PATTERN_JUDGES: dict[str, JudgeBuilder] = {}
+
+class Registry(dict[str, T]):
+    """``name -> item`` (a dict) with a registering decorator that refuses duplicates and a lookup that lists
+    the registered names (STYLE rule 2). Used for pattern-judge kinds and the verifier's answer types.
+
+    >>> r = Registry("kind")
+    >>> @r.register("a")
+    ... def build_a(): ...
+    >>> r.lookup("a") is build_a, sorted(r)
+    (True, ['a'])
+    >>> r.lookup("b")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown kind 'b'; registered: ['a']
+    """
+
+    def __init__(self, what: str) -> None:
+        super().__init__()
+        self.what = what
+
+    def register(self, name: str) -> Callable[[T], T]:
+        """Decorator: register the decorated object under ``name``.
+
+        Raises:
+            ValueError: ``name`` is already registered (the message lists the registered names).
+        """
+
+        def deco(obj: T) -> T:
+            if name in self:
+                raise ValueError(f"{self.what} {name!r} already registered; registered: {sorted(self)}")
+            self[name] = obj
+            return obj
+
+        return deco
+
+    def lookup(self, name: str) -> T:
+        """The object registered under ``name``.
+
+        Raises:
+            ValueError: ``name`` is not registered (the message lists the registered names).
+        """
+        if name not in self:
+            raise ValueError(f"unknown {self.what} {name!r}; registered: {sorted(self)}")
+        return self[name]
+
+
+PATTERN_JUDGES: Registry[JudgeBuilder] = Registry("pattern judge kind")
 """Registered kinds -> builders."""
 
 
@@ -39,14 +87,7 @@ def register_pattern_judge(kind: str) -> Callable[[JudgeBuilder], JudgeBuilder]:
     Raises:
         ValueError: ``kind`` is already registered (the message lists the registered kinds).
     """
-
-    def deco(fn: JudgeBuilder) -> JudgeBuilder:
-        if kind in PATTERN_JUDGES:
-            raise ValueError(f"pattern judge kind {kind!r} already registered; registered: {sorted(PATTERN_JUDGES)}")
-        PATTERN_JUDGES[kind] = fn
-        return fn
-
-    return deco
+    return PATTERN_JUDGES.register(kind)
 
 
 def default_engine_builder(model: str, options: dict[str, Any]) -> "Engine":
@@ -62,9 +103,11 @@ def build_pattern_judge(cfg: "PatternJudgeConfig", engine_builder: EngineBuilder
     Raises:
         ValueError: unknown ``cfg.kind`` (the message lists the registered kinds).
     """
-    if cfg.kind not in PATTERN_JUDGES:
-        raise ValueError(f"judge {cfg.name!r}: unknown kind {cfg.kind!r}; registered: {sorted(PATTERN_JUDGES)}")
-    return PATTERN_JUDGES[cfg.kind](cfg, engine_builder or default_engine_builder)
+    try:
+        builder = PATTERN_JUDGES.lookup(cfg.kind)
+    except ValueError as e:
+        raise ValueError(f"judge {cfg.name!r}: {e}") from None
+    return builder(cfg, engine_builder or default_engine_builder)
 
 
 @register_pattern_judge("rules")

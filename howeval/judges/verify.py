@@ -40,6 +40,7 @@ from typing import Any, Callable, Sequence
 
 from howeval.parsing.text import NUMBER_WORDS, find_json_object, strip_latex
 from howeval.engines.base import ChatRequest, Completion, Engine
+from howeval.judges.registry import Registry
 from howeval.records import check_columns
 from howeval.judges import budget
 from howeval.parsing.answers import SOURCE_BOXED, extract_option_letter, find_final_answer
@@ -91,7 +92,8 @@ class VerifyResult:
 
 
 VerifierFn = Callable[..., VerifyResult]
-VERIFIERS: dict[str, VerifierFn] = {}
+VERIFIERS: Registry[VerifierFn] = Registry("answer_type")
+"""Answer type -> rule verifier."""
 
 
 def register_verifier(answer_type: str) -> Callable[[VerifierFn], VerifierFn]:
@@ -100,14 +102,7 @@ def register_verifier(answer_type: str) -> Callable[[VerifierFn], VerifierFn]:
     Raises:
         ValueError: ``answer_type`` is already registered (the message lists the registered types).
     """
-
-    def deco(fn: VerifierFn) -> VerifierFn:
-        if answer_type in VERIFIERS:
-            raise ValueError(f"answer_type {answer_type!r} already registered; registered: {sorted(VERIFIERS)}")
-        VERIFIERS[answer_type] = fn
-        return fn
-
-    return deco
+    return VERIFIERS.register(answer_type)
 
 
 # ---------------------------------------------------------------- normalization helpers

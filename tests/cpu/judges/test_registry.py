@@ -31,20 +31,28 @@ def test_builtin_kinds():
 
 
 def test_register_a_new_kind_and_reject_duplicates(monkeypatch):
-    monkeypatch.setattr(registry, "PATTERN_JUDGES", dict(PATTERN_JUDGES))
+    monkeypatch.setattr(registry, "PATTERN_JUDGES", registry.Registry("pattern judge kind"))
+    registry.PATTERN_JUDGES.update(PATTERN_JUDGES)
 
     @register_pattern_judge("const")
     def _const(cfg, engine_builder):
         return RuleJudge()
 
-    assert registry.PATTERN_JUDGES["const"] is _const
+    assert registry.PATTERN_JUDGES["const"] is _const and "const" not in PATTERN_JUDGES
+    assert isinstance(build_pattern_judge(PatternJudgeConfig(name="c").model_copy(update={"kind": "const"})), RuleJudge)
     with pytest.raises(ValueError, match=r"kind 'const' already registered; registered: \[.*'const'.*\]"):
         register_pattern_judge("const")(_const)
 
 
+def test_registry_doctests():
+    import doctest
+
+    assert doctest.testmod(registry).failed == 0
+
+
 def test_unknown_kind_lists_registered():
     cfg = PatternJudgeConfig(name="x").model_copy(update={"kind": "oracle"})  # bypasses the config's Literal
-    with pytest.raises(ValueError, match=r"judge 'x': unknown kind 'oracle'; registered: \['llm', 'patternrm', 'rules'"):
+    with pytest.raises(ValueError, match=r"judge 'x': unknown pattern judge kind 'oracle'; registered: \['llm', 'patternrm', 'rules'"):
         build_pattern_judge(cfg)
 
 
