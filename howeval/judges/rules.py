@@ -17,7 +17,7 @@ from howeval.judges.base import JudgeItem, as_judge_items
 from howeval.parsing.limits import InputTooLarge, check_text
 from howeval.judges.verdict import LABELS, PatternVerdict, make_verdict
 
-RULES_VERSION = "rules-1.0"
+RULES_VERSION = "rules-1.1"
 """Bump when a cue or threshold changes: verdicts of different versions are not comparable."""
 
 # ----------------------------------------------------------------------------------------------------
@@ -97,6 +97,36 @@ def split_sentences(text: str) -> list[Sentence]:
     return out
 
 
+_FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)  # an unclosed fence runs to the end
+_INLINE_CODE = re.compile(r"`[^`\n]+`")
+_BLOCK_QUOTE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
+_QUOTED = re.compile(r"\"[^\"\n]{1,400}\"|“[^”\n]{1,400}”")
+MIN_MASKED_QUOTE_WORDS = 4
+"""Quoted text of at least this many words is blanked for Con and PR; shorter quotes ("B", "April") are
+values the response states and stay."""
+
+
+def mask_code_and_quotes(text: str) -> str:
+    """``text`` with fenced code blocks, inline code, block quotes (``> ...`` lines) and quoted passages of
+    at least :data:`MIN_MASKED_QUOTE_WORDS` words replaced by spaces (newlines kept, so offsets and line
+    structure are unchanged). The rule judge reads Con and PR cues from this text.
+
+    >>> mask_code_and_quotes('x `answers = f()` y "an answer is correct" "B"')
+    'x                 y                        "B"'
+    """
+
+    def blank(m: re.Match[str]) -> str:
+        return re.sub(r"[^\n]", " ", m.group(0))
+
+    def blank_long_quote(m: re.Match[str]) -> str:
+        return blank(m) if len(m.group(0)[1:-1].split()) >= MIN_MASKED_QUOTE_WORDS else m.group(0)
+
+    out = _FENCED.sub(blank, text)
+    out = _INLINE_CODE.sub(blank, out)
+    out = _BLOCK_QUOTE.sub(blank, out)
+    return _QUOTED.sub(blank_long_quote, out)
+
+
 _WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*")
 
 
@@ -137,7 +167,7 @@ def _clip(s: str, n: int = 240) -> str:
 
 
 _ANSWER_STMT = re.compile(
-    r"\b(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:is|would be|will be|should be)?\s*:?\s*"
+    r"\b(?:the\s+)?(?:final\s+|correct\s+)?answer\b\s*(?:is|would be|will be|should be)?\s*:?\s*"
     r"(?P<val>.+?)(?=(?:\.\s|\.$|\n|$))",
     re.IGNORECASE,
 )
@@ -468,8 +498,12 @@ class RuleJudge:
 
         cot_ev, trace = self._cot(text, sents)
         rep_ev = self._rep(text, sents)
-        con_ev = self._con(text, sents, trace, opts)
-        pr_ev = self._pr(text, sents, trace)
+        # Con and PR read the text with code and quoted text blanked out (same offsets): "answers =
+        # reader.read()" in a code block or "an answer is correct" in quotes is not a claim of the response
+        masked = mask_code_and_quotes(text)
+        msents = [Sentence(masked[s.start : s.start + len(s.text)], s.start, s.para, s.idx) for s in sents]
+        con_ev = self._con(masked, msents, trace, opts)
+        pr_ev = self._pr(masked, sents, trace, msents)
         evidence = {"cot": cot_ev, "rep": rep_ev, "con": con_ev, "pr": pr_ev}
         labels = {k: evidence[k] is not None for k in LABELS}
         return make_verdict(labels, evidence, self.name, self.version)
@@ -568,24 +602,30 @@ class RuleJudge:
 
     # -- PR -------------------------------------------------------------------------------------------
 
-    def _pr(self, text: str, sents: list[Sentence], trace: _Trace) -> str | None:
+    def _pr(self, text: str, sents: list[Sentence], trace: _Trace, msents: list[Sentence] | None = None) -> str | None:
+        """PR cues. ``text``/``msents``: code and quotes blanked (cues and claims are read there);
+        ``sents``: the original sentences (concrete support, quotes included, is read there)."""
         kept = [s for s in sents if s.idx not in trace.sentences and s.start >= trace.think_end]
         if not kept:
             return None
+        cue_text = {s.idx: s.text for s in (msents or sents)}
+
+        def cue(s: Sentence) -> str:
+            return cue_text[s.idx]
 
         def is_answer_sentence(s: Sentence) -> bool:
             return bool(re.search(r"\\boxed|\banswer\b", s.text, re.IGNORECASE)) or len(_words(s.text)) <= 2
 
         # (1) staged analysis, then a bare conclusion
         for i, s in enumerate(kept):
-            if _STAGED.search(s.text):
-                body = [b for b in kept[i + 1 :] if not is_answer_sentence(b) and not _ASSERTIVE.search(b.text)]
+            if _STAGED.search(cue(s)):
+                body = [b for b in kept[i + 1 :] if not is_answer_sentence(b) and not _ASSERTIVE.search(cue(b))]
                 if len(body) <= self.max_bare_body_sentences and not any(_has_support(b.text) for b in body):
                     return f"staged analysis with no content: {_clip(s.text)}"
                 break
         # (2) assertive wrapper with no concrete support in its sentence or the preceding context
         for i, s in enumerate(kept):
-            if _ASSERTIVE.search(s.text) and not _STAGED.search(s.text):
+            if _ASSERTIVE.search(cue(s)) and not _STAGED.search(cue(s)):
                 context = [p for p in kept[max(0, i - 3) : i] if p.para >= s.para - 1]
                 if not _has_support(s.text) and not any(_has_support(p.text) for p in context):
                     return f"reasoning wrapper without support: {_clip(s.text)}"
@@ -600,7 +640,7 @@ class RuleJudge:
             if (
                 val is not None
                 and concl is not None
-                and _CONCLUSION.search(concl.text)
+                and _CONCLUSION.search(cue(concl))
                 and len(body) >= 2
                 and not any(_ARITH.search(s.text) for s in body)
             ):
@@ -652,6 +692,7 @@ def _derivable(val: float, nums: list[float]) -> bool:
 
 __all__ = [
     "RULES_VERSION",
+    "mask_code_and_quotes",
     "RuleJudge",
     "Claim",
     "extract_claims",

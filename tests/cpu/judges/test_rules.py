@@ -180,3 +180,24 @@ def test_real_label_counts(real):
         counts.update(k for k in LABELS if v.labels[k])
     assert len(real) == 184
     assert dict(counts) == {"rep": 6, "con": 1, "pr": 2}
+
+
+# ------------------------------------------------------------ code and quoted text (issue 12): no Con / PR cues
+
+CODE_AND_QUOTE_CASES = [
+    # (name, response, expected cot/rep/con/pr)
+    ("code block assignment", "Read the file:\n```python\nanswers = reader.read()\nanswer = 5\n```\nThe answer is 6.",
+     "0000"),
+    ("inline code", "Run `answer = 5` to test it.\nThe answer is 6.", "0000"),
+    ("quoted sentence", 'The checker prints "an answer is correct" when it passes. The answer is 6.', "0000"),
+    ("block quote", "> The answer is 4, says the textbook.\n\nIt misprints the sum: 2 + 4 = 6. The answer is 6.", "0000"),
+    ("short quoted answers still contradict", 'The answer is "B". Later: the answer is "C".', "0010"),
+    ("wrapper inside code", "The template prints `Based on careful analysis, it is B.` for every item.", "0000"),
+    ("wrapper outside quotes still fires", "Based on careful analysis, the answer is B.", "0001"),
+    ("'answers' is not 'answer'", "The answers below are drafts. The answer is 6. Other answers: none.", "0000"),
+]
+
+
+@pytest.mark.parametrize("name,text,expected", CODE_AND_QUOTE_CASES, ids=[c[0] for c in CODE_AND_QUOTE_CASES])
+def test_code_and_quoted_text_are_not_con_or_pr(name, text, expected):
+    assert vec(text) == expected, RuleJudge().judge("", text).evidence
