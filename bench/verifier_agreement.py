@@ -5,6 +5,16 @@ Sources (read from ``../shared/data``, never copied):
   MATH-V's own evaluate.py; joined to ``manifest.jsonl`` by uid ``math-vision:<id>``.
 - ``responses/tabmwp_gpt3_cot_responses.jsonl``: 40 GPT-3 CoT answers to TabMWP items, labels from
   PromptPG; uid ``tabmwp:<id>``. Their responses hold literal ``\\n`` sequences, turned into newlines here.
+- ``steps/mr_gsm8k_labeled_wrong_solutions.jsonl``: 75 model solutions to MR-GSM8K items (GSM8K style,
+  ``#### X`` and "The answer is: X" lines), with MR-GSM8K's human ``answer_correctness`` label; the
+  response is the solution's steps joined by newlines, the gold its ``reference_answer`` (free form).
+- ``tests/fixtures/verifier_hard_cases.jsonl`` (ours): hard cases written for issue 12, one per class the
+  verifier must decide or must leave open (final sentences, bold values, answer phrases, GSM8K markers,
+  parenthesised letters, refusals, option texts math-verify would equate, ranges), each with the verdict
+  a careful reader gives (``null``: must stay unresolved).
+
+The unresolved share is over the responses that state an answer (real responses: every non-empty one;
+hard cases: as marked in the file).
 
 Usage::
 
@@ -29,6 +39,8 @@ SOURCES = {
     "MATH-Vision": ("responses/mathv_model_responses.jsonl", "math-vision:", False),
     "TabMWP": ("responses/tabmwp_gpt3_cot_responses.jsonl", "tabmwp:", True),
 }
+MR_GSM8K = "steps/mr_gsm8k_labeled_wrong_solutions.jsonl"
+HARD_CASES = REPO / "tests" / "fixtures" / "verifier_hard_cases.jsonl"
 
 # Reviewed by reading each response, the item and the source's own scorer. Key: (source, id, model).
 # "label" = we believe the dataset label is wrong; "data" = the label cannot be checked from the text;
@@ -83,14 +95,25 @@ JUDGEMENTS: dict[tuple[str, str, str], tuple[str, str]] = {
 }
 
 
+_MR_GSM8K_NO_GOLD = (
+    "data",
+    "MR-GSM8K's reference_answer for this 'reversed' item is the prompt text \"Let's think step by step.\", not a "
+    "value (the reference solution ends 'The value of x is N'). With no gold value the rules cannot judge it; "
+    "unresolved is right (an LLM judge given the reference solution could).",
+)
+for _uid in ("61f60211", "80ef1f1b", "92475d1f", "165e1dcf", "c3d4361a", "f6a3fe3c"):
+    JUDGEMENTS[("MR-GSM8K", _uid, "MR-GSM8K solutions")] = _MR_GSM8K_NO_GOLD
+
+
 @dataclass
 class Row:
     source: str
     id: str
     model: str
     gold: str
-    label: bool
+    label: bool | None  # None: a hard case that must stay unresolved
     result: VerifyResult
+    states: bool = True  # the response states an answer (the unresolved share's denominator)
 
 
 def load_rows(data: Path) -> list[Row]:
@@ -111,7 +134,22 @@ def load_rows(data: Path) -> list[Row]:
                 item = manifest[uid]
                 response = rec["response"].replace("\\n", "\n") if unescape else rec["response"]
                 res = verify(response, item["answer"], item["answer_type"], item["options"], item["source"])
-                rows.append(Row(source, str(rec["id"]), rec.get("model", ""), str(item["answer"]), bool(rec["correct"]), res))
+                rows.append(Row(source, str(rec["id"]), rec.get("model", ""), str(item["answer"]), bool(rec["correct"]), res,
+                                bool(response.strip())))
+    with open(data / MR_GSM8K, encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            response = "\n".join(rec["model_output_steps"])
+            res = verify(response, str(rec["reference_answer"]), "free_form", None, "MR-GSM8K")
+            rows.append(Row("MR-GSM8K", rec["uuid"][:8], "MR-GSM8K solutions", str(rec["reference_answer"]),
+                            rec["answer_correctness"] == "correct", res, bool(response.strip())))
+    with open(HARD_CASES, encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            res = verify(rec["response"], rec["answer"], rec["answer_type"], rec["options"])
+            rows.append(Row("hard cases (ours)", rec["id"], "", str(rec["answer"]), rec["expected"], res, rec["states_answer"]))
+            JUDGEMENTS[("hard cases (ours)", rec["id"], "")] = (
+                "open" if rec["expected"] is None or res.correct is None else "verifier", rec["why"])
     return rows
 
 
@@ -119,10 +157,18 @@ def summarize(rows: list[Row]) -> dict[str, dict[str, int]]:
     """Per source: n, agree, disagree, unresolved, and the same excluding label/data issues we identified."""
     out: dict[str, dict[str, int]] = {}
     for r in rows:
-        s = out.setdefault(r.source, {"n": 0, "agree": 0, "disagree": 0, "unresolved": 0, "label_issues": 0})
+        s = out.setdefault(r.source, {"n": 0, "agree": 0, "disagree": 0, "unresolved": 0, "label_issues": 0,
+                                      "stating": 0, "unresolved_stating": 0})
         s["n"] += 1
+        s["stating"] += r.states
         if r.result.correct is None:
-            s["unresolved"] += 1
+            s["unresolved_stating"] += r.states
+            if r.label is None:  # a hard case that must stay open, and did
+                s["agree"] += 1
+            else:
+                s["unresolved"] += 1
+        elif r.label is None:
+            s["disagree"] += 1  # a hard case that must stay open was decided
         elif r.result.correct == r.label:
             s["agree"] += 1
         else:
@@ -150,16 +196,37 @@ def render(rows: list[Row]) -> str:
         "disagreements where, after review, we believe the label (or the stored data) is wrong — reasons below.",
         "Unresolved items are not guesses: `LLMVerifier` sends them to an LLM judge.",
         "",
-        "| source | n | agree | disagree | unresolved | agreement % | label/data issues | sound-label agreement % |",
-        "|---|---|---|---|---|---|---|---|",
+        "| source | n | agree | disagree | unresolved | unresolved of stated answers | agreement % | label/data issues | sound-label agreement % |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
+    tot = {k: 0 for k in ("n", "agree", "disagree", "unresolved", "stating", "unresolved_stating", "label_issues")}
     for src, s in stats.items():
         resolved = s["agree"] + s["disagree"]
         sound = resolved - s["label_issues"]
+        for k in tot:
+            tot[k] += s[k]
         lines.append(
-            f"| {src} | {s['n']} | {s['agree']} | {s['disagree']} | {s['unresolved']} | {_pct(s['agree'], resolved)} "
+            f"| {src} | {s['n']} | {s['agree']} | {s['disagree']} | {s['unresolved']} "
+            f"| {s['unresolved_stating']}/{s['stating']} ({_pct(s['unresolved_stating'], s['stating'])}) | {_pct(s['agree'], resolved)} "
             f"| {s['label_issues']} | {_pct(s['agree'], sound)} |"
         )
+    resolved = tot["agree"] + tot["disagree"]
+    lines.append(
+        f"| **all** | {tot['n']} | {tot['agree']} | {tot['disagree']} | {tot['unresolved']} "
+        f"| **{tot['unresolved_stating']}/{tot['stating']} ({_pct(tot['unresolved_stating'], tot['stating'])})** "
+        f"| {_pct(tot['agree'], resolved)} | {tot['label_issues']} | {_pct(tot['agree'], resolved - tot['label_issues'])} |"
+    )
+    lines += [
+        "",
+        "Issue 12 (before: the rules as of commit 26afbdd, same sources): unresolved of stated answers 35/283 (12.4%),",
+        "and 5 wrong verdicts on the hard cases (`3 & 4` matched option `1 & 4` through math-verify; `0 to 10`,",
+        "`3 and 4` and `4–6 hours` read as their first number; an echoed option list `(A) Yes (B) No` read as A).",
+        "After: final sentences with one value, bold values, \"the answer to ... is\" / \"the final result is\",",
+        "GSM8K `####` lines (also as a numbered step), one parenthesised letter, a concluding sentence naming one",
+        "option's text, refusals (wrong, reason `refusal`); ranges, lists and echoed option lists stay unresolved;",
+        "math-verify is not asked about text with `&`, a dash range or connective words. No label disagreement was",
+        "added: the 6 disagreements are the same label/data issues as before, argued below.",
+    ]
     lines += ["", "## Disagreements and unresolved items", ""]
     lines += ["| source | id | model | gold | extracted | label | verifier | who is wrong | judgement |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:

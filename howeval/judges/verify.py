@@ -43,7 +43,14 @@ from howeval.engines.base import ChatRequest, Completion, Engine
 from howeval.judges.registry import Registry
 from howeval.records import check_columns
 from howeval.judges import budget
-from howeval.parsing.answers import SOURCE_BOXED, extract_option_letter, find_final_answer
+from howeval.parsing.answers import (
+    _CONCLUDES_RE,
+    SOURCE_BOXED,
+    SOURCE_FINAL_SENTENCE,
+    _last_sentence,
+    extract_option_letter,
+    find_final_answer,
+)
 from howeval.parsing.limits import MAX_NUMBER_DIGITS, InputTooLarge, check_text, longest_digit_run
 
 __all__ = [
@@ -174,6 +181,8 @@ def _lenient_number(s: str) -> tuple[Fraction, str, int] | None:
     if whole:
         return whole
     c = strip_latex(s)
+    if _several_values(c):
+        return None  # "0 to 10", "3 and 4", "between 2 and 5": not its first number
     lead = re.match(rf"\s*(?:{_NUM})(?:\s*/\s*\d+)?", c)
     if lead:
         return _parse_number(lead.group(0))
@@ -181,6 +190,34 @@ def _lenient_number(s: str) -> tuple[Fraction, str, int] | None:
     if len(nums) == 1:
         return _parse_number(nums[0])
     return None
+
+
+_RANGE_RE = re.compile(
+    rf"(?:{_NUM})\s*%?\s*(?:–|—|to|and|or|&|through|until|,)\s*(?:[a-z]+\s+)?\$?\s*(?:{_NUM})\s*%?", re.IGNORECASE
+)
+
+
+def _several_values(s: str) -> bool:
+    """True when ``s`` states a range or several different values ("0 to 10", "3 & 4", "2, 5", "4–6"); a
+    value restated in another form ("0.538, or 53.8%", "$1,250") is one value, and "8 - 6" is an
+    expression (a hyphen between spaced numbers is subtraction; a range uses "to" or a dash "–").
+
+    >>> _several_values("0 to 10"), _several_values("between 2 and 5"), _several_values("0.538, or 53.8%")
+    (True, True, False)
+    """
+    if re.search(r"\d\s?[–—]\s?\d|\d-\d", s.replace(",", "")):  # "4–6", "2007-2010": a dash range
+        return True
+    for m in _RANGE_RE.finditer(s):
+        nums = re.findall(rf"(?:{_NUM})\s*%?", m.group(0))
+        vals = set()
+        for n in nums:
+            p = _parse_number(n)
+            if p is None:
+                continue
+            vals.add(p[0] / 100 if p[1] == "%" else p[0])
+        if len(vals) > 1:
+            return True
+    return False
 
 
 def _norm_text(s: str) -> str:
@@ -269,7 +306,24 @@ def _math_equal(gold: str, pred: str) -> bool | None:
             raise InputTooLarge(f"input too large: {name} {side[:40]!r} has {why}")
     if max(len(gold), len(pred)) > MAX_MATH_CHARS:
         return None  # no answer is this long: not an expression to compare
+    if not (_math_safe(gold) and _math_safe(pred)):
+        return None  # prose or a list: math-verify would read "3 & 4" as 4 and "0 to 10" as 0*t*o*10
     return budget.math_equal(gold, pred)
+
+
+_CONNECTIVE_RE = re.compile(r"(?<![A-Za-z])(?:to|and|or|through|until|between|from|then)(?![A-Za-z])", re.IGNORECASE)
+
+
+def _math_safe(s: str) -> bool:
+    """True when ``s`` is an expression math-verify reads without loss: no ``&`` and no connective
+    words ("to", "and", "or", "through", "between", ...) that turn a range or a list into a product.
+
+    >>> _math_safe(r"6(\\sqrt{2}-1)"), _math_safe("3 & 4"), _math_safe("0 to 10"), _math_safe("x^2+1")
+    (True, False, False, True)
+    """
+    if "&" in s or "–" in s or "—" in s:  # a list, or a dash range ("4–6")
+        return False
+    return _CONNECTIVE_RE.search(re.sub(r"\\[A-Za-z]+", " ", s)) is None
 
 
 def _letter(i: int) -> str:
@@ -284,6 +338,8 @@ def _candidate(response: str) -> tuple[str | None, str]:
     found = find_final_answer(response)
     if found:
         return found
+    if _is_refusal(response):
+        return None, "refusal"
     bare = re.sub(r"\\boxed\s*\{\s*\}", "", response).strip()
     bare = _strip_trailing(bare.replace("$", "").strip())
     if not bare:
@@ -293,9 +349,30 @@ def _candidate(response: str) -> tuple[str | None, str]:
     return None, "no final-answer marker"
 
 
+_REFUSAL_RE = re.compile(
+    r"^\W*(?:(?:I'?m|I\s+am)\s+(?:sorry|afraid|unable|not able)|sorry\b|(?:I\s+)?apologi[sz]e|unfortunately,?\s+I\b"
+    r"|as\s+an\s+ai\b|I\s+(?:can(?:no|['’])?t|am\s+(?:not\s+)?(?:able|unable)\s+to|won['’]?t|do\s+not|don['’]?t)\s+"
+    r"(?:help|assist|answer|provide|determine|identify|see|view|access|tell|make\s+out|read|comply|process))",
+    re.IGNORECASE,
+)
+REFUSAL_MAX_WORDS = 80  # a longer text with no answer is an unfinished answer, not a refusal
+
+
+def _is_refusal(response: str) -> bool:
+    """A short response that declines ("Sorry, I can't help with that image.", "I cannot determine ...").
+
+    >>> _is_refusal("Sorry, I can't help with that image."), _is_refusal("The answer is 4.")
+    (True, False)
+    """
+    return len(response.split()) <= REFUSAL_MAX_WORDS and _REFUSAL_RE.search(response.strip()) is not None
+
+
 def _missing(response: str, why: str) -> VerifyResult:
     if why == "empty":
         return VerifyResult(False, None, METHOD_RULE, "no answer found (empty response)")
+    if why == "refusal":
+        first = response.strip().splitlines()[0][:80]
+        return VerifyResult(False, None, METHOD_RULE, f"refusal: the response declines to answer ({first!r})")
     return VerifyResult(None, None, METHOD_RULE, f"unresolved: {why} in a {len(response.split())}-word response")
 
 
@@ -336,7 +413,14 @@ def _option_index_by_value(value: str, options: Sequence[str], rel_tol: float) -
 
 
 def _pick_option(cand: str, options: Sequence[str], rel_tol: float) -> tuple[int | None, str]:
-    """The option a candidate answer names: by letter first, then by value. (None, why) if none."""
+    """The option a candidate answer names: by letter first, then by value. (None, why) if none.
+
+    A candidate naming two or more different option letters ("(A) Yes (B) No", an echoed option list)
+    names none: ``(None, "ambiguous: ...")``.
+    """
+    named = sorted({m for m in re.findall(r"\(([A-Z])\)", cand) if ord(m) - ord("A") < len(options)})
+    if len(named) > 1:
+        return None, f"ambiguous: names options {', '.join(named)} (an echoed option list?)"
     letter = extract_option_letter(cand, len(options))
     if letter is not None:
         idx = ord(letter) - ord("A")
@@ -368,6 +452,13 @@ def _verify_options(response: str, answer: str, options: Sequence[str], rel_tol:
         starts_with_letter = re.match(r"\(?[A-Z][).:]\s", whole) is not None
         if starts_with_letter or any(_norm_text(whole) == _norm_text(o) for o in options):
             cand, src = whole, "whole response"
+    if cand is None and src not in ("empty", "refusal"):
+        # a concluding last sentence that names exactly one option by its text ("... the wettest was April.")
+        last = _last_sentence(response)
+        if _CONCLUDES_RE.search(last):
+            j, how_j = _option_index_by_value(last, options, rel_tol)
+            if j is not None and how_j == "option text in answer":
+                cand, src = _strip_trailing(last), SOURCE_FINAL_SENTENCE
     if cand is None:
         return _missing(response, src)
     idx, how = _pick_option(cand, options, rel_tol)
@@ -401,6 +492,8 @@ def _compare_value(cand: str, src: str, gold: str, rel_tol: float) -> VerifyResu
         eq = _math_equal(gold, cand)
         if eq is not None:
             return VerifyResult(eq, cand, METHOD_RULE, f"math-verify {'equal' if eq else 'not equal'} to gold {gold!r} ({src})")
+        if _several_values(strip_latex(cand)):
+            return VerifyResult(None, cand, METHOD_RULE, f"unresolved: answer {cand!r} states several values (a range or a list)")
         return VerifyResult(None, cand, METHOD_RULE, f"unresolved: math-verify could not parse {cand!r} or gold {gold!r}")
     ng, nc = _norm_text(gold), _norm_text(cand)
     if ng == nc:

@@ -23,11 +23,33 @@ __all__ = ["extract_answer", "find_final_answer", "extract_option_letter"]
 SOURCE_BOXED = "boxed"
 SOURCE_JSON = "json"
 SOURCE_ANSWER_LINE = "answer_line"
+SOURCE_GSM8K = "gsm8k_marker"
+SOURCE_BOLD = "bold"
+SOURCE_FINAL_SENTENCE = "final_sentence"
 
-# "The answer is X", "the correct answer is: X", "Answer: X", "Final answer: X", "ANSWER = X".
+# "The answer is X", "the correct answer is: X", "Answer: X", "Final answer: X", "ANSWER = X",
+# "The answer to the puzzle is X", "The final result is X".
 _ANSWER_LINE_RE = re.compile(
-    r"(?<![A-Za-z])(?:final\s+|correct\s+)?answer\s*(?:is\s*:?|:|=)[ \t]*(?P<ans>[^\n]*)", re.IGNORECASE
+    r"(?<![A-Za-z])(?:final\s+|correct\s+)?(?:answer|result)(?:\s+(?:to|for|of)\s+[^\n.:=]{1,60}?)?"
+    r"\s*(?:is\s*:?|:|=)[ \t]*(?P<ans>[^\n]*)",
+    re.IGNORECASE,
 )
+# GSM8K's final-answer marker: a line "#### 18".
+_GSM8K_RE = re.compile(
+    r"^[ \t]*(?:step\s*\d+\s*[:.)]\s*)?####[ \t]*(?P<ans>[^\n#]+?)[ \t]*$", re.MULTILINE | re.IGNORECASE
+)  # "#### 18", also as a numbered step ("Step 5: #### 18")
+_BOLD_RE = re.compile(r"\*\*(?P<b>[^*\n]{1,80}?)\*\*|__(?P<u>[^_\n]{1,80}?)__")
+# A concluding statement: "... is 12.", "... comes to 45 apples.", "... equals 7", "x = 3".
+_CONCLUDES_RE = re.compile(
+    r"\b(?:is|are|was|were|equals?|comes?\s+to|totals?|gives?|makes?|becomes?|results?\s+in)\b|=", re.IGNORECASE
+)
+_VALUE_RE = re.compile(
+    r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?%?(?![\w.]*\d)"
+    r"|\\[dt]?frac\s*\{[^{}]+\}\s*\{[^{}]+\}"
+)
+_PAREN_LETTER_RE = re.compile(r"\(([A-Z])\)")
+_UNIT_POWER_RE = re.compile(r"(?<=[A-Za-z])\s*(?:\^\s*\{?\s*[23]\s*\}?|[²³])")
+_MAX_BOLD_WORDS = 8
 # A sentence break after the answer: ". " followed by a capital or "(" ("7. This is because ...").
 # "P.M." and "1.35" have no space after the dot, so they survive.
 _SENTENCE_BREAK_RE = re.compile(r"(?<=[^\s.])\.\s+(?=[A-Z(])")
@@ -61,13 +83,57 @@ def _clean_line_answer(ans: str) -> str:
     return ans
 
 
+def _last_sentence(text: str) -> str:
+    """The last sentence of the last non-empty line (trailing period kept off)."""
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    pieces = _SENTENCE_BREAK_RE.split(lines[-1].strip())
+    return pieces[-1].strip()
+
+
+def _bold_answer(text: str) -> str | None:
+    """The emphasized value of the final paragraph: its only (or last, when the others repeat it) bold
+    span of at most eight words that is not a heading ("**Step 2:**")."""
+    para = re.split(r"\n\s*\n", text.strip())[-1]
+    spans = [(m.group("b") or m.group("u")).strip() for m in _BOLD_RE.finditer(para)]
+    spans = [b for b in spans if b and not b.endswith(":") and len(b.split()) <= _MAX_BOLD_WORDS]
+    if not spans or len(set(spans)) > 1:
+        return None
+    return _clean_line_answer(spans[-1]) or None
+
+
+def _final_sentence_value(text: str) -> str | None:
+    """The single value of a concluding last sentence ("The length of segment AB is 12." -> "12"), or None.
+
+    The sentence must state something (is / are / equals / comes to / totals / gives / = ...) and hold
+    exactly one number (or one ``\\frac``) or exactly one parenthesised option letter; a range or a list
+    ("0 to 10", "3 and 4") holds two and gives None.
+    """
+    sent = _last_sentence(text)
+    if not sent or len(sent) > 300 or not _CONCLUDES_RE.search(sent):
+        return None
+    plain = _UNIT_POWER_RE.sub("", strip_latex(sent)) if "\\frac" not in sent else sent.replace("$", "")
+    letters = set(_PAREN_LETTER_RE.findall(plain))
+    values = [m.group(0) for m in _VALUE_RE.finditer(_PAREN_LETTER_RE.sub(" ", plain))]
+    if len(letters) == 1 and not values:
+        return f"({letters.pop()})"
+    if len(values) == 1 and not letters:
+        return values[0].strip()
+    return None
+
+
 def find_final_answer(text: str) -> tuple[str, str] | None:
     """The final answer of ``text`` and where it came from, or None.
 
     Returns:
-        ``(answer, source)`` with source ``"boxed"`` (last non-empty ``\\boxed{}``), ``"json"`` (the
-        "answer" field of a JSON response; a box inside it is unwrapped) or ``"answer_line"`` (last
-        final-answer phrase, cut at the end of its sentence); None when nothing matches.
+        ``(answer, source)``, the first that applies: ``"boxed"`` (last non-empty ``\\boxed{}``),
+        ``"json"`` (the "answer" field of a JSON response; a box inside it is unwrapped),
+        ``"gsm8k_marker"`` (the last ``#### X`` line, also "Step 5: #### X"), ``"answer_line"`` (last final-answer phrase:
+        "the answer is", "answer:", "the answer to the puzzle is", "the final result is", cut at the end
+        of its sentence), ``"bold"`` (the one bold value of the final paragraph, "so AB is **7**"),
+        ``"final_sentence"`` (the single value of a concluding last sentence, "The length of AB is
+        12."); None when nothing matches.
 
     >>> find_final_answer("x = 2, so \\\\boxed{2}. The answer is: 2")
     ('2', 'boxed')
@@ -75,6 +141,16 @@ def find_final_answer(text: str) -> tuple[str, str] | None:
     ('B', 'json')
     >>> find_final_answer("Erin has $39.00. The answer is A, yes.")
     ('A, yes', 'answer_line')
+    >>> find_final_answer("Add them.\\n#### 18\\nThe answer is: 18")
+    ('18', 'gsm8k_marker')
+    >>> find_final_answer("The answer to the puzzle is **(C)**.")
+    ('(C)', 'answer_line')
+    >>> find_final_answer("The sides match, so AB is **7**.")
+    ('7', 'bold')
+    >>> find_final_answer("So the total comes to 45 apples.")
+    ('45', 'final_sentence')
+    >>> find_final_answer("The values range from 0 to 10.") is None
+    True
     >>> find_final_answer("no marker here") is None
     True
     """
@@ -87,11 +163,20 @@ def find_final_answer(text: str) -> tuple[str, str] | None:
     if js:
         inner = [b for b in boxed_contents(js) if b]
         return (inner[-1] if inner else js), SOURCE_JSON
+    marks = [m.group("ans").strip() for m in _GSM8K_RE.finditer(text)]
+    if marks and marks[-1]:
+        return marks[-1], SOURCE_GSM8K
     plain = text.replace("**", "").replace("__", "")
     for m in reversed(list(_ANSWER_LINE_RE.finditer(plain))):
         ans = _clean_line_answer(m.group("ans"))
         if ans:
             return ans, SOURCE_ANSWER_LINE
+    bold = _bold_answer(text)
+    if bold:
+        return bold, SOURCE_BOLD
+    value = _final_sentence_value(plain)
+    if value:
+        return value, SOURCE_FINAL_SENTENCE
     return None
 
 
@@ -120,7 +205,7 @@ def extract_answer(text: str) -> str | None:
     '5:45 P.M'
     >>> extract_answer("Final answer: 12. Done.")
     '12'
-    >>> extract_answer("I think it is 7") is None
+    >>> extract_answer("I think it is 7 or 8") is None
     True
     """
     found = find_final_answer(text)
