@@ -37,7 +37,8 @@ NON_RESPONSE_OPTIONS: dict[str, frozenset[str]] = {
     "hf": frozenset({"batch_size", "torch_threads"}),
     "openai": frozenset({"base_url", "base_url_env", "api_key_env", "max_concurrency", "qps", "timeout_s", "max_retries"}),
     "vllm": frozenset({"tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization", "enforce_eager",
-                       "max_num_seqs", "enable_expert_parallel"}),
+                       "max_num_seqs", "max_num_batched_tokens", "enable_expert_parallel", "enable_prefix_caching",
+                       "enable_chunked_prefill", "swap_space", "disable_log_stats", "distributed_executor_backend"}),
     "replay": frozenset({"delay_s"}),
 }
 """Engine options that change throughput or where a model is reached, not what it answers."""
@@ -53,8 +54,10 @@ def response_settings(m: ModelConfig, modes: set[str] | None = None) -> dict[str
     out: dict[str, Any] = {"engine": m.engine, "model": m.model, "vision": m.vision}
     out |= _flat("sampling", m.sampling.model_dump())
     skip = NON_RESPONSE_OPTIONS.get(m.engine, frozenset())
-    out |= {k: v for k, v in _flat("options", m.engine_options().model_dump()).items()
-            if k.split(".", 1)[1] not in skip}
+    opts = m.engine_options()
+    # vllm: EngineArgs given flat or under engine_kwargs, compared as one set of arguments
+    opts = opts.all_engine_kwargs() if hasattr(opts, "all_engine_kwargs") else opts.model_dump()
+    out |= {k: v for k, v in _flat("options", opts).items() if k.split(".", 1)[1] not in skip}
     for mode, mc in sorted(m.modes.items()):
         if modes is None or mode in modes:
             out |= _flat(f"modes.{mode}", mc.model_dump())

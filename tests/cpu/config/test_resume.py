@@ -99,3 +99,23 @@ def test_a_stored_config_that_no_longer_validates_is_refused(tmp_path):
     (out / "run_config.json").write_text(json.dumps(raw))
     with pytest.raises(ConfigError, match=r"models.0.colour: Extra inputs are not permitted[\s\S]*use a new output URI"):
         refuse_stale_resume(_cfg(out))
+
+
+def test_vllm_engine_arguments_flat_or_nested_compare_alike(tmp_path):
+    def cfg(options):
+        return SweepConfig.model_validate({"output_uri": str(tmp_path), "benchmarks": [{"path": "/d/m.jsonl"}],
+                                           "models": [{"name": "q", "engine": "vllm", "model": "/models/q",
+                                                       "modes": {"NT": {}}, "options": options}]})
+
+    old = cfg({"max_model_len": 4096, "gpu_memory_utilization": 0.9})
+    assert stale_fields(old, cfg({"engine_kwargs": {"max_model_len": 4096}, "gpu_memory_utilization": 0.8,
+                                  "tensor_parallel_size": 2})) == []
+    assert stale_fields(old, cfg({"max_model_len": 8192})) == [("models.0.options.max_model_len", 4096, 8192)]
+
+
+def test_adapt_settings_count_but_its_modes_do_not(tmp_path):
+    old = SweepConfig.model_validate(_raw(tmp_path) | {"adapt": {"max_turns": 3}})
+    grown = SweepConfig.model_validate(_raw(tmp_path) | {"adapt": {"max_turns": 3, "modes": ["text"]}})
+    assert stale_fields(old, grown) == []
+    assert stale_fields(old, SweepConfig.model_validate(_raw(tmp_path) | {"adapt": {"max_turns": 2}})) == [
+        ("adapt.max_turns", 3, 2)]
