@@ -40,3 +40,22 @@ def test_template_detection_and_config_flag():
     assert not template_opens_reasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n")
     assert ModeConfig().reasoning_opener_in_template is False
     assert ModeConfig(reasoning_opener_in_template=True).reasoning_opener_in_template is True
+
+
+@pytest.mark.parametrize("raw, finish, expect", [
+    ("<think>a</think>B", "stop", ("a", "B", False)),
+    ("<think>a", "length", ("a", "", True)),
+    ("<think>a", "stop", ("a", "", True)),
+    ("a</think> B", "stop", ("a", "B", False)),  # template pre-filled <think>
+    ("plain", "length", (None, "plain", False)),
+    ("<THINKING>x</THINKING>y", "stop", ("x", "y", False)),
+])
+def test_split_reasoning(raw, finish, expect):
+    s = split_reasoning(raw, finish_reason=finish)
+    assert (s.reasoning, s.response, s.truncated) == expect
+
+
+def test_server_reasoning_channel_wins_and_empty_content_is_truncated():
+    assert split_reasoning("42", server_reasoning="r").response == "42"
+    s = split_reasoning("", finish_reason="length", server_reasoning="still thinking")
+    assert s.truncated and s.response == ""

@@ -1,0 +1,33 @@
+"""Tests for howeval.metrics.patterneval: SPEC section 1 metrics computed by hand."""
+from __future__ import annotations
+
+import pytest
+
+from howeval.metrics.patterneval import group_metrics, paired_deltas, sweep_metrics, trigger_of
+
+
+def _row(sid, mode, correct, labels=(False, False, False, False), **kw):
+    return {"sample_id": sid, "config": "c", "mode": mode, "correct": correct, "family": kw.get("family", "VG"),
+            "category": kw.get("category", "ocr"), **dict(zip(("cot", "rep", "con", "pr"), labels)), **kw}
+
+
+def test_metrics_hand_computed():
+    nt = [_row("a", "NT", True, (True, False, False, False)), _row("b", "NT", False, (False, True, True, False)),
+          _row("c", "NT", None, (None,) * 4, error="boom"), _row("d", "NT", True)]
+    t = [_row("a", "T", True), _row("b", "T", True), _row("c", "T", False), _row("d", "T", False, (False,) * 3 + (True,))]
+    m = sweep_metrics(nt + t)["configs"]["c"]
+    assert m["NT"]["acc"] == pytest.approx(2 / 3) and m["NT"]["trigger"] == pytest.approx(2 / 3)
+    assert m["NT"]["labels"] == {"cot": pytest.approx(1 / 3), "rep": pytest.approx(1 / 3),
+                                 "con": pytest.approx(1 / 3), "pr": 0.0}
+    assert (m["NT"]["n"], m["NT"]["n_scored"], m["NT"]["n_errors"]) == (4, 3, 1)
+    assert m["T"]["acc"] == 0.5 and m["T"]["trigger"] == 0.25
+    # pairs a, b, d (c has no NT verdict): T-NT correctness = 0 + 1 - 1 -> 0; NT-T triggers = 1 + 1 - 1 -> 1/3
+    assert m["delta_acc"] == 0.0 and m["n_paired_acc"] == 3
+    assert m["delta_pat"] == pytest.approx(1 / 3) and m["n_paired_pat"] == 3
+
+
+def test_trigger_is_any_label_and_none_when_unlabelled():
+    assert trigger_of(_row("a", "NT", True, (False, False, True, False))) is True
+    assert trigger_of(_row("a", "NT", True)) is False
+    assert trigger_of(_row("a", "NT", True, (None,) * 4)) is None
+    assert group_metrics([])["acc"] is None and paired_deltas([], [])["delta_acc"] is None
