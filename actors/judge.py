@@ -21,8 +21,8 @@ REQUIRED_COLUMNS = {
 class JudgeStage:
     """Callable class for ``map_batches``; ``judges`` is a ``JudgesConfig.model_dump()``."""
 
-    def __init__(self, judges: dict, only: list[str] | None = None):
-        self.judger = Judger(JudgesConfig.model_validate(judges), only=only)
+    def __init__(self, judges: dict, only: list[str] | None = None, cache_dir: str | None = None):
+        self.judger = Judger(JudgesConfig.model_validate(judges), only=only, cache_dir=cache_dir)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         check_columns(batch.column_names, REQUIRED_COLUMNS, "JudgeStage")

@@ -19,6 +19,7 @@ import yaml
 from howeval.benchmarks.loaders import load_samples
 from howeval.config import ConfigError, JudgesConfig, SweepConfig, load_run_config, require_ready
 from howeval.judges.pipeline import judge_id, merge_judges, verifier_id
+from howeval.judges.cache import judge_cache_dir
 from howeval.judges.images import judge_image_urls
 from howeval.records import JUDGMENT_SCHEMA, RESPONSE_KEY, RESPONSE_SCHEMA, VERIFY_TYPE, conform, key_of
 from howeval.store import join, read_table, write_json
@@ -78,7 +79,9 @@ def judge_run(cfg: SweepConfig, samples: list[dict] | None = None, only: list[st
     init_ray(cfg.ray)
     bs = 16
     ds = ray.data.from_arrow(blocks(conform(todo, STAGE_SCHEMA), bs))
-    ds = ds.map_batches(JudgeStage, fn_constructor_kwargs={"judges": cfg.judges.model_dump(), "only": only},
+    cache_dir = judge_cache_dir(cfg.judges, cfg.output_uri)  # write-ahead: a killed re-judge pays no call twice
+    ds = ds.map_batches(JudgeStage, fn_constructor_kwargs={"judges": cfg.judges.model_dump(), "only": only,
+                                                           "cache_dir": cache_dir},
                         batch_size=bs, batch_format="pyarrow", compute=ActorPoolStrategy(size=cfg.judges.replicas),
                         num_cpus=cfg.judges.num_cpus)
     write_parquet(ds, join(cfg.output_uri, "judgments"), cfg.ray.task_num_cpus)

@@ -48,19 +48,37 @@ class Judger:
         cfg: the sweep's ``judges`` block.
         only: judge names to run (default: all configured).
         engine_builder: ``(model, options) -> Engine`` for LLM judges (tests inject fakes).
+        cache_dir: a local folder for the write-ahead judge cache (:mod:`howeval.judges.cache`): every
+            LLM call (pattern judges, repairs, the verifier's fallback) is written there as it finishes,
+            so a killed re-judge pays no call twice. None: no cache.
     """
 
-    def __init__(self, cfg: JudgesConfig, only: list[str] | None = None, engine_builder=None):
+    def __init__(self, cfg: JudgesConfig, only: list[str] | None = None, engine_builder=None,
+                 cache_dir: str | None = None):
         self.cfg = cfg
         self.judge_cfgs = [j for j in cfg.pattern if only is None or j.name in only]
-        self.judges = {j.name: build_pattern_judge(j, engine_builder) for j in self.judge_cfgs}
+        base = engine_builder or default_engine_builder
+        self.cache = None
+        if cache_dir is not None:
+            from howeval.judges.cache import JudgeCache
+
+            self.cache = JudgeCache(cache_dir)
+        self.verifier_id = verifier_id(cfg)
+        self.judges = {j.name: build_pattern_judge(j, self._builder(base, judge_id(j))) for j in self.judge_cfgs}
         self.llm_verifier = None
         if cfg.verifier.llm_fallback is not None:
             from howeval.judges.verify import LLMVerifier
 
             fb = cfg.verifier.llm_fallback
-            self.llm_verifier = LLMVerifier((engine_builder or default_engine_builder)(fb.model, fb.options))
-        self.verifier_id = verifier_id(cfg)
+            self.llm_verifier = LLMVerifier(self._builder(base, self.verifier_id)(fb.model, fb.options))
+
+    def _builder(self, base, namespace: str):
+        """``base``, its engines wrapped in the write-ahead cache under ``namespace`` when there is one."""
+        if self.cache is None:
+            return base
+        from howeval.judges.cache import CachingEngine
+
+        return lambda model, options: CachingEngine(base(model, options), self.cache, namespace)
 
     def verify_rows(self, rows: list[dict]) -> list[VerifyResult]:
         """Verifier verdicts, one per row, in order.
