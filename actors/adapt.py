@@ -26,8 +26,8 @@ REQUIRED_COLUMNS = {"sample_id": "item id", "images": "image bytes", "question":
 class AdaptStage:
     """Callable class for ``map_batches``; one engine per actor; ``settings`` from the sweep's ``adapt:``."""
 
-    def __init__(self, model_config: dict, settings: dict, schema: pa.Schema):
-        self.model = ModelConfig.model_validate(model_config)
+    def __init__(self, model_config: ModelConfig | dict, settings: dict, schema: pa.Schema):
+        self.model = model_config if isinstance(model_config, ModelConfig) else ModelConfig.model_validate(model_config)
         self.engine = build_engine(self.model.engine, self.model.model, self.model.options)
         self.settings, self.schema = settings, schema
         from howeval.embed import StepEmbedder

@@ -19,10 +19,11 @@ REQUIRED_COLUMNS = {
 
 
 class JudgeStage:
-    """Callable class for ``map_batches``; ``judges`` is a ``JudgesConfig.model_dump()``."""
+    """Stage class (``ray_jobs.runner`` or ``map_batches``); ``judges`` is a ``JudgesConfig`` or its ``model_dump()``."""
 
-    def __init__(self, judges: dict, only: list[str] | None = None, cache_dir: str | None = None):
-        self.judger = Judger(JudgesConfig.model_validate(judges), only=only, cache_dir=cache_dir)
+    def __init__(self, judges: JudgesConfig | dict, only: list[str] | None = None, cache_dir: str | None = None):
+        cfg = judges if isinstance(judges, JudgesConfig) else JudgesConfig.model_validate(judges)
+        self.judger = Judger(cfg, only=only, cache_dir=cache_dir)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         check_columns(batch.column_names, REQUIRED_COLUMNS, "JudgeStage")

@@ -37,6 +37,7 @@ def response_row(sample: dict, model: ModelConfig, mode: str, c: Completion, ima
         "images_seen": images_seen, "error": c.error,
         "response_hash": None if c.error else response_hash(c.text, c.reasoning),
         "prompt": prompt, "raw_output": c.raw,
+        "attempt": sample.get("attempt") or 1,
     }
 
 
@@ -44,11 +45,11 @@ class PolicyStage:
     """Callable class for ``Dataset.map_batches(PolicyStage, fn_constructor_kwargs=..., compute=ActorPoolStrategy)``.
 
     Args:
-        model_config: a ``ModelConfig`` as a dict (``model_dump()``), so it pickles across processes.
+        model_config: the ``ModelConfig`` (pickled as is by the stage runner), or its ``model_dump()``.
     """
 
-    def __init__(self, model_config: dict):
-        self.model = ModelConfig.model_validate(model_config)
+    def __init__(self, model_config: ModelConfig | dict):
+        self.model = model_config if isinstance(model_config, ModelConfig) else ModelConfig.model_validate(model_config)
         self.engine = build_engine(self.model.engine, self.model.model, self.model.options)
         # "ocr" sends text only (any engine); True sends pixels only to engines that take images
         self.vision = self.model.vision == "ocr" or (self.model.vision and getattr(self.engine, "supports_images", True))

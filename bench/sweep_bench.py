@@ -9,7 +9,7 @@ the embedded SmolLM2-135M, greedy, at the size's max_tokens:
 - **naive loop**: one prompt per ``generate`` call, in a fresh Python process (timed from outside:
   interpreter start, imports, model load, generation);
 - **bare batched engine**: the same engine with batch 16, also in a fresh process;
-- **Ray pipeline**: ``ray_jobs.sweep.generate`` as a sweep runs it (the demo layout: 2 actors x 1 thread,
+- **Ray pipeline**: ``ray_jobs.stages.generate`` as a sweep runs it (the demo layout: 2 actors x 1 thread,
   batch 16), whose actors are fresh worker processes that import and load the model too. Only the Ray
   cluster's own start-up is left out (reported apart: a sweep joins a running cluster).
 
@@ -99,7 +99,7 @@ def run_ray(a, cfg, model, samples, tmp: str, tag: str) -> dict:
     import pyarrow.parquet as pq
 
     from howeval.config import SweepConfig
-    from ray_jobs.sweep import generate
+    from ray_jobs.stages import generate
 
     m = model.model_copy(update={
         "options": {"batch_size": a.batch_size, "torch_threads": 1},

@@ -73,6 +73,7 @@ RESPONSE_SCHEMA = pa.schema(
         ("response_hash", pa.string()),
         ("prompt", pa.string()),  # the prompt as sent: JSON of messages (image ids, no bytes) + request settings
         ("raw_output", pa.string()),  # the generated text before the reasoning split (null when not kept)
+        ("attempt", pa.int64()),  # 1 for the first try; a rerun retries error rows up to --max-attempts
     ]
 )
 
@@ -178,6 +179,17 @@ def key_of(row: Mapping[str, object], columns: Sequence[str] = KEY) -> tuple[str
     """
     check_columns(row, columns, "row key", "key columns")
     return tuple(str(row[c]) for c in columns)
+
+
+def latest_attempts(responses: list[dict]) -> list[dict]:
+    """One response per key (sample_id, config, mode): the highest ``attempt`` (a run killed after a retry
+    may hold the old error row beside the new one until its next run tidies up)."""
+    best: dict[tuple, dict] = {}
+    for r in responses:
+        k = (r["sample_id"], r["config"], r["mode"])
+        if k not in best or (r.get("attempt") or 1) >= (best[k].get("attempt") or 1):
+            best[k] = r
+    return list(best.values())
 
 
 def conform(rows: list[dict], schema: pa.Schema) -> pa.Table:

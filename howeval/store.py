@@ -110,3 +110,86 @@ def write_bytes(uri: str, data: bytes) -> None:
     fs.makedirs(posixpath.dirname(path), exist_ok=True)
     with fs.open(path, "wb") as f:
         f.write(data)
+
+
+def write_table(table: pa.Table, uri: str) -> None:
+    """Write ``table`` as one Parquet file at ``uri`` atomically: a hidden temp file beside it, then a rename.
+
+    A reader (``read_table``, ``pyarrow.parquet.read_table`` of the folder) sees the whole file or none:
+    the temp name starts with ``.`` (ignored by pyarrow's dataset discovery) and does not end in
+    ``.parquet``. Writing the same ``uri`` twice replaces the file (a retried batch never duplicates rows).
+    """
+    import uuid
+
+    fs, path = fs_and_path(uri)
+    folder, name = posixpath.split(path)
+    fs.makedirs(folder, exist_ok=True)
+    tmp = posixpath.join(folder, f".{name}.{uuid.uuid4().hex[:8]}.tmp")
+    with fs.open(tmp, "wb") as f:
+        pq.write_table(table, f)
+    fs.mv(tmp, path)
+
+
+def remove_temp_files(uri: str) -> int:
+    """Delete the hidden ``.*.tmp`` files a killed writer left under ``uri``; returns how many."""
+    fs, root = fs_and_path(uri)
+    if not fs.exists(root):
+        return 0
+    stale = [f for f in fs.find(root) if posixpath.basename(f).startswith(".") and f.endswith(".tmp")]
+    for f in stale:
+        fs.rm(f)
+    return len(stale)
+
+
+def compact(uri: str, key: tuple[str, ...], rank=None) -> int:
+    """Keep one row per ``key`` under ``uri``: the row of highest ``rank(row)`` (ties: the newest file).
+
+    Files holding a superseded row are rewritten without it (atomically, see :func:`write_table`) or
+    deleted when nothing is left. Use after a retried row (a new attempt, a re-judged error) was written
+    beside the old one, so that every key is stored exactly once. Returns the number of rows dropped.
+
+    Args:
+        uri: folder of Parquet files (searched recursively).
+        key: the key columns, e.g. ``("sample_id", "config", "mode")``.
+        rank: ``row -> comparable``; default ranks every row the same (the newest file wins).
+    """
+    fs, root = fs_and_path(uri)
+    if not fs.exists(root):
+        return 0
+    files = sorted((f for f in fs.find(root) if f.endswith(".parquet")), key=lambda f: (_mtime(fs, f), f))
+    best: dict[tuple, tuple] = {}  # key -> (rank, file order, file, row index)
+    tables = {}
+    for order, f in enumerate(files):
+        try:
+            with fs.open(f, "rb") as fh:
+                t = pq.read_table(fh)
+        except Exception:  # unreadable: read_table quarantines it; leave it alone here
+            continue
+        tables[f] = t
+        cols = [t.column(c).to_pylist() for c in key]
+        rows = t.to_pylist() if rank is not None else None
+        for i, k in enumerate(zip(*cols)):
+            cand = (rank(rows[i]) if rank is not None else 0, order, f, i)
+            if k not in best or cand[:2] >= best[k][:2]:
+                best[k] = cand
+    keep: dict[str, set[int]] = {f: set() for f in tables}
+    for _, _, f, i in best.values():
+        keep[f].add(i)
+    dropped = 0
+    for f, t in tables.items():
+        if len(keep[f]) == t.num_rows:
+            continue
+        dropped += t.num_rows - len(keep[f])
+        if keep[f]:
+            write_table(t.take(sorted(keep[f])), fs.unstrip_protocol(f) if hasattr(fs, "unstrip_protocol") else f)
+        else:
+            fs.rm(f)
+    return dropped
+
+
+def _mtime(fs, path: str) -> float:
+    try:
+        m = fs.modified(path)
+        return m.timestamp()
+    except Exception:  # filesystems without modification times: name order decides
+        return 0.0

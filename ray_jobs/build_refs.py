@@ -31,12 +31,14 @@ from ray_jobs.common import init_ray, log
 
 def write_chains(cfg: BuildRefsConfig, samples: list[dict]) -> dict[str, dict[str, list[str]]]:
     """Each writer's step chain per sample id (empty for a failed generation)."""
-    from ray_jobs.sweep import generate
+    from ray_jobs.stages import generate_and_judge
 
     chains_cfg = cfg.model_copy(update={"output_uri": join(cfg.output_uri, "chains")})
     asked = [{**s, "instruction": CRYSTAL_INSTRUCTION} for s in samples]
-    for w in cfg.writers:
-        log.info("build_refs: writer %s %s", w.name, generate(chains_cfg, w, asked, modes=(cfg.mode,)))
+    res = generate_and_judge(chains_cfg, asked, list(cfg.writers), judges=None, modes=(cfg.mode,))  # all writers at once
+    log.info("build_refs: writers %s", res.generated)
+    for stage, reason in res.failures.items():  # its chains stay missing: merged from the other writers
+        log.warning("build_refs: writer %s failed: %s", stage.split(":", 1)[-1], reason)
     out: dict[str, dict[str, list[str]]] = {}
     for r in read_table(join(chains_cfg.output_uri, "responses"), RESPONSE_SCHEMA)[0].to_pylist():
         if r["mode"] == cfg.mode:

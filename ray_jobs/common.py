@@ -12,14 +12,20 @@ from howeval.store import fs_and_path
 log = logging.getLogger("howeval")
 
 
-def init_ray(cfg: RayConfig) -> None:
-    """Join ``cfg.address`` (or ``RAY_ADDRESS``, as under ``ray job submit``) or start a local cluster."""
+def init_ray(cfg: RayConfig, verbose: bool = True) -> None:
+    """Join ``cfg.address`` (or ``RAY_ADDRESS``, as under ``ray job submit``) or start a local cluster.
+
+    ``verbose=False`` keeps Ray's start-up lines and the workers' output (transformers, vLLM) off the
+    driver's terminal; they stay in the Ray session's log folder.
+    """
     import ray
 
     if ray.is_initialized():
         return
     address = cfg.address or os.environ.get("RAY_ADDRESS")
-    kw = {"include_dashboard": False, "log_to_driver": True}
+    kw = {"include_dashboard": False, "log_to_driver": verbose}
+    if not verbose:
+        kw["logging_level"] = logging.ERROR
     if address:
         ray.init(address=address, **kw)
     else:

@@ -13,84 +13,35 @@ import json
 import logging
 import sys
 
-import pyarrow as pa
 import yaml
 
 from howeval.benchmarks.loaders import load_samples
 from howeval.config import ConfigError, JudgesConfig, SweepConfig, load_run_config, require_ready
-from howeval.judges.pipeline import judge_id, merge_judges, verifier_id
-from howeval.judges.cache import judge_cache_dir
-from howeval.judges.images import judge_image_urls
-from howeval.records import JUDGMENT_SCHEMA, RESPONSE_KEY, RESPONSE_SCHEMA, VERIFY_TYPE, conform, key_of
-from howeval.store import join, read_table, write_json
-from ray_jobs.common import blocks, init_ray, log, write_parquet
-
-STAGE_SCHEMA = (RESPONSE_SCHEMA.append(pa.field("judges_needed", pa.list_(pa.string())))
-                .append(pa.field("cached_verify", VERIFY_TYPE)).append(pa.field("image_data_urls", pa.list_(pa.string()))))
+from howeval.judges.pipeline import merge_judges
+from howeval.report.run import write_report
+from howeval.store import join, write_json
+from ray_jobs.common import init_ray
+from ray_jobs.runner import Progress
+from ray_jobs.stages import generate_and_judge, plan_judging  # noqa: F401  (plan_judging re-exported)
 
 
-def plan_judging(responses: list[dict], judgments: list[dict], judges: JudgesConfig,
-                 only: list[str] | None = None) -> list[dict]:
-    """Response rows that still need a judge, each with ``judges_needed`` and ``cached_verify``.
+def judge_run(cfg: SweepConfig, samples: list[dict] | None = None, only: list[str] | None = None,
+              progress: Progress | None = None, verbose: bool = False) -> dict:
+    """Judge every response under ``cfg.output_uri`` that lacks a judgment; write to judgments/<config>/.
 
-    A (response, judge) pair is done when a judgment with the same key, judge id and response hash
-    exists without ``judge_error``. A verifier verdict is reusable when it has the same response hash and
-    verifier id and is not an LLM failure.
+    Returns ``{"judged": judgment rows written}`` plus ``"failed"`` with the reason if the judge pool failed.
     """
-    vid = verifier_id(judges)
-    done, cached = set(), {}
-    for j in judgments:
-        k = key_of(j, RESPONSE_KEY)
-        if not j.get("judge_error"):
-            done.add((*k, j["judge"]))
-        if j.get("verifier") == vid and j.get("verify_method") not in (None, "llm_error"):
-            cached[k] = {"correct": j["correct"], "extracted": j["extracted"],
-                         "method": j["verify_method"], "reason": j["verify_reason"]}  # a VERIFY_TYPE struct
-    ids = [judge_id(c) for c in judges.pattern if only is None or c.name in only]
-    out = []
-    for r in responses:
-        k = key_of(r, RESPONSE_KEY)
-        need = [jid for jid in ids if (*k, jid) not in done]
-        if need:
-            out.append({**r, "judges_needed": need, "cached_verify": cached.get(k)})
-    return out
-
-
-def judge_run(cfg: SweepConfig, samples: list[dict] | None = None, only: list[str] | None = None) -> dict:
-    """Judge every response under ``cfg.output_uri`` that lacks a judgment; append to judgments/."""
-    import ray
-    from ray.data import ActorPoolStrategy
-
-    from actors.judge import JudgeStage
-
-    responses, _ = read_table(join(cfg.output_uri, "responses"), RESPONSE_SCHEMA)
-    judgments, _ = read_table(join(cfg.output_uri, "judgments"), JUDGMENT_SCHEMA)
-    todo = plan_judging(responses.to_pylist(), judgments.to_pylist(), cfg.judges, only)
-    if not todo:
-        return {"judged": 0}
-    if any(j.kind == "llm" and j.with_image for j in cfg.judges.pattern):
-        if samples is None:
-            samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
-        # every image the policy saw, as PNG/JPEG/WebP/GIF data URLs (others converted with Pillow; the
-        # loader already refused unreadable images as bad rows)
-        urls = {s["sample_id"]: judge_image_urls(s["images"], s["sample_id"]) for s in samples if s["images"]}
-        for r in todo:
-            r["image_data_urls"] = urls.get(r["sample_id"])
-    init_ray(cfg.ray)
-    bs = 16
-    ds = ray.data.from_arrow(blocks(conform(todo, STAGE_SCHEMA), bs))
-    cache_dir = judge_cache_dir(cfg.judges, cfg.output_uri)  # write-ahead: a killed re-judge pays no call twice
-    ds = ds.map_batches(JudgeStage, fn_constructor_kwargs={"judges": cfg.judges.model_dump(), "only": only,
-                                                           "cache_dir": cache_dir},
-                        batch_size=bs, batch_format="pyarrow", compute=ActorPoolStrategy(size=cfg.judges.replicas),
-                        num_cpus=cfg.judges.num_cpus)
-    write_parquet(ds, join(cfg.output_uri, "judgments"), cfg.ray.task_num_cpus)
-    log.info("judged %d responses", len(todo))
-    return {"judged": len(todo)}
+    sel = [j for j in cfg.judges.pattern if only is None or j.name in only]
+    if samples is None and any(j.kind == "llm" and j.with_image for j in sel):
+        samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
+    init_ray(cfg.ray, verbose=verbose)
+    outcome = generate_and_judge(cfg, samples or [], [], judges=cfg.judges, only=only, progress=progress,
+                                 verbose=verbose)
+    return {"judged": outcome.judged, **({"failed": outcome.failures["judge"]} if outcome.failures else {})}
 
 
 def main(argv=None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
     p = argparse.ArgumentParser(prog="python -m ray_jobs.judge", description=__doc__.split("\n")[0])
     p.add_argument("--run", required=True, help="output URI of a sweep run")
     p.add_argument("--judges", help="YAML with a `judges:` block replacing the run's judges")
@@ -108,16 +59,14 @@ def main(argv=None) -> int:
         require_ready(cfg.judges, args.judges or f"{args.run}/run_config.json", only=args.only)  # keys, URLs: before Ray
         if args.judges:
             write_json(join(args.run, "run_config.json"), cfg.model_dump_json(indent=2))
-        res = judge_run(cfg, only=args.only)
+        res = judge_run(cfg, only=args.only, progress=Progress())
         if not args.no_report:
-            from howeval.report.run import write_report
-
             write_report(cfg)
     except (ConfigError, FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(json.dumps(res))
-    return 0
+    return 1 if "failed" in res else 0
 
 
 if __name__ == "__main__":

@@ -1,11 +1,16 @@
-"""Job: the PatternEval sweep — generate (every config x mode x sample), judge, then metrics and report.
+"""Job: the PatternEval sweep — every config x mode x sample generated at once, judged as it lands, reported.
 
     python -m ray_jobs.sweep --config configs/demo.yaml [--data FILE] [--output URI] [--limit N]
+                             [--max-attempts N] [--verbose]
 
-Flow (one direction): benchmark rows -> PolicyStage actor pool -> responses/*.parquet ->
-JudgeStage actor pool -> judgments/*.parquet [-> CRYSTAL steps/ when ``crystal:`` is set]
-[-> AdaptMMBench adapt/ when ``adapt:`` is set] -> metrics.json + report.md. Rerunning the same command
-skips every key ``(sample_id, config, mode)`` already written (resume after a kill).
+Flow (one direction, streamed): benchmark rows -> one PolicyStage actor pool per config, all configs at
+once -> responses/<config>/*.parquet, and each finished batch straight on to a JudgeStage pool ->
+judgments/<config>/*.parquet [-> CRYSTAL steps/ when ``crystal:`` is set] [-> AdaptMMBench adapt/ when
+``adapt:`` is set] -> metrics.json, report.md, index.html. The driver prints a live line per config x mode
+and for the judge. A config whose engine fails to start or dies is recorded in ``failures.json`` (its
+rows stay pending), the others finish, and the job exits 1 naming it. Rerunning the same command skips
+every key ``(sample_id, config, mode)`` already written and retries rows whose engine call failed, up to
+``--max-attempts`` attempts per row (resume after a kill).
 """
 from __future__ import annotations
 
@@ -13,81 +18,67 @@ import argparse
 import json
 import logging
 import sys
-import time
 from pathlib import Path
 
-import pyarrow as pa
-
 from howeval.benchmarks.loaders import BadRowError, load_samples
-from howeval.config import BenchmarkConfig, ConfigError, ModelConfig, SweepConfig, load_sweep_config, require_ready
-from howeval.records import KEY, RESPONSE_SCHEMA, SAMPLE_SCHEMA, conform
-from howeval.store import existing_keys, join, read_table, write_json
-from ray_jobs.common import blocks, init_ray, log, write_parquet
-
-WORK_SCHEMA = (SAMPLE_SCHEMA.append(pa.field("config", pa.string())).append(pa.field("mode", pa.string()))
-               .append(pa.field("instruction", pa.string())))
-
-
-def pending_work(samples: list[dict], model: ModelConfig, done: set[tuple], modes=("NT", "T")) -> list[dict]:
-    """Rows (sample + config + mode) whose key is not in ``done``, in sample order, NT before T."""
-    return [{**s, "config": model.name, "mode": m} for s in samples for m in modes
-            if m in model.modes and (s["sample_id"], model.name, m) not in done]
+from howeval.config import BenchmarkConfig, ConfigError, SweepConfig, load_sweep_config, require_ready
+from howeval.report.run import write_report
+from howeval.store import join, write_json
+from ray_jobs.common import init_ray
+from ray_jobs.runner import Progress
+from ray_jobs.stages import MAX_ATTEMPTS, generate_and_judge, run_adapt, score_run
 
 
-def generate(cfg, model: ModelConfig, samples: list[dict], modes=("NT", "T")) -> dict:
-    """Run one config over the samples through a Ray Data actor pool; returns counts.
+def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool = False,
+              progress: Progress | None = None) -> tuple[dict, dict[str, str]]:
+    """Generate (all configs at once), judge (streamed), then CRYSTAL / AdaptMMBench if asked, and report.
 
-    ``cfg`` is any job config with ``output_uri`` and ``ray`` (responses go to
-    ``<output_uri>/responses/<model.name>/``).
+    Returns ``(metrics, failures)``: the metrics dict also written to ``metrics.json``, and
+    ``{config or "judge": one-line reason}`` for what failed (also written to ``failures.json``).
     """
-    import ray
-    from ray.data import ActorPoolStrategy
-
-    from actors.policy import PolicyStage
-
-    uri = join(cfg.output_uri, "responses", model.name)
-    existing, quarantined = read_table(uri, RESPONSE_SCHEMA)
-    todo = pending_work(samples, model, existing_keys(existing, KEY), modes)
-    if not todo:
-        return {"config": model.name, "done": existing.num_rows, "new": 0, "quarantined": quarantined}
-    r = model.resources
-    table = conform(todo, WORK_SCHEMA)
-    parts = blocks(table, r.batch_size)
-    ds = ray.data.from_arrow(parts)
-    ds = ds.map_batches(  # no more actors than blocks: an actor without a block would load a model for nothing
-        PolicyStage, fn_constructor_kwargs={"model_config": model.model_dump()}, batch_size=r.batch_size,
-        batch_format="pyarrow", compute=ActorPoolStrategy(size=min(r.replicas, len(parts))), num_cpus=r.num_cpus,
-        num_gpus=r.num_gpus or None, **({"accelerator_type": r.accelerator_type} if r.accelerator_type else {}),
-    )
-    t0 = time.perf_counter()
-    write_parquet(ds, uri, cfg.ray.task_num_cpus)
-    return {"config": model.name, "done": existing.num_rows, "new": len(todo), "seconds": time.perf_counter() - t0,
-            "quarantined": quarantined}
-
-
-def run_sweep(cfg: SweepConfig) -> dict:
-    """Generate, judge and report. Returns the metrics dict also written to ``metrics.json``."""
-    from ray_jobs.judge import judge_run
-    from howeval.report.run import write_report
-
     samples, bad = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
     if not samples:
         raise ValueError("no samples to run: every benchmark row was bad or the files are empty")
     write_json(join(cfg.output_uri, "run_config.json"), cfg.model_dump_json(indent=2))
     write_json(join(cfg.output_uri, "bad_rows.json"), json.dumps(bad, indent=2))
-    init_ray(cfg.ray)
-    for model in cfg.models:
-        log.info("generate %s", json.dumps(generate(cfg, model, samples)))
-    judge_run(cfg, samples=samples)
+    init_ray(cfg.ray, verbose=verbose)
+    progress = progress or Progress()
+    outcome = generate_and_judge(cfg, samples, list(cfg.models), judges=cfg.judges, max_attempts=max_attempts,
+                                 progress=progress, verbose=verbose)
+    failures = {k.split(":", 1)[-1]: v for k, v in outcome.failures.items()}
     if cfg.crystal is not None:
-        from ray_jobs.crystal import score_run
-
-        score_run(cfg, samples)
+        progress.note(f"CRYSTAL: {score_run(cfg, samples, verbose=verbose)}")
     if cfg.adapt is not None:
-        from ray_jobs.adapt import run_adapt
+        summaries, adapt_failures = run_adapt(cfg, samples, verbose=verbose)
+        failures.update({f"adapt:{k}": v for k, v in adapt_failures.items()})
+    write_json(join(cfg.output_uri, "failures.json"), json.dumps(failures, indent=2, sort_keys=True))
+    return write_report(cfg, bad_rows=bad), failures
 
-        run_adapt(cfg, samples)
-    return write_report(cfg, bad_rows=bad)
+
+def _pct(x) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def summary_lines(metrics: dict, output_uri: str, failures: dict[str, str]) -> list[str]:
+    """The closing summary: Acc and Trigger in % (one decimal) with their counts per config x mode, the
+    report paths, and each failed config with its reason."""
+    out = []
+    width = max((len(n) for n in metrics.get("configs", {})), default=0)
+    for name, c in metrics.get("configs", {}).items():
+        for m in ("NT", "T"):
+            if m not in c:
+                continue
+            x = c[m]
+            extra = f", {x['n_errors']} engine errors" if x.get("n_errors") else ""
+            out.append(f"  {name:<{width}}  {m:<2}  Acc {_pct(x['acc']):>6} ({x['n_scored']} scored, "
+                       f"{x.get('n_unresolved', 0)} unresolved{extra})  Trigger {_pct(x['trigger']):>6} "
+                       f"({x['n_labeled']} labelled)  n {x['n']}")
+    out.append(f"report: {join(output_uri, 'report.md')}")
+    out.append(f"html:   {join(output_uri, 'index.html')}")
+    if failures:
+        out.append(f"FAILED ({len(failures)}), rows left pending, reasons in {join(output_uri, 'failures.json')}:")
+        out += [f"  {k}: {v}" for k, v in sorted(failures.items())]
+    return out
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -98,6 +89,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--limit", type=int, help="use only the first N rows of each benchmark")
     p.add_argument("--max-tokens", type=int, help="token budget for every model in both modes (replaces sampling.max_tokens and per-mode max_tokens)")
     p.add_argument("--skip-bad-rows", action="store_true", help="record bad benchmark rows in the report and go on")
+    p.add_argument("--max-attempts", type=int, default=MAX_ATTEMPTS,
+                   help=f"attempts per row whose engine call failed; a rerun retries such rows (default {MAX_ATTEMPTS})")
+    p.add_argument("--verbose", action="store_true", help="show Ray's, vLLM's and transformers' own output")
     return p.parse_args(argv)
 
 
@@ -124,20 +118,21 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
 
 
 def main(argv=None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(message)s")
+    if args.max_attempts < 1:
+        print(f"error: --max-attempts must be >= 1, got {args.max_attempts}", file=sys.stderr)
+        return 2
     try:
         cfg = config_from_args(args)
         require_ready(cfg, args.config)  # paths, URLs, keys, stale resume: before Ray starts
-        metrics = run_sweep(cfg)
+        metrics, failures = run_sweep(cfg, max_attempts=args.max_attempts, verbose=args.verbose)
     except (ConfigError, BadRowError, FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"wrote {join(cfg.output_uri, 'metrics.json')} and report.md")
-    for name, c in metrics["configs"].items():
-        parts = [f"{m}: Acc {c[m]['acc']}, Trigger {c[m]['trigger']}, n {c[m]['n']}" for m in ("NT", "T") if m in c]
-        print(f"  {name}: " + "; ".join(parts))
-    return 0
+    print("\n".join(summary_lines(metrics, cfg.output_uri, failures)))
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

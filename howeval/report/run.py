@@ -23,7 +23,7 @@ from howeval.judges.pipeline import judge_id
 from howeval.metrics.patterneval import sweep_metrics
 from howeval.metrics.stats import extend_metrics
 from howeval.records import (ADAPT_SCHEMA, JUDGMENT_SCHEMA, LABELS, RESPONSE_KEY, RESPONSE_SCHEMA, STEPS_SCHEMA,
-                             key_of)
+                             key_of, latest_attempts)
 from howeval.report.html import render_html
 from howeval.report.meta import run_metadata
 from howeval.report.page import build_document, to_markdown
@@ -128,7 +128,8 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
         ValueError: ``judge`` is not one of the run's pattern judges.
     """
     out = cfg.output_uri
-    responses = read_table(join(out, "responses"), RESPONSE_SCHEMA)[0].to_pylist()
+    # one row per key: a run killed after a retry may hold the old error row beside the new attempt
+    responses = latest_attempts(read_table(join(out, "responses"), RESPONSE_SCHEMA)[0].to_pylist())
     judgments = read_table(join(out, "judgments"), JUDGMENT_SCHEMA)[0].to_pylist()
     name = judge or cfg.judges.primary_name
     jc = next((j for j in cfg.judges.pattern if j.name == name), None)

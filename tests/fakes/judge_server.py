@@ -15,7 +15,7 @@ judged response text (:func:`expected_labels`), so a test can check each verdict
 The server records every call (start/end time, fault, client retry count, judged text, repair or not)
 and the maximum number of requests in flight at once. With ``gate=k`` the first k requests are held until
 k of them are in flight together (a barrier: an event, not a timing), which shows that a client really
-sends k requests at once.
+sends k requests at once. ``latency_s`` delays every answer (a judge with latency, for benchmarks).
 
 Usage::
 
@@ -78,7 +78,8 @@ class FakeJudgeServer:
     """Threaded fake judge server; see the module docstring. ``base_url`` ends in ``/v1``."""
 
     def __init__(self, fault_rate: float = 0.3, seed: int = 0, hang_s: float = 10.0, faults: tuple[str, ...] = FAULTS,
-                 gate: int = 0, gate_timeout_s: float = 30.0, reject_response_format: bool = False):
+                 gate: int = 0, gate_timeout_s: float = 30.0, reject_response_format: bool = False,
+                 latency_s: float = 0.0):
         if not 0 <= fault_rate <= 1:
             raise ValueError(f"fault_rate must be in [0, 1], got {fault_rate}")
         unknown = set(faults) - set(FAULTS)
@@ -86,6 +87,7 @@ class FakeJudgeServer:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS}")
         self.fault_rate, self.seed, self.hang_s, self.faults = fault_rate, seed, hang_s, tuple(faults)
         self.reject_response_format = reject_response_format  # answer 400 to requests with response_format
+        self.latency_s = latency_s  # every answer waits this long (a judge with latency, for benchmarks)
         self.calls: list[Call] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -184,6 +186,8 @@ class FakeJudgeServer:
         call = Call(n=n, start=time.monotonic(), end=None, fault=None,
                     retry_count=int(h.headers.get("x-stainless-retry-count") or 0), repair=False, text=None)
         try:
+            if self.latency_s:
+                time.sleep(self.latency_s)
             req = json.loads(body or b"{}")
             msgs = req.get("messages") or []
             call.text = judged_text(msgs)

@@ -172,3 +172,118 @@ def test_sweep_stops_before_ray_on_a_missing_key_and_on_a_stale_output(tmp_path,
     err = capsys.readouterr().err
     assert "models.0.sampling.max_tokens: stored 24, now 48" in err and "new output URI" in err
     assert SweepConfig.model_validate_json((out / "run_config.json").read_text()) == stored  # not overwritten
+
+
+# -- all configs at once, judging streamed, kills at random points ----------------------------------------
+def _demo_rows(repo_root: Path, n: int) -> list[dict]:
+    return [json.loads(line) for line in (repo_root / "datasets" / "demo" / "manifest.jsonl").open()][:n]
+
+
+def _streamed_config(tmp: Path, repo_root: Path, judge_url: str, n: int = 12, models: list[dict] | None = None) -> Path:
+    """3 replay configs (0.4 s a request, batches of 4) and an LLM judge behind ``judge_url``."""
+    rows = _demo_rows(repo_root, n)
+    recorded = tmp / "recorded.jsonl"
+    with recorded.open("w") as f:
+        for r in rows:
+            for mode in ("NT", "T"):
+                f.write(json.dumps({"sample_id": r["uid"], "mode": mode, "response": f"[{mode}] The answer is {r['answer']}."}) + "\n")
+    models = models or [{"name": f"cfg{i}", "engine": "replay", "options": {"path": str(recorded), "delay_s": 0.4},
+                         "modes": {"NT": {}, "T": {}}, "resources": {"replicas": 1, "num_cpus": 0.2, "batch_size": 4}}
+                        for i in range(3)]
+    judge = {"name": "fake", "kind": "llm", "with_image": False,
+             "llm": {"model": "fake-judge", "options": {"base_url": judge_url, "api_key_env": "HOWEVAL_TEST_KEY",
+                                                        "max_concurrency": 2, "timeout_s": 20, "max_retries": 0}}}
+    cfg = {"name": "streamed", "output_uri": str(tmp / "run"),
+           "benchmarks": [{"path": str(repo_root / "datasets" / "demo" / "manifest.jsonl"), "limit": n}],
+           "models": models, "judges": {"pattern": [judge], "num_cpus": 0.2}, "ray": {"num_cpus": 2}}
+    p = tmp / "streamed.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    return p
+
+
+def _parquet_count(folder: Path) -> int:
+    return len(list(folder.rglob("*.parquet"))) if folder.exists() else 0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_streamed_sweep_killed_at_random_points_resumes_exactly(tmp_path, repo_root, seed):
+    """3 configs at once, LLM-judged as responses land; SIGKILL once generation has written a seed-chosen
+    number of batches while a judge request is in flight (events, not timers); the same command then
+    ends with each key exactly once in responses and in judgments, every label the judge's."""
+    import random
+
+    from fakes.judge_server import FakeJudgeServer, expected_labels
+
+    n_batches = 3 * 6  # 3 configs x 12 samples x 2 modes / batches of 4
+    target = random.Random(seed).randint(2, n_batches - 6)
+    env = {**os.environ, "RAY_ADDRESS": "", "HOWEVAL_TEST_KEY": "k"}
+    with FakeJudgeServer(fault_rate=0.0, latency_s=0.3) as srv:
+        cfg = _streamed_config(tmp_path, repo_root, srv.base_url)
+        out = tmp_path / "run"
+        cmd = [sys.executable, "-m", "ray_jobs.sweep", "--config", str(cfg)]
+        proc = subprocess.Popen(cmd, start_new_session=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 240
+        state = None
+        while time.time() < deadline and proc.poll() is None:
+            written = _parquet_count(out / "responses")
+            if written >= target and srv.in_flight > 0:
+                state = (written, _parquet_count(out / "judgments"))
+                break
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert state is not None, "the sweep ended or timed out before the kill point"
+        assert state[0] < n_batches, f"generation was over at the kill ({state})"
+
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    responses = pq.read_table(out / "responses").to_pylist()
+    judgments = pq.read_table(out / "judgments").to_pylist()
+    want = sorted((r["uid"], f"cfg{i}", m) for r in _demo_rows(repo_root, 12) for i in range(3) for m in ("NT", "T"))
+    assert sorted(tuple(r[k] for k in KEY) for r in responses) == want
+    assert sorted(tuple(j[k] for k in KEY) for j in judgments) == want
+    text = {tuple(r[k] for k in KEY): r["response"] for r in responses}
+    for j in judgments:
+        assert j["judge_error"] is None, j["judge_error"]
+        assert {k: j[k] for k in ("cot", "rep", "con", "pr")} == expected_labels(text[tuple(j[k] for k in KEY)])
+    assert "cfg2  T   Acc" in done.stdout and "report.md" in done.stdout
+
+
+def test_failing_config_does_not_stop_the_others_and_errors_are_retried(tmp_path, repo_root, capsys):
+    """One config's engine does not start (bad replay file), one answers only half the samples (engine
+    errors on the rest), one is fine: exit 1 naming the failed config and its reason, the others written
+    and judged; reruns retry the error rows up to --max-attempts, each key stored once."""
+    from fakes.judge_server import FakeJudgeServer
+    from ray_jobs.sweep import main
+
+    rows = _demo_rows(repo_root, 6)
+    good, half, bad = tmp_path / "good.jsonl", tmp_path / "half.jsonl", tmp_path / "bad.jsonl"
+    good.write_text("".join(json.dumps({"sample_id": r["uid"], "response": f"The answer is {r['answer']}."}) + "\n" for r in rows))
+    half.write_text("".join(json.dumps({"sample_id": r["uid"], "response": "It is 3."}) + "\n" for r in rows[:3]))
+    bad.write_text('{"sample_id": "x"}\n')  # no response field: the engine refuses to start
+    res = {"replicas": 1, "num_cpus": 0.2, "batch_size": 4}
+    models = [{"name": n, "engine": "replay", "options": {"path": str(p)}, "modes": {"NT": {}, "T": {}}, "resources": res}
+              for n, p in (("good", good), ("half", half), ("broken", bad))]
+    os.environ["HOWEVAL_TEST_KEY"] = "k"
+    with FakeJudgeServer(fault_rate=0.0) as srv:
+        cfg = _streamed_config(tmp_path, repo_root, srv.base_url, n=6, models=models)
+        args = ["--config", str(cfg), "--max-attempts", "2"]
+        assert main(args) == 1
+        first = capsys.readouterr().out
+        out = tmp_path / "run"
+        failures = json.loads((out / "failures.json").read_text())
+        assert list(failures) == ["broken"] and "each line needs sample_id" in failures["broken"]
+        assert "FAILED (1)" in first and "  broken: ValueError:" in first
+        resp = pq.read_table(out / "responses").to_pylist()
+        assert sorted({r["config"] for r in resp}) == ["good", "half"] and len(resp) == 24
+        errors = sorted((r["sample_id"], r["mode"]) for r in resp if r["error"])
+        assert len(errors) == 6 and all(r["attempt"] == 1 for r in resp)
+        assert len(pq.read_table(out / "judgments")) == 18  # engine errors are not judged
+        assert "good  NT  Acc 100.0% (6 scored, 0 unresolved)" in first
+
+        assert main(args) == 1  # rerun: error rows get attempt 2, still one row per key
+        resp = pq.read_table(out / "responses").to_pylist()
+        assert len(resp) == 24 and len({tuple(r[k] for k in KEY) for r in resp}) == 24
+        assert sorted((r["sample_id"], r["mode"]) for r in resp if r["attempt"] == 2) == errors
+        assert main(args) == 1  # max attempts reached: nothing retried
+        assert max(r["attempt"] for r in pq.read_table(out / "responses").to_pylist()) == 2

@@ -1,0 +1,383 @@
+"""What each job computes, on the shared stage runner: "read the keys written -> pending rows -> batches".
+
+- :func:`generate_and_judge`: every model config of a sweep at once (one actor pool each), each finished
+  response batch streamed into one judge pool (verifier + pattern judges), responses and judgments
+  written as they land. Used by ``ray_jobs.sweep`` (all configs, judged), ``ray_jobs.judge`` (no
+  configs: only the responses still lacking a judgment) and ``ray_jobs.build_refs`` (writers, unjudged).
+- :func:`score_run`: CRYSTAL step scores of a run's responses (``ray_jobs.crystal``, the sweep).
+- :func:`run_adapt`: AdaptMMBench episodes, every config at once (``ray_jobs.adapt``, the sweep).
+
+Resume is exact: each batch is one atomically written Parquet file; the pending rows are the keys not
+yet written, plus rows whose engine call failed (``error``) and that have had fewer than
+``max_attempts`` attempts (``attempt`` column). A retried row is written beside the old one and the old
+one is then dropped (:func:`howeval.store.compact`), so each key is stored once after every run.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from functools import partial
+
+import pyarrow as pa
+
+from howeval.config import JudgesConfig, ModelConfig, SweepConfig
+from howeval.judges.pipeline import judge_id, verifier_id
+from howeval.records import (JUDGMENT_SCHEMA, KEY, RESPONSE_KEY, RESPONSE_SCHEMA, SAMPLE_SCHEMA, VERIFY_TYPE, conform,
+                             key_of, latest_attempts)
+from howeval.store import compact, join, read_table, remove_temp_files
+from ray_jobs.runner import QUIET_ENV, Progress, StageRunner, StageSpec
+
+log = logging.getLogger("howeval")
+
+WORK_SCHEMA = (SAMPLE_SCHEMA.append(pa.field("config", pa.string())).append(pa.field("mode", pa.string()))
+               .append(pa.field("instruction", pa.string())).append(pa.field("attempt", pa.int64())))
+"""Generation input: a sample, the config and mode to run it in, an optional instruction, the attempt number."""
+
+JUDGE_INPUT_SCHEMA = (RESPONSE_SCHEMA.append(pa.field("judges_needed", pa.list_(pa.string())))
+                      .append(pa.field("cached_verify", VERIFY_TYPE)).append(pa.field("image_data_urls", pa.list_(pa.string()))))
+"""Judging input: a response row, the judge ids it still needs (null = all), a reusable verifier verdict, and
+every image of the sample as data URLs (for image-aware judges; null otherwise)."""
+
+JUDGMENT_KEY = ("sample_id", "config", "mode", "judge")
+MAX_ATTEMPTS = 3
+"""Default attempts per row for rows whose engine call failed (``--max-attempts``)."""
+
+
+# -- planning (pure) ------------------------------------------------------------------------------------
+def latest_responses(rows: list[dict]) -> dict[tuple, dict]:
+    """One response per key ``(sample_id, config, mode)``: the highest ``attempt`` (null counts as 1)."""
+    return {(r["sample_id"], r["config"], r["mode"]): r for r in latest_attempts(rows)}
+
+
+def pending_work(samples: list[dict], model: ModelConfig, latest: dict[tuple, dict], modes=("NT", "T"),
+                 max_attempts: int = MAX_ATTEMPTS) -> list[dict]:
+    """Rows (sample + config + mode + attempt) still to generate, in sample order, NT before T.
+
+    A key is pending when it has no response, or its latest response has an engine ``error`` and fewer
+    than ``max_attempts`` attempts; ``attempt`` is then the previous attempt + 1 (1 for a new key).
+    """
+    out = []
+    for s in samples:
+        for m in modes:
+            if m not in model.modes:
+                continue
+            prev = latest.get((s["sample_id"], model.name, m))
+            if prev is None:
+                out.append({**s, "config": model.name, "mode": m, "attempt": 1})
+            elif prev.get("error") and (prev.get("attempt") or 1) < max_attempts:
+                out.append({**s, "config": model.name, "mode": m, "attempt": (prev.get("attempt") or 1) + 1})
+    return out
+
+
+def plan_judging(responses: list[dict], judgments: list[dict], judges: JudgesConfig,
+                 only: list[str] | None = None) -> list[dict]:
+    """Response rows that still need a judge, each with ``judges_needed`` and ``cached_verify``.
+
+    Rows with an engine ``error`` are not judged (nothing to judge; a rerun retries the generation).
+    A (response, judge) pair is done when a judgment with the same key, judge id and response hash
+    exists without ``judge_error``. A verifier verdict is reusable when it has the same response hash and
+    verifier id and is not an LLM failure.
+    """
+    vid = verifier_id(judges)
+    done, cached = set(), {}
+    for j in judgments:
+        k = key_of(j, RESPONSE_KEY)
+        if not j.get("judge_error"):
+            done.add((*k, j["judge"]))
+        if j.get("verifier") == vid and j.get("verify_method") not in (None, "llm_error"):
+            cached[k] = {"correct": j["correct"], "extracted": j["extracted"],
+                         "method": j["verify_method"], "reason": j["verify_reason"]}  # a VERIFY_TYPE struct
+    ids = [judge_id(c) for c in judges.pattern if only is None or c.name in only]
+    out = []
+    for r in responses:
+        if r.get("error"):
+            continue
+        k = key_of(r, RESPONSE_KEY)
+        need = [jid for jid in ids if (*k, jid) not in done]
+        if need:
+            out.append({**r, "judges_needed": need, "cached_verify": cached.get(k)})
+    return out
+
+
+def judge_input(batch: pa.Table, out: pa.Table, with_images: bool = False) -> pa.Table | None:
+    """Forward of a generation batch to judging (runs in the policy actor): the responses without an
+    engine error, with every image of the sample as data URLs when an image-aware judge needs them."""
+    rows = [r for r in out.to_pylist() if not r.get("error")]
+    if not rows:
+        return None
+    if with_images:
+        from howeval.judges.images import judge_image_urls
+
+        imgs = {s["sample_id"]: s["images"] for s in batch.select(["sample_id", "images"]).to_pylist()}
+        for r in rows:
+            r["image_data_urls"] = judge_image_urls(imgs.get(r["sample_id"]), r["sample_id"]) or None
+    return conform(rows, JUDGE_INPUT_SCHEMA)
+
+
+def blocks(table: pa.Table, rows_per_block: int) -> list[pa.Table]:
+    """Split a table into batches of ``rows_per_block`` rows (one output file each: the resume unit)."""
+    return [table.slice(i, rows_per_block) for i in range(0, table.num_rows, rows_per_block)]
+
+
+def _response_rank(r: dict):
+    return r.get("attempt") or 1
+
+
+def _judgment_rank(current: dict[tuple, str | None]):
+    def rank(j: dict):
+        k = (j["sample_id"], j["config"], j["mode"])
+        return (k in current and current[k] == j.get("response_hash"), not j.get("judge_error"))
+    return rank
+
+
+def tidy(output_uri: str) -> dict:
+    """Leave one row per key under ``responses/`` and ``judgments/`` (after a retry or a killed run):
+    temp files removed, superseded attempts and judgments of superseded responses dropped."""
+    dropped = {}
+    for part in ("responses", "judgments"):
+        remove_temp_files(join(output_uri, part))
+    dropped["responses"] = compact(join(output_uri, "responses"), KEY, _response_rank)
+    rows = read_table(join(output_uri, "responses"), RESPONSE_SCHEMA)[0].to_pylist()
+    current = {k: r["response_hash"] for k, r in latest_responses(rows).items()}
+    dropped["judgments"] = compact(join(output_uri, "judgments"), JUDGMENT_KEY, _judgment_rank(current))
+    return dropped
+
+
+# -- the streamed generate -> judge pipeline ------------------------------------------------------------
+@dataclass
+class RunOutcome:
+    """What a pipeline run did: rows written per stage label, and the failed stages with their reason."""
+
+    failures: dict[str, str] = field(default_factory=dict)
+    generated: dict[str, int] = field(default_factory=dict)
+    judged: int = 0
+    seconds: float = 0.0
+
+
+def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, judges: JudgesConfig | None,
+                       modes=("NT", "T"), max_attempts: int = MAX_ATTEMPTS, only: list[str] | None = None,
+                       progress: Progress | None = None, verbose: bool = False, max_restarts: int = 1,
+                       max_task_retries: int = 1) -> RunOutcome:
+    """Generate every pending row of every config at once and judge each response batch as it lands.
+
+    Args:
+        cfg: a job config with ``output_uri`` (responses under ``<output_uri>/responses/<config>/``,
+            judgments under ``<output_uri>/judgments/<config>/``).
+        samples: benchmark rows (``SAMPLE_SCHEMA`` columns; an ``instruction`` column is passed on).
+        models: the configs to generate with (each its own actor pool); ``[]`` = judge only.
+        judges: the judges block; None = generate only (no judgments).
+        modes: modes to run (those a model does not configure are skipped).
+        max_attempts: attempts per row whose engine call failed (>= 1).
+        only: pattern-judge names to run (default all).
+        progress: live progress (a quiet one is made when None).
+
+    Returns:
+        :class:`RunOutcome`; ``failures`` maps ``"generate:<config>"`` / ``"judge"`` to a one-line reason.
+    """
+    import time
+
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+    t0 = time.perf_counter()
+    out = cfg.output_uri
+    tidy(out)
+    progress = progress or Progress(stream=open(os.devnull, "w"), tty=False)
+    outcome = RunOutcome()
+    responses = read_table(join(out, "responses"), RESPONSE_SCHEMA)[0].to_pylist()
+    latest = latest_responses(responses)
+    labels: dict[str, str] = {}  # stage name -> config
+
+    def on_result(stage, meta, stats):
+        for group, s in stats["groups"].items():
+            if stage == "judge":
+                progress.update("judge", s["rows"] // max(n_judges, 1), s["errors"] // max(n_judges, 1))
+                outcome.judged += s["rows"]
+            else:
+                progress.update(f"{labels[stage]} {group}", s["rows"], s["errors"], s["tokens"])
+                outcome.generated[labels[stage]] = outcome.generated.get(labels[stage], 0) + s["rows"]
+                if judges is not None and s["errors"]:
+                    progress.shrink("judge", s["errors"])
+
+    def on_failure(stage, reason):
+        outcome.failures[stage] = reason
+        if stage == "judge":
+            progress.fail("judge", reason)
+            progress.note(f"FAILED judge: {reason}")
+            return
+        name = labels[stage]
+        for m in modes:
+            if f"{name} {m}" in progress.lines:
+                ln = progress.lines[f"{name} {m}"]
+                progress.fail(f"{name} {m}", reason)
+                if judges is not None:
+                    progress.shrink("judge", ln.total - ln.done)
+        progress.note(f"FAILED {name}: {reason}")
+
+    def on_start(stage):
+        for label in (["judge"] if stage == "judge" else [f"{labels[stage]} {m}" for m in modes]):
+            if label in progress.lines:
+                progress.start(label)
+
+    runner = StageRunner(max_restarts=max_restarts, max_task_retries=max_task_retries,
+                         env=None if verbose else QUIET_ENV, on_result=on_result, on_failure=on_failure,
+                         on_tick=progress.tick, on_start=on_start)
+    n_judges = 0
+    with_images = False
+    if judges is not None:
+        n_judges = len([j for j in judges.pattern if only is None or j.name in only])
+        with_images = any(j.kind == "llm" and j.with_image for j in judges.pattern if only is None or j.name in only)
+        from actors.judge import JudgeStage
+
+        from howeval.judges.cache import judge_cache_dir
+
+        cache_dir = judge_cache_dir(judges, out)  # write-ahead: a killed run pays no finished judge call twice
+        runner.add(StageSpec(name="judge", cls=JudgeStage, kwargs={"judges": judges, "only": only, "cache_dir": cache_dir},
+                             replicas=judges.replicas, num_cpus=judges.num_cpus, out_uri=join(out, "judgments", "{config}"),
+                             error_col="judge_error", label="judge"))
+    from actors.policy import PolicyStage
+
+    keys_pending: set[tuple] = set()
+    for model in models:
+        todo = pending_work(samples, model, latest, modes, max_attempts)
+        keys_pending |= {(r["sample_id"], r["config"], r["mode"]) for r in todo}
+        for m in (m for m in modes if m in model.modes):
+            waiting = sum(1 for r in todo if r["mode"] == m)
+            progress.add(f"{model.name} {m}", total=len(samples), done=len(samples) - waiting)
+        if not todo:
+            continue
+        stage = f"generate:{model.name}"
+        labels[stage] = model.name
+        r = model.resources
+        runner.add(StageSpec(
+            name=stage, cls=PolicyStage, kwargs={"model_config": model}, out_uri=join(out, "responses", model.name),
+            then="judge" if judges is not None else None,
+            forward=partial(judge_input, with_images=with_images) if judges is not None else None,
+            replicas=r.replicas, num_cpus=r.num_cpus, num_gpus=r.num_gpus, accelerator_type=r.accelerator_type,
+            group_col="mode", tokens_col="completion_tokens"))
+        for b in blocks(conform(todo, WORK_SCHEMA), r.batch_size):
+            runner.feed(stage, b, {"config": model.name})
+    if judges is not None:
+        rows = [r for r in latest.values() if r["config"] in {m.name for m in models} or not models]
+        judgments = read_table(join(out, "judgments"), JUDGMENT_SCHEMA)[0].to_pylist()
+        catch_up = plan_judging(rows, judgments, judges, only)
+        catch_up = [r for r in catch_up if (r["sample_id"], r["config"], r["mode"]) not in keys_pending]
+        if catch_up and with_images:
+            from howeval.judges.images import judge_image_urls
+
+            imgs = {s["sample_id"]: s["images"] for s in samples if s.get("images")}
+            for r in catch_up:
+                r["image_data_urls"] = judge_image_urls(imgs.get(r["sample_id"]), r["sample_id"]) or None
+        judged_before = len({(r["sample_id"], r["config"], r["mode"]) for r in rows if not r.get("error")}) - len(catch_up)
+        progress.add("judge", total=judged_before + len(catch_up) + len(keys_pending), done=judged_before)
+        by_config: dict[str, list[dict]] = {}
+        for r in catch_up:
+            by_config.setdefault(r["config"], []).append(r)
+        for name, rs in by_config.items():
+            for b in blocks(conform(rs, JUDGE_INPUT_SCHEMA), 16):
+                runner.feed("judge", b, {"config": name})
+    progress.tick(force=True)
+    outcome.failures = runner.run()
+    progress.tick(force=True)
+    tidy(out)
+    outcome.seconds = time.perf_counter() - t0
+    return outcome
+
+
+# -- CRYSTAL step scores and AdaptMMBench episodes -------------------------------------------------------
+def score_run(cfg: SweepConfig, samples: list[dict], verbose: bool = False) -> dict:
+    """CRYSTAL step scores of the run's responses that have reference steps, appended to ``<run>/steps``
+    (keyed by ``records.STEP_KEY``: rerunning scores nothing twice). Returns ``{"scored": n}`` and
+    ``"failed"`` with the reason when the embedder pool failed."""
+    from actors.embedder import StepScoreUDF
+    from howeval.benchmarks.crystal import crystal_settings
+    from howeval.parsing.steps import response_steps
+    from howeval.records import STEP_KEY, STEPS_SCHEMA
+    from howeval.store import existing_keys
+
+    s = crystal_settings(cfg.crystal)
+    emb = s["embedder"] or "all-MiniLM-L6-v2"
+    refs = {x["sample_id"]: x["reference_steps"] for x in samples if x.get("reference_steps")}
+    responses = latest_responses(read_table(join(cfg.output_uri, "responses"), RESPONSE_SCHEMA)[0].to_pylist())
+    remove_temp_files(join(cfg.output_uri, "steps"))
+    done = existing_keys(read_table(join(cfg.output_uri, "steps"), STEPS_SCHEMA)[0], STEP_KEY)
+    todo = []
+    for r in responses.values():
+        if r["sample_id"] not in refs or r.get("error"):
+            continue
+        key = (r["sample_id"], r["config"], r["mode"], r["response_hash"], emb, s["tau"], s["alpha"], s["order"])
+        if key in done:
+            continue
+        todo.append(dict(zip(STEP_KEY, key)) | {"pred_steps": response_steps(r["response"] or "", r.get("reasoning")),
+                                                "ref_steps": refs[r["sample_id"]]})
+    if not todo:
+        return {"scored": 0}
+    runner = StageRunner(env=None if verbose else QUIET_ENV)
+    runner.add(StageSpec(name="crystal", cls=StepScoreUDF, batch_format="numpy", out_uri=join(cfg.output_uri, "steps"),
+                         kwargs={"tau": s["tau"], "alpha": s["alpha"], "order": s["order"], "model_path": s["embedder"]},
+                         replicas=s["replicas"], num_cpus=s["num_cpus"], error_col=None))
+    table = pa.Table.from_pylist(todo, schema=pa.schema([STEPS_SCHEMA.field(n) for n in (*STEP_KEY, "pred_steps", "ref_steps")]))
+    for b in blocks(table, 64):
+        runner.feed("crystal", b)
+    failures = runner.run()
+    log.info("CRYSTAL: scored %d responses", len(todo))
+    return {"scored": len(todo), **({"failed": failures["crystal"]} if failures else {})}
+
+
+ADAPT_WORK_SCHEMA = SAMPLE_SCHEMA.append(pa.field("config", pa.string())).append(pa.field("adapt_mode", pa.string()))
+
+
+def adapt_settings(cfg: SweepConfig, engine: str) -> dict:
+    """The sweep's ``adapt:`` block (validated at load; defaults when unset) with tool_format filled in for
+    ``engine`` (plain text for ``hf``/``replay``)."""
+    from howeval.config import AdaptConfig
+
+    return (cfg.adapt or AdaptConfig()).for_engine(engine).model_dump()
+
+
+def run_adapt(cfg: SweepConfig, samples: list[dict], verbose: bool = False) -> tuple[dict, dict[str, str]]:
+    """Every model on the items with evidence boxes, all configs at once; rows under ``<run>/adapt/<config>/``
+    keyed by (sample_id, config, mode). Returns ``({config: summary}, {config: failure reason})``."""
+    from actors.adapt import AdaptStage
+    from howeval.benchmarks.adapt.metrics import summarize_rows
+    from howeval.records import ADAPT_SCHEMA
+    from howeval.store import existing_keys
+
+    items = [s for s in samples if s.get("evidence_boxes") and s.get("images")]
+    if not items:
+        return {}, {}
+    runner = StageRunner(env=None if verbose else QUIET_ENV)
+    for model in cfg.models:
+        s = adapt_settings(cfg, model.engine)
+        uri = join(cfg.output_uri, "adapt", model.name)
+        remove_temp_files(uri)
+        done = existing_keys(read_table(uri, ADAPT_SCHEMA)[0], ("sample_id", "config", "mode"))
+        todo = [{**x, "config": model.name, "adapt_mode": m} for m in s["modes"] for x in items
+                if (x["sample_id"], model.name, m) not in done]
+        if not todo:
+            continue
+        r = model.resources
+        runner.add(StageSpec(name=model.name, cls=AdaptStage, out_uri=uri,
+                             kwargs={"model_config": model, "settings": s, "schema": ADAPT_SCHEMA},
+                             replicas=r.replicas, num_cpus=r.num_cpus, num_gpus=r.num_gpus,
+                             accelerator_type=r.accelerator_type))
+        for b in blocks(conform(todo, ADAPT_WORK_SCHEMA), r.batch_size):
+            runner.feed(model.name, b)
+    failures = runner.run()
+    summaries = {m.name: summarize_rows(read_table(join(cfg.output_uri, "adapt", m.name), ADAPT_SCHEMA)[0].to_pylist())
+                 for m in cfg.models}
+    return summaries, failures
+
+
+def generate(cfg, model: ModelConfig, samples: list[dict], modes=("NT", "T"), max_attempts: int = MAX_ATTEMPTS,
+             verbose: bool = False) -> dict:
+    """Generate one config's pending rows without judging (``build_refs``' writers, benchmarks).
+
+    Returns counts: ``{"config", "new", "seconds"}`` and ``"failed"`` with the reason when the config failed.
+    """
+    outcome = generate_and_judge(cfg, samples, [model], judges=None, modes=modes, max_attempts=max_attempts,
+                                 verbose=verbose)
+    res = {"config": model.name, "new": outcome.generated.get(model.name, 0), "seconds": outcome.seconds}
+    if outcome.failures:
+        res["failed"] = next(iter(outcome.failures.values()))
+    return res

@@ -1,0 +1,146 @@
+"""The shared stage runner: failure reasons, batch file names, progress lines; stages through Ray."""
+from __future__ import annotations
+
+import io
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from ray_jobs.runner import Progress, StageRunner, StageSpec, batch_file_name, batch_stats, one_line
+
+
+def test_one_line_takes_the_innermost_error_line():
+    text = ("The actor died because of an error raised in its creation task, ray::StageActor.__init__()\n"
+            "  File \"x.py\", line 3, in __init__\n"
+            "ray.exceptions.ActorDiedError: outer wrapper\n"
+            "FileNotFoundError: [Errno 2] No such file or directory: '/models/x'\n")
+    assert one_line(text) == "FileNotFoundError: [Errno 2] No such file or directory: '/models/x'"
+    assert one_line("plain message\nsecond") == "plain message"
+    assert one_line(ValueError("bad x")) == "bad x"
+    assert len(one_line("E" * 1000, limit=50)) == 50
+
+
+def test_batch_file_name_is_a_function_of_the_keys():
+    a = pa.table({"sample_id": ["s1", "s2"], "config": ["c", "c"], "mode": ["NT", "T"], "x": [1, 2]})
+    b = pa.table({"sample_id": ["s1", "s2"], "config": ["c", "c"], "mode": ["NT", "T"], "x": [9, 9]})
+    c = pa.table({"sample_id": ["s1", "s3"], "config": ["c", "c"], "mode": ["NT", "T"], "x": [1, 2]})
+    assert batch_file_name(a) == batch_file_name(b)  # same keys, same file: a retry replaces it
+    assert batch_file_name(a) != batch_file_name(c)
+    assert batch_file_name(a).startswith("part-") and batch_file_name(a).endswith(".parquet")
+
+
+def test_batch_stats_counts_rows_errors_tokens_per_group():
+    t = pa.table({"mode": ["NT", "NT", "T"], "error": [None, "boom", None], "completion_tokens": [5, None, 7]})
+    assert batch_stats(t, "mode", "error", "completion_tokens") == {
+        "NT": {"rows": 2, "errors": 1, "tokens": 5}, "T": {"rows": 1, "errors": 0, "tokens": 7}}
+    assert batch_stats(t, None, None, None) == {None: {"rows": 3, "errors": 0, "tokens": 0}}
+
+
+class Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_progress_line_rate_eta_and_failure():
+    clock, out = Clock(), io.StringIO()
+    p = Progress(stream=out, clock=clock, tty=False, log_interval=30)
+    p.add("qwen NT", total=200, done=20)
+    p.add("judge", total=10)
+    p.start("qwen NT")
+    clock.t = 110.0
+    p.update("qwen NT", rows=40, errors=3, tokens=4000)  # 40 new rows in 10 s -> 4 rows/s, 140 left -> 35 s
+    assert p.line("qwen NT") == "  qwen NT      60/200     30%  err 3   400.0 tok/s  ETA 35s"
+    assert p.line("judge").endswith("waiting")
+    p.fail("judge", "RuntimeError: no key")
+    assert p.line("judge").endswith("FAILED: RuntimeError: no key")
+    p.shrink("qwen NT", 150)
+    assert p.lines["qwen NT"].total == 60  # never below what is done
+    p.tick()
+    p.tick()  # within the log interval: printed once
+    assert out.getvalue().count("qwen NT") == 1 and out.getvalue().startswith("[10s]")
+
+
+def test_progress_redraws_in_place_on_a_terminal():
+    clock, out = Clock(), io.StringIO()
+    p = Progress(stream=out, clock=clock, tty=True, interval=0.5)
+    p.add("a NT", total=2)
+    p.tick()
+    clock.t += 1
+    p.update("a NT", rows=2)
+    p.tick()
+    assert "\x1b[2F\x1b[J" in out.getvalue()  # moved up over the 2 lines drawn before
+    assert out.getvalue().rstrip().endswith("done")
+
+
+# -- through Ray -------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def ray_local():
+    import ray
+
+    from fakes import stages as fake_stages
+    from howeval.config import RayConfig
+    from ray_jobs.common import init_ray
+
+    ray.cloudpickle.register_pickle_by_value(fake_stages)
+    init_ray(RayConfig(num_cpus=2), verbose=False)
+    return fake_stages
+
+
+def _rows(config: str, xs: list[int]) -> pa.Table:
+    return pa.table({"sample_id": [f"s{x}" for x in xs], "config": [config] * len(xs), "mode": ["NT"] * len(xs), "x": xs})
+
+
+@pytest.mark.ray
+def test_failing_stages_do_not_stop_the_others(ray_local, tmp_path):
+    """A constructor that raises, a process that dies on one batch (bounded restarts) and a stage that raises
+    each end as a failed stage with a one-line reason; the healthy stage writes all its rows."""
+    fk = ray_local
+    starts = tmp_path / "starts.txt"
+    failures_seen = []
+    runner = StageRunner(max_restarts=1, max_task_retries=1, on_failure=lambda s, r: failures_seen.append(s))
+    runner.add(StageSpec("ok", fk.Double, out_uri=str(tmp_path / "ok"), num_cpus=0.1))
+    runner.add(StageSpec("broken", fk.BrokenInit, out_uri=str(tmp_path / "broken"), num_cpus=0.1))
+    runner.add(StageSpec("crash", fk.CrashOn, {"bad": 7, "starts_file": str(starts)}, out_uri=str(tmp_path / "crash"),
+                         num_cpus=0.1, in_flight=1))
+    runner.add(StageSpec("raise", fk.RaiseOn, out_uri=str(tmp_path / "raise"), num_cpus=0.1))
+    for i in range(0, 12, 3):
+        runner.feed("ok", _rows("ok", list(range(i, i + 3))))
+        runner.feed("broken", _rows("broken", list(range(i, i + 3))))
+        runner.feed("raise", _rows("raise", list(range(i, i + 3))))
+    runner.feed("crash", _rows("crash", [1, 2]))
+    runner.feed("crash", _rows("crash", [7, 8]))
+    runner.feed("crash", _rows("crash", [9, 10]))
+    failures = runner.run()
+
+    assert set(failures) == {"broken", "crash", "raise"} and sorted(failures_seen) == ["broken", "crash", "raise"]
+    assert failures["broken"] == "RuntimeError: engine refused gpu_memory_utilization=1.5 (fake)"
+    assert failures["raise"] == "ValueError: column 'x' holds a string (fake)"
+    assert "died" in failures["crash"].lower() or "exit" in failures["crash"].lower(), failures["crash"]
+    # one start, then max_restarts=1 restart for the retried batch, then no more: bounded
+    assert len(starts.read_text().split()) == 2
+    ok = pq.read_table(tmp_path / "ok").to_pylist()
+    assert sorted(r["x"] for r in ok) == [2 * x for x in range(12)]
+    crash = pq.read_table(tmp_path / "crash").to_pylist()
+    assert sorted(r["x"] for r in crash) == [2, 4]  # the batch before the crash is kept; the rest stays pending
+    assert not (tmp_path / "broken").exists() and not (tmp_path / "raise").exists()
+
+
+@pytest.mark.ray
+def test_forwarded_batches_stream_into_the_next_stage(ray_local, tmp_path):
+    """Each finished batch of stage a goes on to stage b (a -> b), both written; a retried batch name is stable."""
+    fk = ray_local
+    runner = StageRunner()
+    runner.add(StageSpec("a", fk.Double, out_uri=str(tmp_path / "a" / "{config}"), then="b", num_cpus=0.1,
+                         forward=None))
+    runner.add(StageSpec("b", fk.Double, out_uri=str(tmp_path / "b" / "{config}"), num_cpus=0.1))
+    for i in range(0, 6, 2):
+        runner.feed("a", _rows("c1", [i, i + 1]), {"config": "c1"})
+    assert runner.run() == {}
+    a = pq.read_table(tmp_path / "a" / "c1").to_pylist()
+    b = pq.read_table(tmp_path / "b" / "c1").to_pylist()
+    assert sorted(r["x"] for r in a) == [0, 2, 4, 6, 8, 10]
+    assert sorted(r["x"] for r in b) == [0, 4, 8, 12, 16, 20]  # b got a's output batches

@@ -1,0 +1,95 @@
+"""Planning of the shared stages (pending rows, attempts, judging) and the one-row-per-key tidy-up."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from howeval.config import JudgesConfig, ModelConfig
+from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA, conform
+from howeval.store import compact, write_table
+from ray_jobs.stages import judge_input, latest_responses, pending_work, plan_judging, tidy
+
+def _png() -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (2, 2), "red").save(buf, format="PNG")
+    return buf.getvalue()
+
+
+PNG = _png()
+MODEL = ModelConfig(name="m", engine="replay", options={"path": "x.jsonl"}, modes={"NT": {}, "T": {}})
+SAMPLES = [{"sample_id": "a"}, {"sample_id": "b"}]
+
+
+def _resp(sid, mode, error=None, attempt=1, h="h"):
+    return {"sample_id": sid, "config": "m", "mode": mode, "error": error, "attempt": attempt,
+            "response_hash": None if error else h}
+
+
+def test_pending_work_new_keys_and_error_retries_up_to_max_attempts():
+    latest = latest_responses([_resp("a", "NT"), _resp("a", "T", error="timeout", attempt=1),
+                               _resp("b", "NT", error="timeout", attempt=1), _resp("b", "NT", error="500", attempt=3)])
+    todo = pending_work(SAMPLES, MODEL, latest, max_attempts=3)
+    # a/NT done; a/T failed once -> attempt 2; b/NT failed 3 times -> given up; b/T new -> attempt 1
+    assert [(r["sample_id"], r["mode"], r["attempt"]) for r in todo] == [("a", "T", 2), ("b", "T", 1)]
+    assert pending_work(SAMPLES, MODEL, latest, max_attempts=1) == [{"sample_id": "b", "config": "m", "mode": "T", "attempt": 1}]
+    nt_only = MODEL.model_copy(update={"modes": {"NT": MODEL.modes["NT"]}})
+    assert [r["mode"] for r in pending_work(SAMPLES, nt_only, {}, max_attempts=3)] == ["NT", "NT"]
+
+
+def test_plan_judging_skips_engine_errors_and_done_pairs():
+    judges = JudgesConfig.model_validate({"pattern": [{"name": "rules"}, {"name": "other"}]})
+    responses = [_resp("a", "NT", h="h1"), _resp("a", "T", error="boom"), _resp("b", "NT", h="h2")]
+    judgments = [{"sample_id": "a", "config": "m", "mode": "NT", "response_hash": "h1", "judge": "rules@1",
+                  "judge_error": None, "verifier": "rules@1", "verify_method": "rule", "correct": True,
+                  "extracted": "4", "verify_reason": None},
+                 {"sample_id": "b", "config": "m", "mode": "NT", "response_hash": "h2", "judge": "rules@1",
+                  "judge_error": "429", "verifier": "rules@1", "verify_method": "rule", "correct": False,
+                  "extracted": "3", "verify_reason": None}]
+    plan = plan_judging(responses, judgments, judges)
+    assert [(r["sample_id"], r["judges_needed"]) for r in plan] == [("a", ["other@1"]), ("b", ["rules@1", "other@1"])]
+    assert plan[0]["cached_verify"]["correct"] is True and plan[1]["cached_verify"]["extracted"] == "3"
+
+
+def test_judge_input_drops_error_rows_and_adds_the_image():
+    batch = pa.table({"sample_id": ["a", "b"], "images": [[PNG], []]})
+    out = conform([_resp("a", "NT"), _resp("b", "NT", error="boom")], RESPONSE_SCHEMA)
+    fwd = judge_input(batch, out, with_images=True)
+    assert fwd.column("sample_id").to_pylist() == ["a"]
+    assert fwd.column("image_data_urls").to_pylist()[0][0].startswith("data:image/png;base64,")
+    assert judge_input(batch, conform([_resp("b", "NT", error="boom")], RESPONSE_SCHEMA)) is None
+
+
+def test_compact_keeps_the_best_row_per_key(tmp_path):
+    write_table(pa.table({"k": ["a", "b"], "attempt": [1, 1]}), str(tmp_path / "part-1.parquet"))
+    write_table(pa.table({"k": ["b"], "attempt": [2]}), str(tmp_path / "part-2.parquet"))
+    assert compact(str(tmp_path), ("k",), rank=lambda r: r["attempt"]) == 1
+    rows = sorted(pq.read_table(tmp_path).to_pylist(), key=lambda r: r["k"])
+    assert rows == [{"k": "a", "attempt": 1}, {"k": "b", "attempt": 2}]
+    write_table(pa.table({"k": ["a"], "attempt": [1]}), str(tmp_path / "part-3.parquet"))  # same rank: newest wins
+    assert compact(str(tmp_path), ("k",)) == 1
+    assert sorted(p.name for p in tmp_path.glob("*.parquet")) == ["part-2.parquet", "part-3.parquet"]
+
+
+def test_tidy_leaves_one_response_and_one_judgment_per_key(tmp_path):
+    run = tmp_path / "run"
+    write_table(conform([_resp("a", "NT", error="boom", attempt=1), _resp("b", "NT", h="hb")], RESPONSE_SCHEMA),
+                str(run / "responses" / "m" / "part-1.parquet"))
+    write_table(conform([_resp("a", "NT", h="ha2", attempt=2)], RESPONSE_SCHEMA), str(run / "responses" / "m" / "part-2.parquet"))
+    j = {"config": "m", "mode": "NT", "judge": "rules@1"}
+    write_table(conform([{**j, "sample_id": "b", "response_hash": "hb", "judge_error": "429"},
+                         {**j, "sample_id": "a", "response_hash": "old", "judge_error": None}], JUDGMENT_SCHEMA),
+                str(run / "judgments" / "m" / "part-1.parquet"))
+    write_table(conform([{**j, "sample_id": "b", "response_hash": "hb", "judge_error": None},
+                         {**j, "sample_id": "a", "response_hash": "ha2", "judge_error": None}], JUDGMENT_SCHEMA),
+                str(run / "judgments" / "m" / "part-2.parquet"))
+    (run / "responses" / "m" / ".part-9.parquet.1234.tmp").write_bytes(b"partial")
+    assert tidy(str(run)) == {"responses": 1, "judgments": 2}
+    resp = sorted((r["sample_id"], r["attempt"], r["error"]) for r in pq.read_table(run / "responses").to_pylist())
+    assert resp == [("a", 2, None), ("b", 1, None)]
+    judg = sorted((r["sample_id"], r["response_hash"], r["judge_error"]) for r in pq.read_table(run / "judgments").to_pylist())
+    assert judg == [("a", "ha2", None), ("b", "hb", None)]
+    assert not list((run / "responses").rglob("*.tmp"))
