@@ -17,7 +17,19 @@ from howeval.benchmarks.loaders import load_samples
 from howeval.config import AdaptConfig, SweepConfig, load_run_config
 from howeval.report.run import write_report
 from ray_jobs.common import init_ray
-from ray_jobs.stages import adapt_settings as settings, run_adapt  # noqa: F401  (settings re-exported)
+from ray_jobs.stages import adapt_episodes, adapt_settings as settings  # noqa: F401  (settings re-exported)
+
+
+def run_adapt(cfg: SweepConfig, samples: list[dict], verbose: bool = False) -> dict:
+    """Run every model on the items with evidence boxes, all configs at once; returns ``{config: summary}``.
+    A config whose engine fails is reported on stderr and left out (its rows stay pending)."""
+    if not any(s.get("evidence_boxes") and s.get("images") for s in samples):
+        return {}
+    init_ray(cfg.ray, verbose=verbose)
+    summaries, failures = adapt_episodes(cfg, samples, verbose=verbose)
+    for name, reason in sorted(failures.items()):
+        print(f"FAILED {name}: {reason}", file=sys.stderr)
+    return {k: v for k, v in summaries.items() if k not in failures}
 
 
 def main(argv=None) -> int:
@@ -27,12 +39,10 @@ def main(argv=None) -> int:
     cfg = load_run_config(a.run)
     cfg = SweepConfig.model_validate({**cfg.model_dump(), "adapt": cfg.adapt or AdaptConfig()})
     samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
-    init_ray(cfg.ray, verbose=False)
-    _, failures = run_adapt(cfg, samples)
+    summaries = run_adapt(cfg, samples)
     write_report(cfg)
-    for name, reason in sorted(failures.items()):
-        print(f"FAILED {name}: {reason}", file=sys.stderr)
-    return 1 if failures else 0
+    has_items = any(s.get("evidence_boxes") and s.get("images") for s in samples)
+    return 1 if has_items and any(m.name not in summaries for m in cfg.models) else 0
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
   written as they land. Used by ``ray_jobs.sweep`` (all configs, judged), ``ray_jobs.judge`` (no
   configs: only the responses still lacking a judgment) and ``ray_jobs.build_refs`` (writers, unjudged).
 - :func:`score_run`: CRYSTAL step scores of a run's responses (``ray_jobs.crystal``, the sweep).
-- :func:`run_adapt`: AdaptMMBench episodes, every config at once (``ray_jobs.adapt``, the sweep).
+- :func:`adapt_episodes`: AdaptMMBench episodes, every config at once (``ray_jobs.adapt``, the sweep).
 
 Resume is exact: each batch is one atomically written Parquet file; the pending rows are the keys not
 yet written, plus rows whose engine call failed (``error``) and that have had fewer than
@@ -335,7 +335,7 @@ def adapt_settings(cfg: SweepConfig, engine: str) -> dict:
     return (cfg.adapt or AdaptConfig()).for_engine(engine).model_dump()
 
 
-def run_adapt(cfg: SweepConfig, samples: list[dict], verbose: bool = False) -> tuple[dict, dict[str, str]]:
+def adapt_episodes(cfg: SweepConfig, samples: list[dict], verbose: bool = False) -> tuple[dict, dict[str, str]]:
     """Every model on the items with evidence boxes, all configs at once; rows under ``<run>/adapt/<config>/``
     keyed by (sample_id, config, mode). Returns ``({config: summary}, {config: failure reason})``."""
     from actors.adapt import AdaptStage

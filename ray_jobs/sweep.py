@@ -26,7 +26,7 @@ from howeval.report.run import write_report
 from howeval.store import join, write_json
 from ray_jobs.common import init_ray
 from ray_jobs.runner import Progress
-from ray_jobs.stages import MAX_ATTEMPTS, generate_and_judge, run_adapt, score_run
+from ray_jobs.stages import MAX_ATTEMPTS, adapt_episodes, generate_and_judge, score_run
 
 
 def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool = False,
@@ -49,7 +49,7 @@ def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool 
     if cfg.crystal is not None:
         progress.note(f"CRYSTAL: {score_run(cfg, samples, verbose=verbose)}")
     if cfg.adapt is not None:
-        summaries, adapt_failures = run_adapt(cfg, samples, verbose=verbose)
+        _, adapt_failures = adapt_episodes(cfg, samples, verbose=verbose)
         failures.update({f"adapt:{k}": v for k, v in adapt_failures.items()})
     write_json(join(cfg.output_uri, "failures.json"), json.dumps(failures, indent=2, sort_keys=True))
     return write_report(cfg, bad_rows=bad), failures
