@@ -232,8 +232,8 @@ class StageRunner:
         cls = ray.remote(StageActor).options(**opts)
         # no more actors than batches queued (an actor without a batch would load a model for nothing);
         # a stage fed later (the judge) starts its full pool: more batches are on their way
-        n = spec.replicas if spec.then is None and any(s.then == name for s in self.stages.values()) \
-            else max(1, min(spec.replicas, len(self.queues[name])))
+        fed = any(s.then == name for s in self.stages.values())
+        n = spec.replicas if fed else max(1, min(spec.replicas, len(self.queues[name])))
         self.actors[name] = [cls.remote(spec.cls, spec.kwargs, self.env) for _ in range(n)]
         self.load[name] = [0] * n
         self.is_ready[name] = [False] * n
