@@ -1,11 +1,14 @@
 """The openai engine's flow control: the qps limiter with an injected clock, and against a scripted fake
 server on 127.0.0.1 (tests/fakes/chat_server.py) the circuit breaker on an endpoint that never answers,
 Retry-After waited out, the per-request deadline, and one in-flight window shared across batches (no
-per-batch barrier). No wall-clock rates: waits are checked with injected clocks or server-side events."""
+per-batch barrier); against a capture server: images, template kwargs and reasoning sent and read, retries,
+key and URL variables. No wall-clock rates: waits are checked with injected clocks or server-side events."""
 from __future__ import annotations
 
+import json
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from fakes.chat_server import ScriptedChatServer
@@ -13,6 +16,7 @@ from fakes.chat_server import ScriptedChatServer
 from howeval.engines.base import ChatRequest
 from howeval.engines.openai_engine import OpenAIEngine, RateLimiter, retry_after_s
 from howeval.engines.options import OpenAIOptions
+from howeval.engines.registry import build_engine
 
 
 class FakeTime:
@@ -162,3 +166,93 @@ def test_retry_after_header_forms():
     assert retry_after_s({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
     assert retry_after_s({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, now_wall=1445412480.0) == 10.0
     assert retry_after_s({"retry-after": "soon"}) is None and retry_after_s({}) is None
+
+
+# ------------------------------------------------------------ against a local capture server
+
+
+class _Capture(BaseHTTPRequestHandler):
+    bodies: list = []
+    fail_first: int = 0
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).bodies.append(body)
+        if type(self).fail_first > 0:
+            type(self).fail_first -= 1
+            self.send_response(503)
+            self.end_headers()
+            return
+        out = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+               "choices": [{"index": 0, "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": "\\boxed{7}", "reasoning_content": "3+4"}}],
+               "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}}
+        data = json.dumps(out).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *a):
+        pass
+
+
+@pytest.fixture()
+def server():
+    _Capture.bodies, _Capture.fail_first = [], 0
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Capture)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_openai_engine_sends_images_template_kwargs_and_reads_reasoning(server):
+    eng = build_engine("openai", "qwen", {"base_url": server, "max_retries": 0})
+    req = ChatRequest(messages=[{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}, {"type": "text", "text": "3+4?"}]}],
+        max_tokens=9, chat_template_kwargs={"enable_thinking": True}, reasoning_effort="low", request_id="r1")
+    (c,) = eng.generate([req])
+    body = _Capture.bodies[0]
+    assert body["chat_template_kwargs"] == {"enable_thinking": True} and body["reasoning_effort"] == "low"
+    assert body["messages"][0]["content"][0]["image_url"]["url"] == "data:image/png;base64,AAAA"
+    assert body["max_tokens"] == 9
+    assert (c.text, c.reasoning, c.prompt_tokens, c.completion_tokens, c.error) == ("\\boxed{7}", "3+4", 11, 5, None)
+
+
+def test_openai_engine_retries_then_records_error(server):
+    _Capture.fail_first = 1
+    eng = build_engine("openai", "m", {"base_url": server, "max_retries": 2})
+    (c,) = eng.generate([ChatRequest(messages=[{"role": "user", "content": "hi"}])])
+    assert c.error is None and len(_Capture.bodies) == 2  # one 503, one retry
+    _Capture.fail_first = 10
+    eng = build_engine("openai", "m", {"base_url": server, "max_retries": 1})
+    out = eng.generate([ChatRequest(messages=[{"role": "user", "content": "hi"}], request_id=str(i)) for i in range(3)])
+    assert all(c.finish_reason == "error" and "503" in c.error for c in out)
+    assert [c.request_id for c in out] == ["0", "1", "2"]
+
+
+def test_openai_engine_unset_env_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("NO_SUCH_URL", raising=False)
+    with pytest.raises(ValueError, match="NO_SUCH_URL"):
+        build_engine("openai", "m", {"base_url_env": "NO_SUCH_URL"})
+
+
+def test_openai_engine_without_its_key_fails_at_start_naming_the_variable(monkeypatch):
+    # issue 12: a judge (or the verifier's LLM fallback) whose key variable is unset fails when built
+    from howeval.judges.registry import build_pattern_judge
+    from howeval.config import PatternJudgeConfig
+
+    monkeypatch.delenv("HOWEVAL_TEST_NO_KEY", raising=False)
+    opts = {"base_url": "https://judge.example.com/v1", "api_key_env": "HOWEVAL_TEST_NO_KEY"}
+    with pytest.raises(ValueError, match="HOWEVAL_TEST_NO_KEY is not set"):
+        build_engine("openai", "m", opts)
+    cfg = PatternJudgeConfig(name="j", kind="llm", llm={"model": "m", "options": opts})
+    with pytest.raises(ValueError, match="HOWEVAL_TEST_NO_KEY"):
+        build_pattern_judge(cfg)
+    monkeypatch.setenv("HOWEVAL_TEST_NO_KEY", "k")
+    assert build_engine("openai", "m", opts).model_name == "m"
+    # a server on this machine needs no key
+    assert build_engine("openai", "m", {"base_url": "http://127.0.0.1:9/v1", "api_key_env": "HOWEVAL_TEST_NO_KEY2"})

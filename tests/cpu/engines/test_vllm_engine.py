@@ -1,0 +1,39 @@
+"""Tests for howeval.engines.vllm_engine without a GPU: request and engine-argument mapping, install hint."""
+from __future__ import annotations
+
+import pytest
+
+from howeval.engines.base import ChatRequest
+from howeval.engines.options import VLLMOptions
+from howeval.engines.registry import build_engine
+
+
+def test_vllm_mapping_without_a_gpu():
+    from howeval.engines.vllm_engine import llm_kwargs, root_cause, sampling_kwargs
+
+    r1 = ChatRequest(messages=[], max_tokens=5, temperature=0.6, top_p=0.95, seed=3, chat_template_kwargs={"enable_thinking": True})
+    assert sampling_kwargs(r1) == {"max_tokens": 5, "temperature": 0.6, "top_p": 0.95, "seed": 3}
+    # engine arguments are vLLM's own, flat or under engine_kwargs, passed through unchanged
+    opts = VLLMOptions.model_validate({"tensor_parallel_size": 4, "engine_kwargs": {"enable_prefix_caching": True}})
+    assert llm_kwargs("/models/q", opts) == {"model": "/models/q", "tensor_parallel_size": 4, "enable_prefix_caching": True}
+    # on a CPU platform the unset keys get the CPU defaults; a key the config sets wins
+    cpu = llm_kwargs("/m", VLLMOptions.model_validate({"max_model_len": 4096}), on_cpu=True)
+    assert cpu == {"model": "/m", "dtype": "float32", "enforce_eager": True, "gpu_memory_utilization": 0.1,
+                   "max_model_len": 4096}
+    try:
+        try:
+            raise OSError("no config.json in /m")
+        except OSError as inner:
+            raise RuntimeError("Engine core initialization failed.\nSee root cause above.") from inner
+    except RuntimeError as e:
+        assert root_cause(e) == "OSError: no config.json in /m"
+
+
+def test_vllm_engine_missing_is_an_install_hint():
+    try:
+        import vllm  # noqa: F401
+        pytest.skip("vllm installed: covered by tests/gpu")
+    except ImportError:
+        pass
+    with pytest.raises(ImportError, match=r"\.\[gpu\]"):
+        build_engine("vllm", "/models/x", {})
