@@ -22,6 +22,7 @@ from howeval.metrics.stats import mcnemar, paired_bootstrap_ci
 from howeval.records import LABELS, MODES
 
 FLIPS = ("right_to_wrong", "wrong_to_right", "clean_to_triggered", "triggered_to_clean")
+LABEL_NAMES = {"cot": "CoT", "rep": "Rep", "con": "Con", "pr": "PR"}
 FLIP_TITLES = {"right_to_wrong": "right → wrong", "wrong_to_right": "wrong → right",
                "clean_to_triggered": "clean → triggered", "triggered_to_clean": "triggered → clean"}
 
@@ -165,9 +166,10 @@ def _row(name: str, s: dict) -> str:
 
 
 def _quote(text: str | None, limit: int = 600) -> str:
+    """A response as a fenced text block (shown verbatim: no Markdown or HTML inside it is interpreted)."""
     t = (text or "").strip() or "(empty)"
     t = t if len(t) <= limit else t[:limit] + " …"
-    return "\n".join("> " + line for line in t.splitlines())
+    return "~~~~text\n" + t.replace("~~~~", "~ ~ ~ ~") + "\n~~~~"
 
 
 def compare_markdown(c: dict, max_flips: int = 20) -> str:
@@ -184,7 +186,7 @@ def compare_markdown(c: dict, max_flips: int = 20) -> str:
     for mode, m in c["modes"].items():
         out += ["", f"## {mode}: {m['n_shared']} shared prompts (A {m['n_a']}, B {m['n_b']})", "", *head,
                 _row("Acc", m["acc"]), _row("Trigger", m["trigger"])]
-        out += [_row(k.upper() if k != "pr" else "PR", m["labels"][k]) for k in LABELS]
+        out += [_row(LABEL_NAMES[k], m["labels"][k]) for k in LABELS]
         out += ["", "By family:", "", *head]
         for f, s in m["families"].items():
             out += [_row(f"Acc {f}", s["acc"]), _row(f"Trigger {f}", s["trigger"])]

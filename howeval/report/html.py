@@ -20,7 +20,8 @@ th,td{border:1px solid #d0d0d0;padding:3px 6px}td{white-space:nowrap}th{backgrou
 td{text-align:right;font-variant-numeric:tabular-nums}td:first-child,td:nth-child(2){text-align:left}
 tr:nth-child(even) td{background:#fafbfc}
 blockquote{border-left:4px solid #c9d3e0;background:#f6f8fb;margin:.6em 0;padding:.4em 1em;color:#333}
-blockquote p{margin:.2em 0}code{background:#f2f2f2;padding:0 3px;border-radius:3px;font-size:.92em}
+blockquote p{margin:.2em 0}pre{white-space:pre-wrap;background:#f6f8fb;border:1px solid #e3e6ea;padding:.5em .8em;
+font-size:12.5px}pre code{background:none;padding:0}code{background:#f2f2f2;padding:0 3px;border-radius:3px;font-size:.92em}
 .figs{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}
 figure{flex:1 1 560px;margin:0 0 1em;padding:.6em;border:1px solid #e3e3e3;border-radius:4px;background:#fff}
 figure.wide{flex-basis:100%}figure img{max-width:100%;height:auto;display:block;margin:0 auto}
@@ -34,7 +35,7 @@ def markdown_to_html(md: str) -> str:
     >>> markdown_to_html("| a | b |\\n|---|---|\\n| 1 | **2** |").count("<strong>2</strong>")
     1
     """
-    out = _markdown.markdown(md, extensions=["tables", "sane_lists"], output_format="html")
+    out = _markdown.markdown(md, extensions=["tables", "sane_lists", "fenced_code"], output_format="html")
     return out.replace("<table>", '<div class="tbl"><table>').replace("</table>", "</table></div>")
 
 

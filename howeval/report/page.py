@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from howeval.report.paper import category_markdown, main_markdown
 from howeval.report.tables import (ACC_NOTE, GAPS_NOTE, _table, bad_rows_section, breakdown_table, gaps_table,
-                                   intervals_section, length_section, mode_table)
+                                   intervals_section, length_section, mode_table, overview_table)
 
 FIGURE_CAPTIONS = {
     "radar_NT.png": "Non-thinking Trigger (%) over the task categories, every config overlaid (paper Fig. 4). "
@@ -58,10 +58,16 @@ def build_document(metrics: dict, *, title: str, meta: dict | None = None, visio
         doc.append(("md", metadata_section(meta)))
     if notes:
         doc.append(("md", "\n\n".join(f"> {n}" for n in notes)))
+    glance = overview_table(metrics)
+    if glance:
+        doc.append(("md", "## The three benchmarks side by side\n\nPatternEval Acc and Trigger (%), CRYSTAL Ordered "
+                    "Match F1 (%, step-level reasoning), AdaptMMBench accuracy (%) in text / adaptive / oracle mode and "
+                    "the MCC of its tool-use decisions. Details in their sections below.\n\n" + glance))
     doc.append(("md", "## PatternEval: main table\n\n"
                 "One row per config, in % (the paper's main-table layout): Acc, Trigger, the four label rates and the "
                 "family Trigger (VG / OS / KR), each NT and T, then the paired gaps Δacc = Acc_T − Acc_NT and "
-                "Δpat = Trigger_NT − Trigger_T in points. '–' = no value. The same table with 95% intervals is in "
+                "Δpat = Trigger_NT − Trigger_T in points, over the prompts both modes have a verdict (labels) for, so a Δ "
+                "can differ from the difference of the two columns. '–' = no value. The same table with 95% intervals is in "
                 "`tables/patterneval.csv` (and `.tex`).\n\n" + main_markdown(metrics, vision)))
     doc.append(("md", "## PatternEval by category\n\nThe paper's Appendix B layout; also in "
                 "`tables/patterneval_categories.{md,csv,tex}`.\n\n" + category_markdown(metrics)))

@@ -207,3 +207,32 @@ def render_agreement(a: dict) -> str:
     if a.get("disputed"):
         lines += ["", "Disputed responses (first 50): " + ", ".join(f"`{s}|{c}|{m}`" for s, c, m in a["disputed"])]
     return "\n".join(lines)
+
+
+ADAPT_MODES = ("text", "adaptive", "oracle")
+
+
+def overview_table(metrics: dict) -> str | None:
+    """The three benchmarks side by side, one row per config: PatternEval Acc and Trigger (NT / T), CRYSTAL
+    Ordered Match F1 (NT / T) and AdaptMMBench accuracy per mode and MCC. None when the run has only
+    PatternEval (the main table says it all)."""
+    crystal, adapt = metrics.get("crystal") or {}, metrics.get("adapt") or {}
+    if not crystal and not adapt:
+        return None
+    head = ["config", "Acc NT", "Acc T", "Trigger NT", "Trigger T"]
+    if crystal:
+        head += ["CRYSTAL OMF1 NT", "CRYSTAL OMF1 T"]
+    if adapt:
+        head += [f"Adapt Acc {m}" for m in ADAPT_MODES] + ["Adapt MCC"]
+    rows = []
+    for name in sorted(set(metrics["configs"]) | set(crystal) | set(adapt)):
+        c = metrics["configs"].get(name, {})
+        row = [name] + [pct((c.get(m) or {}).get(k)) for k in ("acc", "trigger") for m in MODES]
+        if crystal:
+            row += [pct((crystal.get(name, {}).get(m) or {}).get("ordered_f1")) for m in MODES]
+        if adapt:
+            a = adapt.get(name) or {}
+            row += [pct((a.get("accuracy", {}).get(m) or {}).get("all")) for m in ADAPT_MODES]
+            row.append("–" if a.get("mcc") is None else f"{a['mcc']:.3f}")
+        rows.append(row)
+    return _table(head, rows)

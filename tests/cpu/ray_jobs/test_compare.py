@@ -37,6 +37,19 @@ def test_compare_two_demo_runs_with_different_max_tokens(tmp_path, repo_root):
     lines = [json.loads(x) for x in (a / "samples.jsonl").read_text().splitlines()]
     assert len(lines) == 8 and all(x["prompt"]["messages"][0]["role"] == "system" for x in lines)
     assert all(x["prompt"]["max_tokens"] == 8 and x["raw_output"] is not None for x in lines)
+    # the paper's main table of a real run carries metrics.json's numbers
+    import csv
+
+    metrics = json.loads((a / "metrics.json").read_text())
+    with open(a / "tables" / "patterneval.csv") as f:
+        (row,) = list(csv.DictReader(f))
+    for mode in ("NT", "T"):
+        x = metrics["configs"][row["config"]][mode]
+        for key in ("acc", "trigger"):
+            assert (row[f"{key}_{mode}"] == "") == (x[key] is None)
+            if x[key] is not None:
+                assert float(row[f"{key}_{mode}"]) == pytest.approx(100 * x[key], abs=1e-4)
+    assert row["vision"] == "none"  # the embedded SmolLM2 is text-only
 
     out = tmp_path / "cmp"
     assert compare(["--run", str(a), "--run", str(b), "--out", str(out), "--n-boot", "200"]) == 0

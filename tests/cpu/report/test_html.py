@@ -15,3 +15,10 @@ def test_page_embeds_figures_and_skips_missing_ones():
     page = render_html(doc, {"a.png": b"\x89PNG\r\n\x1a\nxx"}, "Title")
     assert "<title>Title</title>" in page and page.count("<figure") == 1
     assert 'src="data:image/png;base64,iVBORw0KGgp4eA=="' in page and "<figcaption>Figure 1. A" in page
+
+
+def test_model_text_in_fenced_blocks_is_shown_verbatim():
+    from howeval.report.compare import _quote
+
+    h = markdown_to_html("x\n\n" + _quote("<script>alert(1)</script> **not bold**"))
+    assert "<script>" not in h and "&lt;script&gt;" in h and "**not bold**" in h

@@ -20,3 +20,16 @@ def test_intervals_section():
     s = intervals_section(m)
     assert s.startswith("## Uncertainty (95% bootstrap intervals, 10 resamples, seed 0)")
     assert "| c | NT | 50.0 | [25.0, 75.0] | – | – |" in s
+
+
+def test_overview_puts_the_three_benchmarks_side_by_side():
+    from howeval.report.tables import overview_table
+
+    m = {"configs": {"c": {"NT": {"acc": 0.5, "trigger": 0.25}, "T": {"acc": 0.75, "trigger": 0.0}}}}
+    assert overview_table(m) is None  # PatternEval only
+    m["crystal"] = {"c": {"NT": {"ordered_f1": 0.125}}}
+    m["adapt"] = {"c": {"accuracy": {"text": {"all": 0.5}, "oracle": {"all": 1.0}}, "mcc": 0.2}}
+    t = overview_table(m)
+    assert t.splitlines()[0] == ("| config | Acc NT | Acc T | Trigger NT | Trigger T | CRYSTAL OMF1 NT | CRYSTAL OMF1 T | "
+                                 "Adapt Acc text | Adapt Acc adaptive | Adapt Acc oracle | Adapt MCC |")
+    assert t.splitlines()[2] == "| c | 50.0 | 75.0 | 25.0 | 0.0 | 12.5 | – | 50.0 | – | 100.0 | 0.200 |"
