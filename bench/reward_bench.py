@@ -112,6 +112,24 @@ def batch_sizes() -> list[int]:
     return h.stats.remote().result()["batch_sizes"]
 
 
+def model_only(args, n: int = 64) -> dict:
+    """The PatternRM alone, in this process: one ``label_batch`` of ``n`` items vs ``n`` calls of one item."""
+    from howeval.rewards.patternrm_model import PatternRM
+
+    rm = PatternRM(args.patternrm, **({"path": args.path} if args.path else {}))
+    items = [{"question": make_item(k, "pattern")["prompt"], "response": make_item(k, "pattern")["response"]} for k in range(n)]
+    rm.label_batch(items[:4])  # warm-up
+    t0 = time.perf_counter()
+    batched = rm.label_batch(items)
+    tb = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    singles = [rm.label_batch([it])[0] for it in items]
+    ts = time.perf_counter() - t0
+    same = sum(a["labels"] == b["labels"] for a, b in zip(batched, singles))
+    return {"items": n, "batched_s": round(tb, 3), "one_by_one_s": round(ts, 3), "speedup": round(ts / tb, 2),
+            "same_labels": same}
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--kind", choices=["cpr", "pattern", "base"], default="pattern")
@@ -126,6 +144,9 @@ def main() -> int:
     p.add_argument("--out", default="bench/results/reward_bench.md")
     a = p.parse_args()
     os.environ.setdefault(TOKEN_ENV, "bench-token")
+    model = model_only(a) if a.kind == "pattern" else None
+    if model:
+        print(f"PatternRM alone: {model}", flush=True)
 
     import ray
     from ray import serve
@@ -187,6 +208,7 @@ def main() -> int:
                "speedup_batched_vs_unbatched": round(b["rewards_s"] / u["rewards_s"], 2) if u["rewards_s"] else None,
                "batched": {k: round(v, 2) for k, v in b.items()}, "unbatched": {k: round(v, 2) for k, v in u.items()},
                "mean_patternrm_batch": {k: round(v, 1) for k, v in mean_batch.items()},
+               "patternrm_alone": model,
                "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, load average at the end {os.getloadavg()[0]:.1f}",
                "modes": f"batched: max_batch_size={a.batch}, batch_wait_timeout_s=0.01; unbatched: max_batch_size=1 (one forward pass per item)"}
         Path(a.json).write_text(json.dumps(doc, indent=1) + "\n")

@@ -14,6 +14,14 @@ Steps, each printing its counts:
    ``sft_thinking.jsonl`` (a short judgment, then labels), plus ``counts.json``.
 
 The data are small (tens of thousands of rows): this job runs in one process, without Ray.
+
+``--offline`` builds the corpus that needs no judge instead (``howeval.rewards.offline_corpus``: real
+texts plus pattern injections with labels known by construction, the 47 hand-labelled responses left
+out; card: ``docs/patternrm_corpus.md``) and writes ``offline.jsonl`` (every record, unknown labels as
+null: what the embedded MiniLM head trains on) and ``sft_<target>.jsonl`` from the records whose four
+labels are all known (the SFT path of ``ray_jobs.train_patternrm``)::
+
+    python -m ray_jobs.build_corpus --offline --out runs/patternrm/offline
 """
 from __future__ import annotations
 
@@ -115,9 +123,42 @@ def build_corpus(run: str, judges: list[str] | None, out: str, targets: tuple[st
     return counts
 
 
+def build_offline(out: str, targets: tuple[str, ...] = TARGETS, seed: int = 0, max_chars: int | None = 4000,
+                  data_root: str | None = None, human_labels: str | None = None, demo_manifest: str | None = None) -> dict[str, Any]:
+    """Write the offline corpus (see the module docstring); returns its counts (also ``<out>/counts.json``)."""
+    from howeval.rewards.offline_corpus import build_offline_corpus, corpus_counts, load_bases
+    from howeval.rewards.patternrm_head import default_sources
+
+    src = default_sources()
+    bases = load_bases(data_root or src["data_root"], human_labels or src["human_labels"],
+                       demo_manifest or src["demo_manifest"], seed=seed)
+    records = build_offline_corpus(bases, seed=seed)
+    counts: dict[str, Any] = {"bases": len(bases), "corpus": corpus_counts(records), "written": {}}
+    _say("offline corpus", {"bases": len(bases), "records": len(records)})
+    outp = Path(out)
+    outp.mkdir(parents=True, exist_ok=True)
+    with (outp / "offline.jsonl").open("w") as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    counts["written"]["offline.jsonl"] = len(records)
+    known = [r for r in records if all(v is not None for v in r["labels"].values())]
+    for target in targets:
+        with (outp / f"sft_{target}.jsonl").open("w") as f:
+            for r in known:
+                labels = {k: bool(v) for k, v in r["labels"].items()}
+                rec = sft_record(r["question"], r["response"], labels, target, None, max_chars,
+                                 {"uid": r["uid"], "origin": r["origin"], "recipe": r["recipe"]})
+                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        counts["written"][f"sft_{target}.jsonl"] = len(known)
+    _say("written", counts["written"])
+    (outp / "counts.json").write_text(json.dumps(counts, indent=2))
+    return counts
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ray_jobs.build_corpus", description=__doc__.split("\n")[0])
-    p.add_argument("--run", required=True, help="output URI of a sweep run with judgments by three judges")
+    p.add_argument("--run", help="output URI of a sweep run with judgments by three judges")
+    p.add_argument("--offline", action="store_true", help="build the offline corpus (no judges; see the module docstring)")
     p.add_argument("--judges", nargs=3, help="the three judge ids (name@version); default: the run's three judges")
     p.add_argument("--out", required=True, help="output folder for the corpus")
     p.add_argument("--targets", nargs="+", choices=TARGETS, default=list(TARGETS))
@@ -127,7 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-chars", type=int, default=4000, help="response characters kept per record (head + tail)")
     a = p.parse_args(argv)
+    if a.offline == bool(a.run):
+        p.error("give exactly one of --run RUN (three judges' judgments) or --offline")
     try:
+        if a.offline:
+            build_offline(a.out, tuple(a.targets), a.seed, a.max_chars)
+            return 0
         build_corpus(a.run, a.judges, a.out, tuple(a.targets), a.min_rate, a.max_copies, a.holdout, a.seed, a.max_chars)
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)

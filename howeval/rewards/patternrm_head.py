@@ -269,7 +269,9 @@ def default_cache_path() -> Path:
     return cache_dir() / f"patternrm-{HEAD_VERSION}"
 
 
-def _default_sources() -> dict[str, str]:
+def default_sources() -> dict[str, str]:
+    """Where the offline corpus is read from: ``$HOWEVAL_SHARED_DATA`` (else ``../shared/data`` beside the
+    repository), the hand labels to leave out, and the demo manifest."""
     repo = Path(__file__).resolve().parents[2]
     data = os.environ.get("HOWEVAL_SHARED_DATA") or str(repo.parent / "shared" / "data")
     return {"data_root": data, "human_labels": str(repo / "tests" / "fixtures" / "human_labels.jsonl"),
@@ -285,7 +287,7 @@ def build_and_train(out: str | Path, data_root: str | None = None, human_labels:
 
     from howeval.rewards.offline_corpus import build_offline_corpus, corpus_counts, load_bases
 
-    src = _default_sources()
+    src = default_sources()
     data_root = data_root or src["data_root"]
     human_labels = human_labels or src["human_labels"]
     demo_manifest = demo_manifest or src["demo_manifest"]

@@ -44,3 +44,24 @@ def test_holdout_and_cli_errors(tmp_path):
     assert main(["--run", str(run), "--out", str(tmp_path / "c3"), "--judges", "a@1", "b@1", "c@1"]) == 2
     with pytest.raises(ValueError, match="exactly 3"):
         build_corpus(str(run), list(JUDGES[:2]), str(tmp_path / "c4"))
+
+
+def test_offline_corpus_written_without_judges(tmp_path):
+    """--offline: every record in offline.jsonl; SFT records only where all four labels are known; the
+    47 hand-labelled responses are in none of them."""
+    from howeval.rewards.offline_corpus import heldout_keys
+    from howeval.rewards.patternrm import parse_label_output
+    from ray_jobs.build_corpus import main
+
+    assert main(["--offline", "--out", str(tmp_path), "--targets", "direct"]) == 0
+    recs = [json.loads(x) for x in (tmp_path / "offline.jsonl").read_text().splitlines()]
+    sft = [json.loads(x) for x in (tmp_path / "sft_direct.jsonl").read_text().splitlines()]
+    counts = json.loads((tmp_path / "counts.json").read_text())
+    assert counts["written"] == {"offline.jsonl": len(recs), "sft_direct.jsonl": len(sft)} and 0 < len(sft) < len(recs)
+    assert all(None not in r["labels"].values() for r in recs if r["origin"] != "model_response" and r["origin"] != "gsm8k_wrong_chain")
+    for s in sft[:50]:
+        assert parse_label_output(s["messages"][-1]["content"]) == s["labels"]
+    held = {k.split("|")[0] + ":" + k.split("|")[1] + ":" + k.split("|")[2] for k in heldout_keys("tests/fixtures/human_labels.jsonl")}
+    assert not held & {r["uid"] for r in recs}
+    for label in ("cot", "rep", "con", "pr"):
+        assert counts["corpus"]["labels"][label]["pos"] > 100
