@@ -140,6 +140,7 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, nargs="+", default=[32])
     p.add_argument("--batch", type=int, default=64, help="max_batch_size of the batched mode")
     p.add_argument("--json", default=None, help="also write the figures as JSON here")
+    p.add_argument("--port", type=int, default=None, help="Serve HTTP port on 127.0.0.1 (default: a free one)")
     p.add_argument("--num-cpus", type=int, default=4, help="logical CPUs for the local Ray cluster")
     p.add_argument("--out", default="bench/results/reward_bench.md")
     a = p.parse_args()
@@ -152,7 +153,7 @@ def main() -> int:
     from ray import serve
 
     ray.init(num_cpus=a.num_cpus, include_dashboard=False, log_to_driver=False)
-    port = _free_port()
+    port = a.port or _free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     url = f"http://127.0.0.1:{port}"
     results: dict[tuple[str, int], dict] = {}
@@ -198,6 +199,9 @@ def main() -> int:
         lines.append(f"- {c} clients: batched / unbatched throughput = {b / u:.2f}x" if u else f"- {c} clients: unbatched 0")
     if mean_batch:
         lines.append("- mean PatternRM batch size: " + ", ".join(f"{k} {v:.1f}" for k, v in mean_batch.items()))
+    if model:
+        lines.append(f"- PatternRM alone, {model['items']} items in this process: one batch {model['batched_s']} s, "
+                     f"one item at a time {model['one_by_one_s']} s: {model['speedup']}x (same labels: {model['same_labels']})")
     if a.json:
         import json
 
