@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast test-vllm bench-engines sweep report bench bench-sweep bench-crystal bench-reward patternrm train-smoke train-elastic serve submit-local clean help
+.PHONY: install demo test test-fast test-vllm bench-engines sweep report bench bench-sweep bench-cluster bench-crystal bench-reward patternrm train-smoke train-elastic serve submit-local clean help
 
 help:
 	@echo "make demo    - create $(VENV), install, run the embedded-default sweep -> runs/demo/{metrics.json,report.md}"
@@ -122,7 +122,7 @@ serve: $(STAMP)
 	@test -n "$$HOWEVAL_REWARD_TOKEN" || { echo "export HOWEVAL_REWARD_TOKEN=<a secret> first (bearer auth)"; exit 2; }
 	$(BIN)/serve run configs/serve/reward.yaml
 
-bench: bench-sweep bench-crystal bench-reward
+bench: bench-sweep bench-cluster bench-crystal bench-reward
 
 # the embedded PatternRM: offline corpus -> MiniLM features -> multi-label head (cached), then its calibration
 patternrm: $(STAMP)
@@ -135,6 +135,11 @@ bench-reward: $(STAMP)
 
 bench-sweep: $(STAMP)
 	nice -n 10 $(BIN)/python bench/sweep_bench.py --out bench/results/sweep_bench.md $(SWEEP_BENCH_ARGS)
+
+# all configs at once with judging streamed vs one after another (12 latency-modelled configs, fake LLM judge),
+# plus the paper-size dry run (25 configs, replay engines, 200 prompts) -> bench/results/cluster_sweep.json
+bench-cluster: $(STAMP)
+	nice -n 10 $(BIN)/python bench/cluster_sweep_bench.py --out bench/results/cluster_sweep.json
 
 bench-crystal: $(STAMP)
 	$(BIN)/python bench/crystal_bench.py

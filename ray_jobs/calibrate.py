@@ -26,31 +26,17 @@ from pathlib import Path
 
 import yaml
 
-from howeval.judges.calibration import (calibration_scores, calibration_table, item_key, labels_of, read_jsonl,
-                                 sample_calibration_set)
+from howeval.judges.calibration import (calibration_scores, calibration_table, item_key, labels_of, load_human,
+                                        predictions_from_jsonl, read_jsonl, sample_calibration_set)
 from howeval.config import ConfigError, JudgesConfig, validate
 from howeval.judges.verdict import PatternVerdict, make_verdict
-from howeval.records import JUDGMENT_SCHEMA, LABELS
+from howeval.records import JUDGMENT_SCHEMA
 from howeval.store import join, read_table, write_json
 
 log = logging.getLogger("howeval")
 
 DEFAULT_RESPONSES = "../shared/data/responses"
 DEFAULT_MANIFEST = "../shared/data/manifest.jsonl"
-
-
-def load_human(path: str) -> tuple[dict[str, dict[str, bool]], dict[str, dict]]:
-    """``(labels by item key, label rows by item key)``. Raises on a duplicate item or a row without labels."""
-    human, rows = {}, {}
-    for i, r in enumerate(read_jsonl(path), 1):
-        k = item_key(r)
-        if k in human:
-            raise ValueError(f"{path}:{i}: item {k!r} labelled twice")
-        labs = labels_of(r)
-        if labs is None:
-            raise ValueError(f"{path}:{i}: item {k!r} needs all four labels {list(LABELS)} as booleans")
-        human[k], rows[k] = labs, r
-    return human, rows
 
 
 def predictions_from_run(run: str) -> dict[str, dict[str, dict | None]]:
@@ -65,19 +51,6 @@ def predictions_from_run(run: str) -> dict[str, dict[str, dict | None]]:
             preds[k] = labs
     if not out:
         raise FileNotFoundError(f"no judgments under {join(run, 'judgments')}")
-    return out
-
-
-def predictions_from_jsonl(path: str) -> dict[str, dict[str, dict | None]]:
-    """judge -> item key -> labels (None on judge_error) from rows ``{item key..., judge, labels | cot.., judge_error?}``."""
-    out: dict[str, dict[str, dict | None]] = {}
-    for i, r in enumerate(read_jsonl(path), 1):
-        if not r.get("judge"):
-            raise ValueError(f"{path}:{i}: prediction row needs a 'judge' name")
-        preds = out.setdefault(str(r["judge"]), {})
-        k, labs = item_key(r), labels_of(r)
-        if labs is not None or k not in preds:
-            preds[k] = labs
     return out
 
 

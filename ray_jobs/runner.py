@@ -300,6 +300,22 @@ class StageRunner:
         then = self.stages[task.stage].then
         if then and stats["forward_rows"]:
             self.feed(then, task.next_ref, task.meta)
+        self._release_drained()
+
+    def _busy(self, name: str) -> bool:
+        return bool(self.queues[name]) or any(t.stage == name for t in self.inflight.values())
+
+    def _release_drained(self) -> None:
+        """Stop the actors of every stage that has nothing left and nothing more to come (its feeders are
+        drained too), so a finished config hands its GPUs to the configs still waiting for them."""
+        import ray
+
+        for name in [n for n in self.actors if n not in self.failed]:
+            feeders = [s.name for s in self.stages.values() if s.then == name]
+            if self._busy(name) or any(self._busy(f) or f in self.actors for f in feeders):
+                continue
+            for a in self.actors.pop(name):
+                ray.kill(a, no_restart=True)
 
     def run(self) -> dict[str, str]:
         """Run until nothing is queued or in flight; returns ``{failed stage: one-line reason}``."""

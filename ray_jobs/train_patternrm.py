@@ -103,12 +103,13 @@ def train(cfg: TrainPatternRMConfig) -> str:
 
 
 def calibrate(ckpt: str, cal: CalibrationConfig, out_dir: str) -> dict:
-    """Label the calibration file with the checkpoint (PatternRM parser), then score with ``ray_jobs.calibrate``.
+    """Label the calibration file with the checkpoint (PatternRM parser), then score it as ``ray_jobs.calibrate``
+    does (``howeval.judges.calibration``; ``calibration.json`` / ``.md`` under ``out_dir``).
 
     Returns the calibration job's scores for judge ``patternrm`` plus ``parse_failures``.
     """
     from howeval.rewards.patternrm_model import PatternRM
-    from ray_jobs import calibrate as calibrate_job
+    from howeval.judges.calibration import calibration_scores, calibration_table, load_human, predictions_from_jsonl
 
     rows = _read_jsonl(cal.path, cal.max_items)
     if not rows:
@@ -127,10 +128,10 @@ def calibrate(ckpt: str, cal: CalibrationConfig, out_dir: str) -> dict:
             preds.append({**key, "judge": "patternrm", "labels": r["labels"], "judge_error": r["error"], "raw": r["raw"]})
     pred_file = out / "patternrm_predictions.jsonl"
     pred_file.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in preds))
-    rc = calibrate_job.main(["--labels", str(labels_file), "--predictions", str(pred_file), "--out", str(out)])
-    if rc != 0:
-        raise ValueError(f"ray_jobs.calibrate failed (exit {rc}) on {labels_file} / {pred_file}")
-    scores = json.loads((out / "calibration.json").read_text())
+    scores = calibration_scores(load_human(str(labels_file))[0], predictions_from_jsonl(str(pred_file)))
+    scores["inputs"] = {"labels": str(labels_file), "predictions": str(pred_file)}
+    (out / "calibration.json").write_text(json.dumps(scores, indent=2, sort_keys=True))
+    (out / "calibration.md").write_text("# Judge calibration\n\n" + calibration_table(scores) + "\n")
     return {"scores": scores["judges"]["patternrm"], "n": len(rows), "parse_failures": failures, "checkpoint": ckpt}
 
 

@@ -268,3 +268,30 @@ def read_jsonl(path: str) -> list[dict]:
             except json.JSONDecodeError as e:
                 raise ValueError(f"{path}:{i}: not JSON: {e}") from None
     return rows
+
+
+def load_human(path: str) -> tuple[dict[str, dict[str, bool]], dict[str, dict]]:
+    """``(labels by item key, label rows by item key)``. Raises on a duplicate item or a row without labels."""
+    human, rows = {}, {}
+    for i, r in enumerate(read_jsonl(path), 1):
+        k = item_key(r)
+        if k in human:
+            raise ValueError(f"{path}:{i}: item {k!r} labelled twice")
+        labs = labels_of(r)
+        if labs is None:
+            raise ValueError(f"{path}:{i}: item {k!r} needs all four labels {list(LABELS)} as booleans")
+        human[k], rows[k] = labs, r
+    return human, rows
+
+
+def predictions_from_jsonl(path: str) -> dict[str, dict[str, dict | None]]:
+    """judge -> item key -> labels (None on judge_error) from rows ``{item key..., judge, labels | cot.., judge_error?}``."""
+    out: dict[str, dict[str, dict | None]] = {}
+    for i, r in enumerate(read_jsonl(path), 1):
+        if not r.get("judge"):
+            raise ValueError(f"{path}:{i}: prediction row needs a 'judge' name")
+        preds = out.setdefault(str(r["judge"]), {})
+        k, labs = item_key(r), labels_of(r)
+        if labs is not None or k not in preds:
+            preds[k] = labs
+    return out

@@ -144,3 +144,19 @@ def test_forwarded_batches_stream_into_the_next_stage(ray_local, tmp_path):
     b = pq.read_table(tmp_path / "b" / "c1").to_pylist()
     assert sorted(r["x"] for r in a) == [0, 2, 4, 6, 8, 10]
     assert sorted(r["x"] for r in b) == [0, 4, 8, 12, 16, 20]  # b got a's output batches
+
+
+def test_no_job_imports_another_job(repo_root):
+    """Jobs share ray_jobs.common / runner / stages, never each other (issue 17)."""
+    import ast
+
+    shared = {"ray_jobs.common", "ray_jobs.runner", "ray_jobs.stages", "ray_jobs"}
+    offenders = []
+    for path in sorted((repo_root / "ray_jobs").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ray_jobs"):
+                names = [node.module] if node.module != "ray_jobs" else [f"ray_jobs.{a.name}" for a in node.names]
+                offenders += [(path.name, n) for n in names if n not in shared]
+            elif isinstance(node, ast.Import):
+                offenders += [(path.name, a.name) for a in node.names if a.name.startswith("ray_jobs.") and a.name not in shared]
+    assert offenders == []
