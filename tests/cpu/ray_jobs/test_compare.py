@@ -49,7 +49,7 @@ def test_compare_two_demo_runs_with_different_max_tokens(tmp_path, repo_root):
             assert (row[f"{key}_{mode}"] == "") == (x[key] is None)
             if x[key] is not None:
                 assert float(row[f"{key}_{mode}"]) == pytest.approx(100 * x[key], abs=1e-4)
-    assert row["vision"] == "none"  # the embedded SmolLM2 is text-only
+    assert row["vision"] == "OCR text"  # the demo sends SmolLM2 each image's OCR text (vision: ocr)
 
     out = tmp_path / "cmp"
     assert compare(["--run", str(a), "--run", str(b), "--out", str(out), "--n-boot", "200"]) == 0

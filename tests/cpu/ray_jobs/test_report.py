@@ -1,19 +1,17 @@
-"""Tests for ray_jobs.report: the judge-agreement section over several pattern judges."""
+"""ray_jobs.report: the command line over a stored run (no Ray, no model)."""
 from __future__ import annotations
 
+from fakes.runs import make_run
 
-def test_judge_agreement_over_two_judges():
-    from ray_jobs.report import judge_agreement
 
-    rows = []
-    vectors = {"x": ((1, 0, 0, 0), (1, 0, 0, 0)), "y": ((0, 1, 0, 0), (0, 0, 0, 0)), "z": ((0, 0, 0, 0), None)}
-    for sid, (a, b) in vectors.items():
-        for name, v in (("rules@1", a), ("llm@1", b)):
-            labels = dict(zip(("cot", "rep", "con", "pr"), (None,) * 4 if v is None else map(bool, v)))
-            rows.append({"sample_id": sid, "config": "c", "mode": "T", "response_hash": "h", "judge": name,
-                         "judge_error": "judge_error: garbage" if v is None else None, **labels})
-    a = judge_agreement(rows)
-    assert a["judges"] == ["llm@1", "rules@1"] and a["n"] == 3
-    assert a["n_unanimous"] == 1 and a["n_consensus_samples"] == 1 and a["n_with_errors"] == 1  # z: one judge failed
-    assert a["per_label"]["rep"]["n_disputed"] == 1 and a["disputed"] == [["y", "c", "T"]]
-    assert judge_agreement([r for r in rows if r["judge"] == "rules@1"]) is None
+def test_main_writes_every_report_file_and_names_a_bad_judge(tmp_path, capsys):
+    from ray_jobs.report import main
+
+    run = make_run(tmp_path / "r")
+    assert main(["--run", str(run)]) == 0
+    for f in ("metrics.json", "report.md", "index.html", "samples.jsonl", "samples.parquet", "tables/patterneval.csv",
+              "tables/patterneval_categories.tex", "plots/radar_NT.png", "plots/length_sextiles.png"):
+        assert (run / f).exists(), f
+    assert main(["--run", str(run), "--judge", "nope"]) == 2
+    assert "judge 'nope' not in the run's judges ['rules', 'other']" in capsys.readouterr().err
+    assert main(["--run", str(tmp_path / "missing")]) == 2
