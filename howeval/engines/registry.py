@@ -34,6 +34,27 @@ def build_engine(name: str, model: str | None, options: dict | None = None) -> E
     return _BUILDERS[name](model, opts)
 
 
+def batches_in_flight(name: str, options: dict | None, batch_size: int) -> int:
+    """How many batches one actor of engine ``name`` should run at once (the actor's ``max_concurrency``).
+
+    The ``openai`` engine keeps one in-flight window of ``max_concurrency`` requests per replica, shared by
+    every ``generate`` call on it (safe from several threads): with ``ceil(max_concurrency / batch_size) + 1``
+    batches in flight the window stays full while one batch waits for its slowest answer. Local engines
+    (``hf``, ``vllm``, ``replay``) run one batch at a time: 1.
+
+    >>> batches_in_flight("openai", {"max_concurrency": 64}, 32)
+    3
+    >>> batches_in_flight("hf", {}, 16)
+    1
+    """
+    if name != "openai":
+        return 1
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    window = ENGINE_OPTIONS["openai"].model_validate(options or {}).max_concurrency
+    return -(-window // batch_size) + 1
+
+
 def _hf(model, opts):
     from howeval.engines.hf import HFEngine
 
