@@ -186,7 +186,7 @@ def latest_attempts(responses: list[dict]) -> list[dict]:
     may hold the old error row beside the new one until its next run tidies up)."""
     best: dict[tuple, dict] = {}
     for r in responses:
-        k = (r["sample_id"], r["config"], r["mode"])
+        k = key_of(r)
         if k not in best or (r.get("attempt") or 1) >= (best[k].get("attempt") or 1):
             best[k] = r
     return list(best.values())
