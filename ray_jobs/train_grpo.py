@@ -26,6 +26,7 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import tempfile
 import time
 
@@ -70,6 +71,7 @@ def _make_callback():
             # the TRL folder is the Ray checkpoint (no extra local copy: these are GBs for real policies)
             ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(src),
                              checkpoint_dir_name=f"checkpoint_{state.global_step:07d}")
+            shutil.rmtree(src, ignore_errors=True)  # persisted to storage by report(): keep no local copy
 
     return RayTrainCheckpointCallback
 
@@ -103,28 +105,33 @@ def train_loop_per_worker(loop_config: dict) -> None:
     dataset = images_dataset(rows)  # prompt + images (PIL) for a VLM policy: TRL's multimodal GRPO path
 
     out_dir = tempfile.mkdtemp(prefix=f"grpo-{cfg.run_name}-rank{rank}-")
-    args = GRPOConfig(output_dir=out_dir, **cfg.grpo_kwargs())
-    rollout_log = None
-    if cfg.reward.rollout_log_dir:
-        rollout_log = os.path.join(cfg.reward.rollout_log_dir, f"rollouts.rank{rank}.jsonl")
-    reward = GRPOReward(_scorer(cfg, loop_config.get("url")), cfg.reward.kind, cfg.curriculum, rollout_log)
+    # TRL's local folders (a full model + optimizer per checkpoint, GBs for real policies) are removed at
+    # the end: Ray Train has persisted every reported checkpoint to storage by then.
+    try:
+        args = GRPOConfig(output_dir=out_dir, **cfg.grpo_kwargs())
+        rollout_log = None
+        if cfg.reward.rollout_log_dir:
+            rollout_log = os.path.join(cfg.reward.rollout_log_dir, f"rollouts.rank{rank}.jsonl")
+        reward = GRPOReward(_scorer(cfg, loop_config.get("url")), cfg.reward.kind, cfg.curriculum, rollout_log)
 
-    resume_dir, resumed_from = None, None
-    ckpt = ray.train.get_checkpoint()
-    if ckpt is not None:
-        local = ckpt.to_directory(os.path.join(out_dir, "_restored"))
-        resume_dir = local  # a Ray checkpoint is one TRL checkpoint-<step> folder
-        with open(os.path.join(resume_dir, "trainer_state.json"), encoding="utf-8") as f:
-            resumed_from = int(json.load(f)["global_step"])
-        if rank == 0:
-            print(f"[train_grpo] resuming from {ckpt.path} (global step {resumed_from})", flush=True)
-    if rank == 0:  # one machine-readable line per worker-group start (ray_jobs.train_elastic reads it)
-        print("[train_grpo] start " + json.dumps({"world_size": world, "resumed_from": resumed_from,
-                                                   "time": time.time()}), flush=True)
+        resume_dir, resumed_from = None, None
+        ckpt = ray.train.get_checkpoint()
+        if ckpt is not None:
+            local = ckpt.to_directory(os.path.join(out_dir, "_restored"))
+            resume_dir = local  # a Ray checkpoint is one TRL checkpoint-<step> folder
+            with open(os.path.join(resume_dir, "trainer_state.json"), encoding="utf-8") as f:
+                resumed_from = int(json.load(f)["global_step"])
+            if rank == 0:
+                print(f"[train_grpo] resuming from {ckpt.path} (global step {resumed_from})", flush=True)
+        if rank == 0:  # one machine-readable line per worker-group start (ray_jobs.train_elastic reads it)
+            print("[train_grpo] start " + json.dumps({"world_size": world, "resumed_from": resumed_from,
+                                                       "time": time.time()}), flush=True)
 
-    trainer = GRPOTrainer(model=loop_config["model"], reward_funcs=[reward], args=args, train_dataset=dataset,
-                          callbacks=[_make_callback()(rank, world, resumed_from)])
-    trainer.train(resume_from_checkpoint=resume_dir)
+        trainer = GRPOTrainer(model=loop_config["model"], reward_funcs=[reward], args=args, train_dataset=dataset,
+                              callbacks=[_make_callback()(rank, world, resumed_from)])
+        trainer.train(resume_from_checkpoint=resume_dir)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
 
 
 # -------------------------------------------------------------------------------------------- driver
