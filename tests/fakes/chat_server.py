@@ -8,7 +8,8 @@ arrival number, body = the request JSON) returns what to do with that request:
 - ``("hang",)``: no answer until the client closes its side (its timeout) or the server stops,
 - ``("wait", event, text)``: answer ``text`` once ``event`` (a ``threading.Event``) is set.
 
-Every request is recorded (arrival number, start/end monotonic time, the body's last user text) together
+Every request is recorded on arrival (arrival number, start/end monotonic time, when an error answer was about to be
+written, the body's last user text) together
 with the most requests in flight at once. Use as a context manager; ``base_url`` ends in ``/v1``.
 """
 from __future__ import annotations
@@ -32,6 +33,7 @@ class Seen:
     end: float | None
     text: str
     action: str
+    answered: float | None = None  # just before the answer's first byte was written (the client cannot see it earlier)
 
 
 def last_text(body: dict) -> str:
@@ -78,6 +80,12 @@ class ScriptedChatServer:
             self._httpd.server_close()
 
     @property
+    def arrivals(self) -> int:
+        """Requests received so far (counted on arrival; ``seen`` gets a request once its answer is done)."""
+        with self._lock:
+            return self._n
+
+    @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
@@ -90,10 +98,13 @@ class ScriptedChatServer:
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         action = self.script(n, body)
         seen = Seen(n=n, start=time.monotonic(), end=None, text=last_text(body), action=action[0])
+        with self._lock:
+            self.seen.append(seen)  # on arrival, so a test never races the handler's end
         try:
             if action[0] == "ok":
                 self._send(h, 200, self._completion(body, action[1]))
             elif action[0] == "status":
+                seen.answered = time.monotonic()
                 self._send(h, action[1], {"error": {"message": f"fake {action[1]}", "type": "fake"}}, action[2])
             elif action[0] == "hang":
                 self._hang(h)
@@ -109,7 +120,6 @@ class ScriptedChatServer:
             seen.end = time.monotonic()
             with self._lock:
                 self.in_flight -= 1
-                self.seen.append(seen)
 
     def _hang(self, h: BaseHTTPRequestHandler) -> None:
         sock: socket.socket = h.connection
