@@ -8,9 +8,9 @@ training corpus (``howeval.rewards.offline_corpus.load_bases`` leaves them out).
 ``howeval.judges.calibration.score_judge`` (per-label precision / recall / F1, macro over the labels the
 humans marked at least once: cot has no positive here, so its recall and F1 are undefined).
 
-Output: ``{"<judge>": {"labels": {label: {precision, recall, f1, ...}}, "trigger": {...}, "macro_f1": x}, ...,
-"n_items": 47, "all_positive": {...}}`` (``all_positive``: a judge that marks every label on every
-response, the floor a real judge must beat: macro F1 rewards recall on this positive-heavy set).
+Output: ``{"patternrm": {"labels": {label: {precision, recall, f1, ...}}, "trigger": {...}, "macro_f1": x},
+"rules": {...}, "n_items": 47, "baselines": {"all_positive": {...}}}`` (``all_positive``: marks every label
+on every response, the floor a real judge must beat: macro F1 rewards recall on this positive-heavy set).
 """
 from __future__ import annotations
 
@@ -84,7 +84,8 @@ def main() -> int:
     out: dict = {"n_items": len(keys), "source": "tests/fixtures/human_labels.jsonl (47 hand-labelled real responses)"}
     for name, pr in preds.items():
         s = score_judge(human, pr)
-        out[name] = {"version": versions.get(name, "baseline"),
+        where = out.setdefault("baselines", {}) if name == "all_positive" else out
+        where[name] = {"version": versions.get(name, "baseline"),
                      "labels": {k: {m: s["labels"][k][m] for m in ("precision", "recall", "f1", "support", "predicted")} for k in LABELS},
                      "trigger": {m: s["trigger"][m] for m in ("precision", "recall", "f1", "support", "predicted")},
                      "macro_f1": s["macro"]["f1"], "macro_n": s["macro"]["f1_n"]}
