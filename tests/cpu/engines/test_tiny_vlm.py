@@ -11,7 +11,6 @@ import pytest
 from PIL import Image
 
 from howeval.engines.base import ChatRequest
-from howeval.engines.messages import to_template_parts
 from howeval.engines.prompts import image_data_url
 from howeval.engines.tiny_vlm import TinyVLMSpec
 
@@ -29,19 +28,6 @@ def _req(images: list[bytes], text: str = "What colour is the picture?", max_tok
     parts = [{"type": "image_url", "image_url": {"url": image_data_url(b)}} for b in images]
     return ChatRequest(messages=[{"role": "user", "content": parts + [{"type": "text", "text": text}]}],
                        max_tokens=max_tokens)
-
-
-def test_template_parts_keep_image_positions_and_bytes():
-    msgs = [{"role": "system", "content": "s"},
-            {"role": "user", "content": [{"type": "text", "text": "a"},
-                                         {"type": "image_url", "image_url": {"url": image_data_url(RED)}},
-                                         {"type": "image_url", "image_url": {"url": image_data_url(BLUE)}}]},
-            {"role": "assistant", "content": None}]
-    out, images = to_template_parts(msgs)
-    assert out[1]["content"] == [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "image"}]
-    assert images == [RED, BLUE] and out[2]["content"] == "" and out[0]["content"] == "s"
-    with pytest.raises(ValueError, match="base64 data URL"):
-        to_template_parts([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x/a.png"}}]}])
 
 
 def test_spec_image_seq_len():
