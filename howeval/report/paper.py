@@ -110,7 +110,11 @@ def main_markdown(metrics: dict, vision: dict[str, str] | None = None) -> str:
 
 def main_csv(metrics: dict, vision: dict[str, str] | None = None) -> str:
     """The main table as CSV: every key of :func:`main_table` as a column (percent / points), 95% CIs included."""
-    rows = main_table(metrics, vision)
+    return _csv(main_table(metrics, vision))
+
+
+def _csv(rows: list[dict]) -> str:
+    """Rows as CSV, columns in the first row's key order, None as an empty cell; "" for no rows."""
     if not rows:
         return ""
     buf = io.StringIO()
@@ -189,15 +193,7 @@ def category_markdown(metrics: dict) -> str:
 
 def category_csv(metrics: dict) -> str:
     """The per-category table as CSV: config, mode, then ``{cat}_trigger``, ``{cat}_acc``, ``{cat}_n``."""
-    _, rows = category_table(metrics)
-    if not rows:
-        return ""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: "" if v is None else v for k, v in r.items()})
-    return buf.getvalue()
+    return _csv(category_table(metrics)[1])
 
 
 def category_tex(metrics: dict) -> str:

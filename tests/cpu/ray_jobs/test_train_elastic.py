@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -48,13 +50,17 @@ def test_elastic_run_shrinks_continues_and_keeps_every_step_once(tmp_path):
     one shrink 2 -> 1 that resumed from a checkpoint, steps 1..6 each exactly once.
     """
     storage = tmp_path / "train"
-    env = {**os.environ, "RAY_TMPDIR": str(tmp_path / "ray"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+    # Ray's own temp folder must stay short: its socket paths have to fit in 107 bytes (pytest's tmp_path does not)
+    ray_tmp = tempfile.mkdtemp(prefix="ray-el-", dir="/tmp")
+    env = {**os.environ, "RAY_TMPDIR": ray_tmp, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "RAY_USAGE_STATS_ENABLED": "0", "TOKENIZERS_PARALLELISM": "false"}
     env.pop("RAY_ADDRESS", None)
-    (tmp_path / "ray").mkdir()
-    proc = subprocess.run([sys.executable, "-m", "ray_jobs.train_elastic", "--storage-path", str(storage),
-                           "--steps", "6", "--kill-at", "2", "--add-at", "4", "--timeout-s", "1500"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "ray_jobs.train_elastic", "--storage-path", str(storage),
+                               "--steps", "6", "--kill-at", "2", "--add-at", "4", "--timeout-s", "1500"],
+                              cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
     out = proc.stdout
     assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
     lines = [x for x in out.splitlines() if x.startswith("resize ")]
