@@ -47,7 +47,7 @@ MAX_ATTEMPTS = 3
 # -- planning (pure) ------------------------------------------------------------------------------------
 def latest_responses(rows: list[dict]) -> dict[tuple, dict]:
     """One response per key ``(sample_id, config, mode)``: the highest ``attempt`` (null counts as 1)."""
-    return {(r["sample_id"], r["config"], r["mode"]): r for r in latest_attempts(rows)}
+    return {key_of(r): r for r in latest_attempts(rows)}
 
 
 def pending_work(samples: list[dict], model: ModelConfig, latest: dict[tuple, dict], modes=("NT", "T"),
@@ -126,7 +126,7 @@ def _response_rank(r: dict):
 
 def _judgment_rank(current: dict[tuple, str | None]):
     def rank(j: dict):
-        k = (j["sample_id"], j["config"], j["mode"])
+        k = key_of(j)
         return (k in current and current[k] == j.get("response_hash"), not j.get("judge_error"))
     return rank
 
@@ -240,7 +240,7 @@ def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, j
     keys_pending: set[tuple] = set()
     for model in models:
         todo = pending_work(samples, model, latest, modes, max_attempts)
-        keys_pending |= {(r["sample_id"], r["config"], r["mode"]) for r in todo}
+        keys_pending |= {key_of(r) for r in todo}
         for m in (m for m in modes if m in model.modes):
             waiting = sum(1 for r in todo if r["mode"] == m)
             progress.add(f"{model.name} {m}", total=len(samples), done=len(samples) - waiting)
@@ -261,14 +261,14 @@ def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, j
         rows = [r for r in latest.values() if r["config"] in {m.name for m in models} or not models]
         judgments = read_table(join(out, "judgments"), JUDGMENT_SCHEMA)[0].to_pylist()
         catch_up = plan_judging(rows, judgments, judges, only)
-        catch_up = [r for r in catch_up if (r["sample_id"], r["config"], r["mode"]) not in keys_pending]
+        catch_up = [r for r in catch_up if key_of(r) not in keys_pending]
         if catch_up and with_images:
             from howeval.judges.images import judge_image_urls
 
             imgs = {s["sample_id"]: s["images"] for s in samples if s.get("images")}
             for r in catch_up:
                 r["image_data_urls"] = judge_image_urls(imgs.get(r["sample_id"]), r["sample_id"]) or None
-        judged_before = len({(r["sample_id"], r["config"], r["mode"]) for r in rows if not r.get("error")}) - len(catch_up)
+        judged_before = len({key_of(r) for r in rows if not r.get("error")}) - len(catch_up)
         progress.add("judge", total=judged_before + len(catch_up) + len(keys_pending), done=judged_before)
         by_config: dict[str, list[dict]] = {}
         for r in catch_up:
