@@ -1,14 +1,15 @@
 """Job: elastic GRPO shown on a simulated multi-node Ray cluster — a node leaves, another joins, training goes on.
 
     python -m ray_jobs.train_elastic [--config configs/train/elastic.yaml] [--storage-path runs/train-elastic]
-                                     [--steps 8] [--kill-at 2] [--add-at 4]
+                                     [--steps 8] [--kill-at 2] [--add-at 4] [--model embedded:tiny-lm]
 
 What it does, all on 127.0.0.1 (``ray.cluster_utils.Cluster``: a head node for the Ray Train controller
 and two worker nodes, each with one ``grpo_slot`` so one training worker lands on each):
 
 1. starts ``python -m ray_jobs.train_grpo`` against that cluster (``RAY_ADDRESS``) with the elastic config
    (``scaling.min_workers: 1, max_workers: 2``, a checkpoint every step);
-2. once the checkpoint of step ``--kill-at`` is in storage, removes one worker node without grace (its
+2. once Ray Train has registered the checkpoint of step ``--kill-at`` (or a later one; read from its
+   ``checkpoint_manager_snapshot.json``), removes one worker node without grace (its
    raylet and worker processes are killed, as when a spot node is reclaimed): Ray Train sees the worker
    group fail, and (``FailureConfig``) restarts it on the one node left, from the latest checkpoint;
 3. once the shrunk group has written the checkpoint of step ``--add-at``, adds a worker node: the elastic
@@ -72,10 +73,17 @@ def check_steps(history: list[dict], steps: int) -> list[int]:
     return got
 
 
-def _checkpoint_steps(run_dir: Path) -> list[int]:
-    if not run_dir.exists():
+def committed_steps(run_dir: Path) -> list[int]:
+    """Steps whose checkpoint Ray Train has registered: ``checkpoint_<step>`` names in the controller's
+    ``checkpoint_manager_snapshot.json``, sorted. A ``checkpoint_*`` folder alone is not enough: a worker
+    writes it before the controller registers it, and a node lost in between leaves the run resuming from
+    an older one. Returns ``[]`` while the snapshot is absent or being rewritten (not valid JSON yet)."""
+    try:
+        snap = json.loads((run_dir / "checkpoint_manager_snapshot.json").read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
         return []
-    return sorted(int(p.name.split("_")[-1]) for p in run_dir.glob("checkpoint_*") if p.name.split("_")[-1].isdigit())
+    names = [c.get("checkpoint_dir_name", "") for c in snap.get("checkpoint_results", [])]
+    return sorted(int(n.rsplit("_", 1)[1]) for n in names if n.rsplit("_", 1)[-1].isdigit())
 
 
 def _reader(proc: subprocess.Popen, lines: queue.Queue) -> None:
@@ -85,8 +93,10 @@ def _reader(proc: subprocess.Popen, lines: queue.Queue) -> None:
 
 
 def run_elastic(config: str, storage: str, steps: int, kill_at: int, add_at: int, timeout_s: float,
-                verbose: bool = False) -> dict:
+                verbose: bool = False, model: str | None = None) -> dict:
     """Run the scenario above; returns ``{"final_step", "resizes": [...], "steps": [...], "grew": bool}``.
+
+    ``model`` overrides the config's policy (``train_grpo --model``), e.g. ``embedded:tiny-lm``.
 
     Raises:
         RuntimeError: the training process failed, timed out, or never shrank.
@@ -114,12 +124,12 @@ def run_elastic(config: str, storage: str, steps: int, kill_at: int, add_at: int
     address = "127.0.0.1:" + cluster.address.rsplit(":", 1)[1]
     env = {**os.environ, "RAY_ADDRESS": address, "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, "-m", "ray_jobs.train_grpo", "--config", config, "--storage-path", storage,
-           "--max-steps", str(steps)]
+           "--max-steps", str(steps)] + (["--model", model] if model else [])
     t0 = time.time()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=_reader, args=(proc, lines), daemon=True).start()
-    starts, removed, added, tail = [], False, False, []
+    starts, removed, added, tail, done = [], False, False, [], []
     try:
         while True:
             if time.time() - t0 > timeout_s:
@@ -142,7 +152,7 @@ def run_elastic(config: str, storage: str, steps: int, kill_at: int, add_at: int
                         r = resizes(starts)[-1]
                         print(f"resize  t={r['time'] - t0:6.1f}s  workers {r['before']} -> {r['after']}  "
                               f"resumed from step {r['resumed_from']}", flush=True)
-            done = _checkpoint_steps(run_dir)
+            done = committed_steps(run_dir) or done
             cur = starts[-1]["world_size"] if starts else None
             if not removed and cur == 2 and done and done[-1] >= kill_at:
                 print(f"event   t={time.time() - t0:6.1f}s  removing worker node {nodes[1].node_id[:8]} "
@@ -180,10 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kill-at", type=int, default=2, help="remove a worker node once this step's checkpoint exists")
     p.add_argument("--add-at", type=int, default=4, help="add a worker node once the shrunk group checkpointed this step")
     p.add_argument("--timeout-s", type=float, default=1200, help="give up after this many seconds")
+    p.add_argument("--model", help="override the config's policy (a folder, or embedded:tiny-lm)")
     p.add_argument("--verbose", action="store_true", help="echo the training job's output")
     a = p.parse_args(argv)
     try:
-        res = run_elastic(a.config, a.storage_path, a.steps, a.kill_at, a.add_at, a.timeout_s, a.verbose)
+        res = run_elastic(a.config, a.storage_path, a.steps, a.kill_at, a.add_at, a.timeout_s, a.verbose, a.model)
     except (RuntimeError, ValueError, FileExistsError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

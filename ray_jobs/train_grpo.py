@@ -29,6 +29,7 @@ import os
 import shutil
 import tempfile
 import time
+from pathlib import Path
 
 from howeval.training.grpo import TrainConfig, load_train_config
 
@@ -89,6 +90,28 @@ def _scorer(cfg: TrainConfig, url: str | None):
                         max_retries=cfg.reward.max_retries).score
 
 
+def scratch_dir(run_name: str, rank: int, parent: str | None = None) -> str:
+    """A new local folder for one worker's TRL output: ``<tmp>/howeval-grpo-<run_name>/rank<r>-pid<pid>``.
+
+    First removes the run's folders whose process is gone (``os.kill(pid, 0)`` fails): what a killed worker
+    left (GBs per checkpoint for a real policy). Folders of live processes are kept. ``parent`` defaults to
+    ``tempfile.gettempdir()`` (``$TMPDIR``).
+    """
+    root = Path(parent or tempfile.gettempdir()) / f"howeval-grpo-{run_name}"
+    root.mkdir(parents=True, exist_ok=True)
+    for old in root.glob("rank*-pid*"):
+        try:
+            os.kill(int(old.name.rsplit("-pid", 1)[1]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(old, ignore_errors=True)
+        except (ValueError, PermissionError):  # not ours to judge: keep it
+            continue
+    out = root / f"rank{rank}-pid{os.getpid()}"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    return str(out)
+
+
 def train_loop_per_worker(loop_config: dict) -> None:
     """One Ray Train worker: build the dataset and GRPOTrainer, resume from Ray's checkpoint, train."""
     import ray.train
@@ -104,9 +127,10 @@ def train_loop_per_worker(loop_config: dict) -> None:
         rows = curriculum_rows(rows, cfg.curriculum.switch_step, cfg.prompts_per_step(world), cfg.data.split_seed)
     dataset = images_dataset(rows)  # prompt + images (PIL) for a VLM policy: TRL's multimodal GRPO path
 
-    out_dir = tempfile.mkdtemp(prefix=f"grpo-{cfg.run_name}-rank{rank}-")
+    out_dir = scratch_dir(cfg.run_name, rank)
     # TRL's local folders (a full model + optimizer per checkpoint, GBs for real policies) are removed at
-    # the end: Ray Train has persisted every reported checkpoint to storage by then.
+    # the end: Ray Train has persisted every reported checkpoint to storage by then. A worker killed before
+    # that (a lost node, a preemption) leaves its folder; the next worker of the run on that node removes it.
     try:
         args = GRPOConfig(output_dir=out_dir, **cfg.grpo_kwargs())
         rollout_log = None
@@ -192,15 +216,10 @@ def run(cfg: TrainConfig, storage_path: str | None = None, max_steps: int | None
     if resume and not exists:
         raise FileNotFoundError(f"--resume: no run at {storage}/{cfg.run_name}")
 
-    model = cfg.model
-    if model is None:
-        from howeval.engines.hf import embedded_checkpoint
+    from howeval.engines.hf import resolve_model_path
+    from howeval.engines.options import HFOptions
 
-        model = embedded_checkpoint()  # made once here, not raced by the workers
-    else:
-        from howeval.engines.tiny_vlm import TINY_VLM, tiny_vlm_checkpoint
-
-        model = tiny_vlm_checkpoint() if model == TINY_VLM else model
+    model = resolve_model_path(cfg.model, HFOptions())  # an embedded model is made once here, not raced by workers
     url = None
     env_vars = {"TOKENIZERS_PARALLELISM": "false"}
     if cfg.reward.source == "server":
@@ -249,10 +268,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", required=True, help="configs/train/<recipe>.yaml")
     p.add_argument("--storage-path", help="override storage.path (local folder or fsspec URL)")
     p.add_argument("--max-steps", type=int, help="override grpo.max_steps")
+    p.add_argument("--model", help="override model: a transformers folder, or embedded:tiny-lm / embedded:tiny-vlm")
     p.add_argument("--resume", action="store_true", help="continue the run from its latest checkpoint")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    cfg = load_train_config(a.config)
+    cfg = load_train_config(a.config, overrides={"model": a.model} if a.model else None)
     result = run(cfg, a.storage_path, a.max_steps, a.resume)
     ck = result.checkpoint
     print(json.dumps({"run": cfg.run_name, "checkpoint": ck.path if ck else None,

@@ -55,6 +55,31 @@ def cache_dir() -> Path:
     return Path(os.environ.get("HOWEVAL_CACHE", Path.home() / ".cache" / "howeval"))
 
 
+def cached_build(name: str, build) -> str:
+    """``cache_dir() / name``, made once by ``build(tmp_folder)`` and renamed into place atomically.
+
+    ``build`` writes a complete checkpoint into the temp folder it is given (same filesystem as the cache,
+    so the rename is atomic); when another process wins the race its copy is kept and ours is dropped.
+    Returns the folder path. Raises whatever ``build`` raises (the temp folder is removed).
+    """
+    out = cache_dir() / name
+    if (out / "config.json").exists():
+        return str(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=out.parent))
+    try:
+        build(tmp)
+        os.replace(tmp, out)
+    except OSError:  # another process won the race (out exists, non-empty)
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not (out / "config.json").exists():
+            raise
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return str(out)
+
+
 def embedded_checkpoint() -> str:
     """An unquantized (fp32) transformers copy of the embedded SmolLM2, made once from the GGUF.
 
@@ -62,39 +87,33 @@ def embedded_checkpoint() -> str:
     (TRL) refuse the GGUF-loaded model, so training uses this copy too (DESIGN.md, "Models").
     Returns the folder path. Written atomically (temp folder, then rename).
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    def build(tmp: Path) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    out = cache_dir() / "smollm2-135m-instruct-fp32"
-    if (out / "config.json").exists():
-        return str(out)
-    src = default_model_dir()
-    tok = AutoTokenizer.from_pretrained(src, gguf_file=DEFAULT_GGUF)
-    mdl = AutoModelForCausalLM.from_pretrained(src, gguf_file=DEFAULT_GGUF)
-    mdl.hf_quantizer = None
-    if hasattr(mdl.config, "quantization_config"):
-        del mdl.config.quantization_config
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".smollm2-", dir=out.parent))  # same filesystem: the rename is atomic
-    mdl.save_pretrained(tmp)
-    tok.save_pretrained(tmp)
-    try:
-        os.replace(tmp, out)
-    except OSError:  # another process won the race (out exists, non-empty)
-        shutil.rmtree(tmp, ignore_errors=True)
-        if not (out / "config.json").exists():
-            raise
-    return str(out)
+        src = default_model_dir()
+        tok = AutoTokenizer.from_pretrained(src, gguf_file=DEFAULT_GGUF)
+        mdl = AutoModelForCausalLM.from_pretrained(src, gguf_file=DEFAULT_GGUF)
+        mdl.hf_quantizer = None
+        if hasattr(mdl.config, "quantization_config"):
+            del mdl.config.quantization_config
+        mdl.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+
+    return cached_build("smollm2-135m-instruct-fp32", build)
 
 
 def resolve_model_path(model: str | None, options: HFOptions) -> str:
     """The local folder for ``model``: ``None`` = the embedded SmolLM2 (its fp32 copy, or the GGUF folder when
-    ``options.gguf_file`` is set), ``embedded:tiny-vlm`` = the tiny VLM test vehicle, else ``model`` itself."""
-    from howeval.engines.tiny_vlm import TINY_VLM, tiny_vlm_checkpoint
+    ``options.gguf_file`` is set), ``embedded:tiny-vlm`` / ``embedded:tiny-lm`` = the offline test vehicles
+    (:mod:`howeval.engines.tiny_vlm`), else ``model`` itself."""
+    from howeval.engines.tiny_vlm import TINY_LM, TINY_VLM, tiny_lm_checkpoint, tiny_vlm_checkpoint
 
     if model is None:
         return embedded_checkpoint() if options.gguf_file is None else default_model_dir()
     if model == TINY_VLM:
         return tiny_vlm_checkpoint()
+    if model == TINY_LM:
+        return tiny_lm_checkpoint()
     return model
 
 

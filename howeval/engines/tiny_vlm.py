@@ -1,4 +1,4 @@
-"""A tiny vision-language model built offline: the test vehicle that proves pixels reach a model.
+"""Offline test vehicles: a tiny vision-language model that proves pixels reach a model, and a tiny text policy.
 
 No small VLM's weights ship in a PyPI package, so this one is assembled in code (issue 16):
 
@@ -14,12 +14,14 @@ No small VLM's weights ship in a PyPI package, so this one is assembled in code 
 Its answers are meaningless (the vision side is untrained); its point is that an image's pixels change
 the logits, which the tests check. Saved once under ``$HOWEVAL_CACHE`` (``~/.cache/howeval``) like the
 fp32 SmolLM2 copy; ~520 MB, built in ~10 s.
+
+The tiny text policy (``embedded:tiny-lm``, :func:`tiny_lm_checkpoint`) is a 3.2 M-parameter Llama with
+SmolLM2's tokenizer and chat template, randomly initialised: the GRPO tests train it, so that checkpoints,
+resumes and elastic resizes run the real Ray Train + TRL code with ~40 MB checkpoints (16 MB on disk in
+the cache, built in ~2 s).
 """
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -126,22 +128,73 @@ def tiny_vlm_checkpoint(spec: TinyVLMSpec = TinyVLMSpec()) -> str:
 
     Returns the folder path (load it with ``AutoProcessor`` / ``AutoModelForImageTextToText``).
     """
-    from howeval.engines.hf import cache_dir, embedded_checkpoint
+    from howeval.engines.hf import cached_build, embedded_checkpoint
 
-    out = cache_dir() / spec.folder_name()
-    if (out / "config.json").exists():
-        return str(out)
     lm = embedded_checkpoint()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tiny-vlm-", dir=out.parent))
-    try:
-        build_tiny_vlm(tmp, lm, spec)
-        os.replace(tmp, out)
-    except OSError:  # another process won the race
-        shutil.rmtree(tmp, ignore_errors=True)
-        if not (out / "config.json").exists():
-            raise
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return str(out)
+    return cached_build(spec.folder_name(), lambda tmp: build_tiny_vlm(tmp, lm, spec))
+
+
+# ------------------------------------------------------------------------------------ tiny text policy
+
+TINY_LM = "embedded:tiny-lm"
+"""The model name that selects the tiny text policy (``model: embedded:tiny-lm``)."""
+
+
+@dataclass(frozen=True)
+class TinyLMSpec:
+    """Sizes of the tiny text policy: a Llama with SmolLM2's tokenizer (vocab 49,152) and chat template.
+
+    With the defaults it has ~3.2 M parameters (the 49,152 x 64 tied embedding is most of them): a GRPO
+    checkpoint with Adam's state is ~40 MB instead of SmolLM2-135M's ~1.6 GB. Changing any field changes
+    the cache folder's name."""
+
+    hidden_size: int = 64
+    intermediate_size: int = 128
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 2
+    num_key_value_heads: int = 1
+    seed: int = 0
+
+    def folder_name(self) -> str:
+        return "tiny-lm-" + "-".join(f"{v}" for v in asdict(self).values())
+
+
+def build_tiny_lm(out: str | Path, lm_path: str, spec: TinyLMSpec = TinyLMSpec()) -> None:
+    """Save a randomly initialised (fixed seed) Llama of ``spec``'s sizes with ``lm_path``'s tokenizer,
+    chat template and generation config to ``out``.
+
+    The training test vehicle: GRPO, checkpoints, resume and elastic resizes run through exactly the code a
+    real policy uses, at a size whose checkpoints do not fill a CI disk. Its text is meaningless.
+    Raises:
+        ValueError: ``lm_path`` is not a Llama-family causal LM.
+    """
+    import torch
+    from transformers import AutoConfig, AutoTokenizer, GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+    base = AutoConfig.from_pretrained(lm_path)
+    if base.model_type != "llama":
+        raise ValueError(f"lm_path={lm_path!r}: model_type {base.model_type!r}, need 'llama'")
+    tok = AutoTokenizer.from_pretrained(lm_path)
+    cfg = LlamaConfig(
+        vocab_size=base.vocab_size, hidden_size=spec.hidden_size, intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_hidden_layers, num_attention_heads=spec.num_attention_heads,
+        num_key_value_heads=spec.num_key_value_heads, max_position_embeddings=base.max_position_embeddings,
+        bos_token_id=base.bos_token_id, eos_token_id=base.eos_token_id, pad_token_id=base.pad_token_id,
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(spec.seed)
+    model = LlamaForCausalLM(cfg).eval()
+    model.generation_config = GenerationConfig.from_pretrained(lm_path)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+
+
+def tiny_lm_checkpoint(spec: TinyLMSpec = TinyLMSpec()) -> str:
+    """The tiny text policy's folder under the cache, built once from the embedded SmolLM2's tokenizer.
+
+    Returns the folder path (load it with ``AutoModelForCausalLM`` / ``AutoTokenizer``).
+    """
+    from howeval.engines.hf import cached_build, embedded_checkpoint
+
+    lm = embedded_checkpoint()
+    return cached_build(spec.folder_name(), lambda tmp: build_tiny_lm(tmp, lm, spec))

@@ -143,7 +143,7 @@ class TrainConfig(StrictModel):
 
     name: str = Field(..., pattern=r"^[A-Za-z0-9_.\-]+$", description="Recipe/run name.")
     model: str | None = Field(None, description="Policy: a transformers folder or hub id; None = the embedded SmolLM2-135M-Instruct (its fp32 copy); "
-                              "embedded:tiny-vlm = the offline tiny VLM test vehicle (howeval.engines.tiny_vlm).")
+                              "embedded:tiny-vlm / embedded:tiny-lm = the offline test vehicles (howeval.engines.tiny_vlm).")
     data: DataSpec = Field(default_factory=DataSpec)
     reward: RewardSpec
     curriculum: CurriculumSpec | None = Field(None, description="CPR-Curriculum phases; needs reward.kind=cpr.")

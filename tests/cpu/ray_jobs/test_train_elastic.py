@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ray_jobs.train_elastic import check_steps, parse_start, resizes
+from ray_jobs.train_elastic import check_steps, committed_steps, parse_start, resizes
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -41,6 +41,18 @@ def test_check_steps_accepts_exactly_one_of_each():
         check_steps([{"step": 1}, {"step": 2}, {"step": 2}, {"step": 3}], 3)
 
 
+def test_committed_steps_reads_the_controller_snapshot_not_the_folders(tmp_path):
+    (tmp_path / "checkpoint_0000003").mkdir()  # written by a worker, not registered yet
+    assert committed_steps(tmp_path) == []
+    snap = {"ray_version": "2.60.0", "checkpoint_results": [
+        {"version": 0, "checkpoint_dir_name": "checkpoint_0000002", "metrics": {"step": 2}},
+        {"version": 0, "checkpoint_dir_name": "checkpoint_0000001", "metrics": {"step": 1}}]}
+    (tmp_path / "checkpoint_manager_snapshot.json").write_text(json.dumps(snap))
+    assert committed_steps(tmp_path) == [1, 2]
+    (tmp_path / "checkpoint_manager_snapshot.json").write_text('{"checkpoint_results": [')  # mid-rewrite
+    assert committed_steps(tmp_path) == []
+
+
 @pytest.mark.ray
 @pytest.mark.slow
 def test_elastic_run_shrinks_continues_and_keeps_every_step_once(tmp_path):
@@ -52,12 +64,15 @@ def test_elastic_run_shrinks_continues_and_keeps_every_step_once(tmp_path):
     storage = tmp_path / "train"
     # Ray's own temp folder must stay short: its socket paths have to fit in 107 bytes (pytest's tmp_path does not)
     ray_tmp = tempfile.mkdtemp(prefix="ray-el-", dir="/tmp")
-    env = {**os.environ, "RAY_TMPDIR": ray_tmp, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+    scratch = tmp_path / "scratch"  # the workers' TRL folders (TMPDIR): a killed worker's is left there, not in /tmp
+    scratch.mkdir()
+    env = {**os.environ, "RAY_TMPDIR": ray_tmp, "TMPDIR": str(scratch), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "RAY_USAGE_STATS_ENABLED": "0", "TOKENIZERS_PARALLELISM": "false"}
     env.pop("RAY_ADDRESS", None)
     try:
         proc = subprocess.run([sys.executable, "-m", "ray_jobs.train_elastic", "--storage-path", str(storage),
-                               "--steps", "6", "--kill-at", "2", "--add-at", "4", "--timeout-s", "1500"],
+                               "--steps", "6", "--kill-at", "2", "--add-at", "4", "--timeout-s", "1500",
+                               "--model", "embedded:tiny-lm"],
                               cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
@@ -67,7 +82,10 @@ def test_elastic_run_shrinks_continues_and_keeps_every_step_once(tmp_path):
     shrinks = [x for x in lines if "workers 2 -> 1" in x]
     assert shrinks, out[-3000:]
     resumed = int(shrinks[0].rsplit("resumed from step ", 1)[1])
-    assert 1 <= resumed <= 2  # the latest checkpoint committed when the node went
+    removal = [x for x in out.splitlines() if x.startswith("event") and "removing worker node" in x]
+    latest = int(removal[0].rsplit("latest checkpoint: step ", 1)[1].rstrip(")"))
+    assert 2 <= latest < 6 and resumed == latest  # resumed from the checkpoint registered when the node went
+    assert not list(scratch.glob("howeval-grpo-*/rank*"))  # every worker's TRL folder removed (the killed one's too)
     assert "elastic run done: final step 6" in out
     history = [json.loads(x) for x in (storage / "grpo-elastic" / "metrics.jsonl").read_text().splitlines() if x.strip()]
     steps = [h["step"] for h in history if "train_runtime" not in h]

@@ -7,16 +7,34 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
 from fakes.reward_server import running_reward_server
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 TOKEN_ENV = "HOWEVAL_TEST_REWARD_TOKEN"
 TOKEN = "grpo-smoke-token"
 URL_ENV = "HOWEVAL_TEST_REWARD_URL"
+
+
+def test_scratch_dir_removes_what_dead_workers_left_and_keeps_live_ones(tmp_path):
+    from ray_jobs.train_grpo import scratch_dir
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that no longer runs (reaped)
+    root = tmp_path / "howeval-grpo-r1"
+    (root / f"rank0-pid{dead.pid}" / "checkpoint-3").mkdir(parents=True)
+    (root / "rank1-pid1").mkdir()  # pid 1 is alive
+    (root / "notes").mkdir()       # not a worker folder
+    out = scratch_dir("r1", 0, parent=str(tmp_path))
+    assert out == str(root / f"rank0-pid{os.getpid()}")
+    assert sorted(p.name for p in root.iterdir()) == sorted([f"rank0-pid{os.getpid()}", "rank1-pid1", "notes"])
+    (root / f"rank0-pid{os.getpid()}" / "x").write_text("stale")
+    scratch_dir("r1", 0, parent=str(tmp_path))  # our own pid again: a fresh, empty folder
+    assert list((root / f"rank0-pid{os.getpid()}").iterdir()) == []
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +50,8 @@ def reward_server():
         yield url
 
 
+@pytest.mark.ray
+@pytest.mark.slow
 def test_grpo_smoke_server_checkpoint_resume(reward_server, tmp_path, repo_root):
     from howeval.training.grpo import InProcessScorer, load_train_config
     from howeval.rewards.client import RewardClient
@@ -39,6 +59,7 @@ def test_grpo_smoke_server_checkpoint_resume(reward_server, tmp_path, repo_root)
 
     logs = tmp_path / "rollouts"
     cfg = load_train_config(str(repo_root / "configs" / "train" / "smoke.yaml"), overrides={
+        "model": "embedded:tiny-lm",  # the real TRL + Ray Train path with ~40 MB checkpoints (SmolLM2's are 1.6 GB)
         "reward": {"source": "server", "url_env": URL_ENV, "token_env": TOKEN_ENV, "rollout_log_dir": str(logs)},
         "scaling": {"resources_per_worker": {"CPU": 2}},
     })
