@@ -41,22 +41,30 @@ from howeval.records import RESPONSE_SCHEMA  # noqa: E402
 from howeval.store import join, read_table  # noqa: E402
 
 
-def write_inputs(d: Path, n: int) -> tuple[Path, Path]:
-    """A manifest of ``n`` prompts (the demo set repeated, unique uids, absolute image paths) and the
-    recorded answers the replay engine gives (the gold answer, both modes)."""
+def write_inputs(d: Path, n: int, configs: int) -> tuple[Path, list[Path]]:
+    """A manifest of ``n`` prompts (the demo set repeated, unique uids, absolute image paths) and, per
+    config, the recorded answers its replay engine gives (the gold answer, both modes). Each config's text
+    names the config, so no two configs give the same response and the judge's cache (one call per identical
+    request) cannot answer one config's rows from another's: every response costs one judge call."""
     demo = REPO / "datasets" / "demo"
     d.mkdir(parents=True, exist_ok=True)
     base = [json.loads(line) for line in (demo / "manifest.jsonl").open()]
-    manifest, recorded = d / "manifest.jsonl", d / "recorded.jsonl"
-    with manifest.open("w") as m, recorded.open("w") as r:
+    manifest, recorded = d / "manifest.jsonl", [d / f"recorded{c:02d}.jsonl" for c in range(configs)]
+    rows = []
+    with manifest.open("w") as m:
         for i in range(n):
             row = dict(base[i % len(base)])
             row["uid"] = f"{row['uid']}#{i}"
             row["image"] = str(demo / row["image"])
             m.write(json.dumps(row) + "\n")
-            for mode in ("NT", "T"):
-                r.write(json.dumps({"sample_id": row["uid"], "mode": mode,
-                                    "response": f"[{mode}] Counting carefully, the answer is {row['answer']}."}) + "\n")
+            rows.append(row)
+    for c, path in enumerate(recorded):
+        with path.open("w") as r:
+            for row in rows:
+                for mode in ("NT", "T"):
+                    r.write(json.dumps({"sample_id": row["uid"], "mode": mode,
+                                        "response": f"[cfg{c:02d} {mode}] Counting carefully, the answer is "
+                                                    f"{row['answer']}."}) + "\n")
     return manifest, recorded
 
 
@@ -71,8 +79,8 @@ def fake_judge(url: str, replicas: int = 2, concurrency: int = 4) -> dict:
 def bench_configs(a, d: Path, url: str) -> dict:
     from ray_jobs.stages import generate, generate_and_judge
 
-    manifest, recorded = write_inputs(d, a.prompts)
-    models = [{"name": f"cfg{i:02d}", "engine": "replay", "options": {"path": str(recorded), "delay_s": a.delay},
+    manifest, recorded = write_inputs(d, a.prompts, a.configs)
+    models = [{"name": f"cfg{i:02d}", "engine": "replay", "options": {"path": str(recorded[i]), "delay_s": a.delay},
                "modes": {"NT": {}, "T": {}}, "resources": {"replicas": 1, "num_cpus": 0.1, "batch_size": a.batch_size}}
               for i in range(a.configs)]
 
@@ -126,11 +134,11 @@ def paper_dry_run(a, d: Path, url: str) -> dict:
     """The 25-config file with replay engines (no delay) and the fake judge (no latency) on ``--paper-prompts``."""
     from ray_jobs.stages import generate_and_judge
 
-    manifest, recorded = write_inputs(d, a.paper_prompts)
     paper = load_sweep_config(REPO / "configs" / "sweeps" / "patterneval-25.yaml")
+    manifest, recorded = write_inputs(d, a.paper_prompts, len(paper.models))
     raw = paper.model_dump()
-    for m in raw["models"]:
-        m.update(engine="replay", model=None, options={"path": str(recorded)},
+    for m, path in zip(raw["models"], recorded):
+        m.update(engine="replay", model=None, options={"path": str(path)},
                  resources={"replicas": 1, "num_cpus": 0.05, "batch_size": 16})
         for mode in m["modes"].values():
             mode.update(reasoning_effort=None, extra_body={})

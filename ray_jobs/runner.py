@@ -61,6 +61,10 @@ class StageSpec:
             ``then`` (default: the output batch itself).
         replicas, num_cpus, num_gpus, accelerator_type: Ray resources per actor (fractional CPUs allowed).
         in_flight: batches queued per actor (2 keeps an actor busy while the driver hands out the next).
+        concurrency: batches one actor runs at once, on threads (its ``max_concurrency``); more than 1 only
+            for a thread-safe stage whose work is waiting, e.g. the ``openai`` engine
+            (:func:`howeval.engines.registry.batches_in_flight`). An actor is sent up to
+            ``max(in_flight, concurrency + 1)`` batches.
         group_col, error_col, tokens_col: output columns counted per batch for progress (missing = 0).
         label: progress label; default ``name``.
         batch_format: ``"pyarrow"`` (a ``pa.Table``) or ``"numpy"`` (a dict of numpy arrays) for ``cls``.
@@ -77,6 +81,7 @@ class StageSpec:
     num_gpus: float = 0.0
     accelerator_type: str | None = None
     in_flight: int = 2
+    concurrency: int = 1
     group_col: str | None = None
     error_col: str | None = "error"
     tokens_col: str | None = None
@@ -224,7 +229,7 @@ class StageRunner:
 
         spec = self.stages[name]
         opts: dict[str, Any] = {"num_cpus": spec.num_cpus, "max_restarts": self.max_restarts,
-                                "max_task_retries": self.max_task_retries, "max_concurrency": 1}
+                                "max_task_retries": self.max_task_retries, "max_concurrency": spec.concurrency}
         if spec.num_gpus:
             opts["num_gpus"] = spec.num_gpus
         if spec.accelerator_type:
@@ -250,7 +255,8 @@ class StageRunner:
                 if name not in self.actors:
                     self._start(name)
                 load, ok = self.load[name], self.is_ready[name]
-                free = [j for j in range(len(load)) if ok[j] and load[j] < spec.in_flight]
+                cap = max(spec.in_flight, spec.concurrency + 1)
+                free = [j for j in range(len(load)) if ok[j] and load[j] < cap]
                 if not free:
                     break
                 i = min(free, key=load.__getitem__)

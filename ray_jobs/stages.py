@@ -236,6 +236,7 @@ def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, j
                              replicas=judges.replicas, num_cpus=judges.num_cpus, out_uri=join(out, "judgments", "{config}"),
                              error_col="judge_error", label="judge"))
     from actors.policy import PolicyStage
+    from howeval.engines.registry import batches_in_flight
 
     keys_pending: set[tuple] = set()
     for model in models:
@@ -254,6 +255,7 @@ def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, j
             then="judge" if judges is not None else None,
             forward=partial(judge_input, with_images=with_images) if judges is not None else None,
             replicas=r.replicas, num_cpus=r.num_cpus, num_gpus=r.num_gpus, accelerator_type=r.accelerator_type,
+            concurrency=batches_in_flight(model.engine, model.options, r.batch_size),
             group_col="mode", tokens_col="completion_tokens"))
         for b in blocks(conform(todo, WORK_SCHEMA), r.batch_size):
             runner.feed(stage, b, {"config": model.name})

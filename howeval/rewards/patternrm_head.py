@@ -60,9 +60,14 @@ class Encoder:
     """The bundled all-MiniLM-L6-v2 (``howeval.embed.default_model_path``), or a local folder.
 
     ``encode(texts) -> (n, 384)`` float32, L2-normalised; ``n_calls`` counts encoder passes.
+
+    ``batch_size`` is sentence-transformers' forward-pass size: it sorts the texts by length and pads each
+    forward pass to its longest text, so small passes waste little on padding. A batch of 64 responses is
+    ~384 texts (each response and its sentences): 0.88 s at 32 against 2.40 s at 256 on 2 CPU cores, with
+    the same labels (README, "Reward server").
     """
 
-    def __init__(self, model_path: str | None = None, device: str | None = None, batch_size: int = 256):
+    def __init__(self, model_path: str | None = None, device: str | None = None, batch_size: int = 32):
         from sentence_transformers import SentenceTransformer
 
         from howeval.embed import default_model_path

@@ -1,5 +1,6 @@
 """Stage classes for runner tests: one that doubles a column, one whose constructor raises, one whose
-process dies on a marked row (``os._exit``), and one that raises in ``__call__``.
+process dies on a marked row (``os._exit``), one that raises in ``__call__``, and one that waits (like a
+network-bound engine) and records when each batch ran.
 
 Ray workers cannot import ``tests.fakes``; tests register this module with
 ``ray.cloudpickle.register_pickle_by_value`` so the classes travel by value.
@@ -7,6 +8,7 @@ Ray workers cannot import ``tests.fakes``; tests register this module with
 from __future__ import annotations
 
 import os
+import time
 
 import pyarrow as pa
 
@@ -52,3 +54,21 @@ class RaiseOn:
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         raise ValueError("column 'x' holds a string (fake)")
+
+
+class Waits:
+    """Sleeps ``seconds`` per batch (a network-bound engine) and records each row's batch start/end
+    (``time.time()``) and thread, so a test can see which batches ran at the same time."""
+
+    def __init__(self, seconds: float = 0.5):
+        self.seconds = seconds
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        import threading
+
+        t0 = time.time()
+        time.sleep(self.seconds)
+        t1 = time.time()
+        return pa.Table.from_pylist([{"sample_id": r["sample_id"], "config": r["config"], "mode": r["mode"],
+                                      "x": r["x"], "t0": t0, "t1": t1, "thread": threading.get_ident(),
+                                      "error": None} for r in batch.to_pylist()])

@@ -146,6 +146,31 @@ def test_forwarded_batches_stream_into_the_next_stage(ray_local, tmp_path):
     assert sorted(r["x"] for r in b) == [0, 4, 8, 12, 16, 20]  # b got a's output batches
 
 
+@pytest.mark.ray
+def test_a_concurrent_stage_runs_batches_of_one_actor_at_once(ray_local, tmp_path):
+    """concurrency=3 on one actor: three 0.6 s batches overlap on three threads of that one process;
+    concurrency=1 runs them one after another (the openai engine's window is kept full this way)."""
+    fk = ray_local
+    runner = StageRunner()
+    runner.add(StageSpec("threads", fk.Waits, {"seconds": 0.6}, out_uri=str(tmp_path / "threads"), num_cpus=0.1,
+                         concurrency=3))
+    runner.add(StageSpec("serial", fk.Waits, {"seconds": 0.6}, out_uri=str(tmp_path / "serial"), num_cpus=0.1))
+    for i in range(3):
+        runner.feed("threads", _rows("threads", [i]))
+        runner.feed("serial", _rows("serial", [i]))
+    assert runner.run() == {}
+
+    def spans(name):
+        rows = sorted(pq.read_table(tmp_path / name).to_pylist(), key=lambda r: r["t0"])
+        return [(r["t0"], r["t1"]) for r in rows], {r["thread"] for r in rows}
+
+    conc, threads = spans("threads")
+    assert len(conc) == 3 and len(threads) == 3
+    assert max(a for a, _ in conc) < min(b for _, b in conc)  # all three were running at one moment
+    ser, _ = spans("serial")
+    assert all(ser[k + 1][0] >= ser[k][1] for k in range(2))  # each started after the previous ended
+
+
 def test_no_job_imports_another_job(repo_root):
     """Jobs share ray_jobs.common / runner / stages, never each other (issue 17)."""
     import ast
