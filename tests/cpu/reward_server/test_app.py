@@ -346,3 +346,54 @@ def test_patternrm_replica_killed_under_load_degrades_then_recovers(server):
         time.sleep(1)
     assert not res["degraded"] and res["labels"] == {"cot": True, "rep": True, "con": False, "pr": False}
     assert httpx.get(server + "/healthz").json()["degraded"] is False
+
+
+def test_full_queue_sheds_with_503_retry_after_and_the_client_waits_it_out(server):
+    """A reward app whose ingress takes 1 request at a time with 1 waiting, in front of a PatternRM that
+    holds each batch 1 s (``batch_wait_timeout_s``): of 8 simultaneous requests Serve's proxy answers the
+    overflow at once with 503 and ``Retry-After: 1``, never a wait without bound; ``RewardClient``,
+    which reads ``Retry-After``, then scores 4 concurrent requests in full within its deadline."""
+    import time
+
+    from ray import serve
+
+    from howeval.rewards.client import RewardClient
+    from reward_server.app import PatternRMServer, RewardIngress, StepScorer
+    from reward_server.config import load_server_config
+
+    serve.run(PatternRMServer.options(user_config={"max_batch_size": 64, "batch_wait_timeout_s": 1.0})
+              .bind({"kind": "rules"}), name="patternrm-slow", route_prefix=None)
+    cfg = load_server_config({"auth": {"token_env": TOKEN_ENV}, "patternrm_app": "patternrm-slow",
+                              "pattern": {"p": 1.0, "seed": 0, "mode": "mean"}})
+    ingress = RewardIngress.options(max_ongoing_requests=1, max_queued_requests=1)
+    serve.run(ingress.bind(StepScorer.bind(cfg.cpr.model_dump()), cfg.model_dump()), name="reward-shed",
+              route_prefix="/shed")
+    url = server + "/shed"
+    try:
+        async def burst() -> list[httpx.Response]:
+            async with httpx.AsyncClient(timeout=60) as c:
+                return await asyncio.gather(*[c.post(url + "/v1/rewards", json={"items": [item(CLEAN)]}, headers=AUTH)
+                                              for _ in range(8)])
+
+        t0 = time.monotonic()
+        answers = asyncio.run(burst())
+        codes = sorted(r.status_code for r in answers)
+        assert set(codes) <= {200, 503} and codes.count(200) >= 1 and codes.count(503) >= 4, codes
+        assert all(r.headers.get("retry-after") == "1" for r in answers if r.status_code == 503)
+        assert time.monotonic() - t0 < 30  # the overflow was answered at once, not queued behind 1 s batches
+        ok = [r.json()["rewards"][0] for r in answers if r.status_code == 200]
+        assert all(x["reward"] == 1.0 and not x["degraded"] for x in ok)
+
+        def one(_):
+            with RewardClient(url, token_env=TOKEN_ENV, timeout_s=20, max_retries=20, deadline_s=60) as client:
+                return client.score([item(CLEAN), item("The answer is \\boxed{5}.")])
+
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(4) as pool:
+            results = list(pool.map(one, range(4)))
+        assert [[x["reward"] for x in r] for r in results] == [[1.0, 0.0]] * 4
+        assert not any(x["degraded"] for r in results for x in r)
+    finally:
+        serve.delete("reward-shed")
+        serve.delete("patternrm-slow")
