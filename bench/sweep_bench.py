@@ -17,9 +17,8 @@ Each contender runs ``--repeats`` times per size, interleaved (round r starts at
 the table gives the minimum and the median of the wall times; every single run is in the JSON file with
 the 1-minute load average before and after it, so a run disturbed by other jobs can be seen.
 ``--naive-max-prompts K`` (0 = off) times the naive loop on the first K prompts only and projects the
-rest linearly from its measured per-prompt generation time (marked "projected" in the table).
-``--continuous-batching`` runs the bare engine and the Ray pipeline with the ``hf`` engine's
-``continuous_batching`` option (transformers' ``generate_batch``); the naive loop is unchanged.
+rest linearly from its measured per-prompt generation time (marked "projected" in the table): the naive
+loop at 512 x 128 alone takes most of an hour on 2 cores.
 Goal (issue 17): at the larger size, Ray pipeline <= 1.15 x the bare batched engine and >= 4x faster than
 the naive loop, start-up included.
 """
@@ -70,8 +69,7 @@ def _engine_only(a) -> None:
     reqs = [build_request(s, model, "NT") for s in prompts(a.prompts)]
     bs = 1 if a.only == "naive" else a.batch_size
     t0 = time.perf_counter()
-    eng = HFEngine(None, HFOptions(batch_size=bs, torch_threads=os.cpu_count(),
-                                   continuous_batching=a.continuous_batching and bs > 1))
+    eng = HFEngine(None, HFOptions(batch_size=bs, torch_threads=os.cpu_count()))
     t1 = time.perf_counter()
     out = [eng.generate([r])[0] for r in reqs] if bs == 1 else eng.generate(reqs)
     t2 = time.perf_counter()
@@ -81,8 +79,7 @@ def _engine_only(a) -> None:
 def _child(a, which: str, n: int, max_tokens: int) -> dict:
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, __file__, "--only", which, "--prompts", str(n), "--max-tokens", str(max_tokens),
-                        "--batch-size", str(a.batch_size)] + (["--continuous-batching"] if a.continuous_batching else []),
-                       capture_output=True, text=True, check=True)
+                        "--batch-size", str(a.batch_size)], capture_output=True, text=True, check=True)
     wall = time.perf_counter() - t0
     f = next(line.split() for line in p.stdout.splitlines() if line.startswith("TOKENS"))
     return {"seconds": wall, "tokens": int(f[1]), "load_s": float(f[3]), "gen_s": float(f[5])}
@@ -105,7 +102,7 @@ def run_ray(a, cfg, model, samples, tmp: str, tag: str) -> dict:
     from ray_jobs.stages import generate
 
     m = model.model_copy(update={
-        "options": {"batch_size": a.batch_size, "torch_threads": 1, "continuous_batching": a.continuous_batching},
+        "options": {"batch_size": a.batch_size, "torch_threads": 1},
         "resources": model.resources.model_copy(update={"replicas": 2, "batch_size": a.batch_size, "num_cpus": 0.75})})
     out = f"{tmp}/{tag}"
     sweep = SweepConfig.model_validate({**cfg.model_dump(), "output_uri": out, "models": [m.model_dump()]})
@@ -149,8 +146,7 @@ def render(a, summary: dict, runs: list[dict], meta: dict) -> str:
                 continue
             v = s[c]
             proj = [r for r in runs if r["size"] == size and r["contender"] == c and r.get("projected_from")]
-            cb = " + continuous batching" if a.continuous_batching and c != "naive" else ""
-            label = LABELS[c].format(bs=bs) + cb + (f" (projected from {proj[0]['projected_from']} prompts)" if proj else "")
+            label = LABELS[c].format(bs=bs) + (f" (projected from {proj[0]['projected_from']} prompts)" if proj else "")
             vs_naive = (f"{s['naive']['min'] / v['min']:.2f}x / {s['naive']['median'] / v['median']:.2f}x"
                         if "naive" in s else "–")
             vs_bare = (f"{100 * (v['min'] / s['bare']['min'] - 1):+.0f}% / {100 * (v['median'] / s['bare']['median'] - 1):+.0f}%"
@@ -171,8 +167,6 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--naive-max-prompts", type=int, default=0, help="time the naive loop on this many prompts and project (0 = all)")
     ap.add_argument("--contenders", default=",".join(CONTENDERS))
-    ap.add_argument("--continuous-batching", action="store_true",
-                    help="the bare engine and the Ray pipeline with the hf engine's continuous_batching option")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "sweep_bench.md"))
     a = ap.parse_args()
     if a.only:

@@ -243,8 +243,6 @@ class HFEngine:
     def _generate_chunk(self, reqs: list[ChatRequest], prompts: list[str], images: list[list]) -> list[Completion]:
         import torch
 
-        if self.options.continuous_batching and self.processor is None:
-            return self._generate_continuous(reqs, prompts)
         t0 = time.perf_counter()
         try:
             if self.processor is not None:
@@ -274,55 +272,19 @@ class HFEngine:
         dt = (time.perf_counter() - t0) / len(reqs)
         new = seqs[:, enc["input_ids"].shape[1]:]  # (B, T_new)
         eos = self.tokenizer.eos_token_id
-        return [self._completion(r, prompts[j], [t for t in new[j].tolist() if t != self.tokenizer.pad_token_id or t == eos],
-                                 int(enc["attention_mask"][j].sum()), dt) for j, r in enumerate(reqs)]
-
-    def _completion(self, r: ChatRequest, prompt: str, ids: list[int], prompt_tokens: int, latency_s: float) -> Completion:
-        """One row's Completion from its generated token ids (pads removed): cut at EOS or ``r.max_tokens``,
-        decoded, reasoning split from the answer."""
-        eos = self.tokenizer.eos_token_id
-        stop = eos in ids[: r.max_tokens]
-        ids = ids[: ids.index(eos)] if stop else ids[: r.max_tokens]
-        raw = self.tokenizer.decode(ids, skip_special_tokens=True)
-        finish = "stop" if stop else "length"
-        opener = r.reasoning_opener_in_template or template_opens_reasoning(prompt)
-        sp = split_reasoning(raw, finish_reason=finish, opener_in_template=opener)
-        return Completion(text=sp.response, reasoning=sp.reasoning, finish_reason=finish, truncated=sp.truncated,
-                          prompt_tokens=prompt_tokens, completion_tokens=len(ids) + (1 if stop else 0),
-                          latency_s=latency_s, raw=raw, request_id=r.request_id)
-
-    def _generate_continuous(self, reqs: list[ChatRequest], prompts: list[str]) -> list[Completion]:
-        """``model.generate_batch`` (transformers' continuous batching) over a text-only chunk: every row
-        decodes only until its own EOS or budget. A row transformers reports failed or missing is an error row."""
-        import torch
-        from transformers import GenerationConfig
-
-        t0 = time.perf_counter()
-        r0 = reqs[0]
-        try:
-            ids = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
-            kw = ({"do_sample": True, "temperature": r0.temperature, "top_p": r0.top_p} if r0.temperature > 0
-                  else {"do_sample": False})
-            if r0.temperature > 0 and r0.seed is not None:
-                torch.manual_seed(r0.seed)
-            gc = GenerationConfig(max_new_tokens=max(r.max_tokens for r in reqs), eos_token_id=self.tokenizer.eos_token_id,
-                                  pad_token_id=self.tokenizer.pad_token_id, **kw)
-            outs = list(self.model.generate_batch(ids, generation_config=gc, warmup=False).values())
-        except Exception as e:  # recorded on each row, never raised past the batch
-            return [Completion(text="", finish_reason="error", error=f"hf generate_batch failed: {type(e).__name__}: {e}",
-                               request_id=r.request_id) for r in reqs]
-        dt = (time.perf_counter() - t0) / len(reqs)
-        by_prompt: dict[tuple, list] = {}
-        for o in outs:  # matched back by prompt ids (identical prompts are interchangeable)
-            by_prompt.setdefault(tuple(o.prompt_ids), []).append(o)
         res = []
-        for r, p, x in zip(reqs, prompts, ids):
-            found = by_prompt.get(tuple(x))
-            o = found.pop(0) if found else None
-            if o is None or o.error is not None:
-                why = "no result" if o is None else o.error
-                res.append(Completion(text="", finish_reason="error", request_id=r.request_id,
-                                      error=f"hf generate_batch: {why}"))
-            else:
-                res.append(self._completion(r, p, list(o.generated_tokens), len(x), dt))
+        for j, r in enumerate(reqs):
+            ids = new[j].tolist()
+            ids = [t for t in ids if t != self.tokenizer.pad_token_id or t == eos]
+            stop = eos in ids[: r.max_tokens]
+            ids = ids[: ids.index(eos)] if stop else ids[: r.max_tokens]
+            raw = self.tokenizer.decode(ids, skip_special_tokens=True)
+            finish = "stop" if stop else "length"
+            opener = r.reasoning_opener_in_template or template_opens_reasoning(prompts[j])
+            sp = split_reasoning(raw, finish_reason=finish, opener_in_template=opener)
+            res.append(Completion(
+                text=sp.response, reasoning=sp.reasoning, finish_reason=finish, truncated=sp.truncated,
+                prompt_tokens=int(enc["attention_mask"][j].sum()), completion_tokens=len(ids) + (1 if stop else 0),
+                latency_s=dt, raw=raw, request_id=r.request_id,
+            ))
         return res

@@ -26,10 +26,6 @@ class HFOptions(StrictModel):
     device: str = Field("cpu", description="torch device, e.g. 'cpu' or 'cuda'.")
     batch_size: int = Field(16, ge=1, description="Prompts per generate() call; larger is faster until memory runs out.")
     torch_threads: int | None = Field(None, ge=1, description="torch.set_num_threads in the actor; None leaves torch's default.")
-    continuous_batching: bool = Field(False, description="Text-only models: transformers' continuous batching "
-                                      "(model.generate_batch, paged attention) instead of static batches: a finished "
-                                      "answer leaves the batch at once instead of padding it until the longest ends. "
-                                      "Greedy texts can differ slightly from static batching. VLMs ignore it.")
 
 
 class OpenAIOptions(StrictModel):
