@@ -73,3 +73,27 @@ def test_bad_image_fails_only_its_request(vlm):
     out = vlm.generate([bad, _req([RED], max_tokens=2)])
     assert out[0].finish_reason == "error" and "hf prompt failed" in out[0].error
     assert out[1].error is None
+
+
+@pytest.mark.slow
+def test_tiny_lm_policy_is_small_and_speaks_smollm2s_chat_format():
+    """The GRPO test policy: 3,219,776 parameters (a 49,152 x 64 tied embedding, 2 layers of width 64),
+    SmolLM2's tokenizer and chat template, and the hf engine generates with it to the token budget."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from howeval.engines.hf import embedded_checkpoint
+    from howeval.engines.registry import build_engine
+    from howeval.engines.tiny_vlm import TINY_LM, tiny_lm_checkpoint
+
+    path = tiny_lm_checkpoint()
+    model = AutoModelForCausalLM.from_pretrained(path)
+    assert sum(p.numel() for p in model.parameters()) == 3_219_776
+    assert model.config.hidden_size == 64 and model.config.num_hidden_layers == 2 and model.config.tie_word_embeddings
+    tok, ref = AutoTokenizer.from_pretrained(path), AutoTokenizer.from_pretrained(embedded_checkpoint())
+    msgs = [{"role": "user", "content": "hi"}]
+    assert tok.apply_chat_template(msgs, tokenize=False) == ref.apply_chat_template(msgs, tokenize=False)
+    assert len(tok) == len(ref) == model.config.vocab_size
+    out = build_engine("hf", TINY_LM, {"batch_size": 2}).generate(
+        [ChatRequest(messages=msgs, max_tokens=5, temperature=0.0), ChatRequest(messages=msgs, max_tokens=2)])
+    assert [c.error for c in out] == [None, None]
+    assert out[0].completion_tokens <= 5 and out[1].completion_tokens <= 2
