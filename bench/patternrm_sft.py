@@ -40,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--max-length", type=int, default=384)
+    p.add_argument("--max-chars", type=int, default=700,
+                   help="keep at most this many characters of each response (head and tail), in training and in "
+                        "labelling, so that the LABELS line fits in --max-length (TRL drops rows whose completion "
+                        "is truncated away)")
     p.add_argument("--workdir", default=None, help="where the corpus and checkpoint go (default: a temp folder)")
     p.add_argument("--out", default=str(REPO / "bench" / "results" / "patternrm_sft.json"))
     a = p.parse_args(argv)
@@ -63,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     corpus = work / "sft_direct.jsonl"
     with corpus.open("w") as f:
         for r in full:
-            f.write(json.dumps(sft_record(r["question"], r["response"], {k: bool(r["labels"][k]) for k in LABELS})) + "\n")
+            f.write(json.dumps(sft_record(r["question"], r["response"], {k: bool(r["labels"][k]) for k in LABELS},
+                                          max_chars=a.max_chars)) + "\n")
     cfg = {"model": None, "corpus": str(corpus), "output_dir": str(work / "run"),
            "sft": {"use_cpu": True, "num_train_epochs": a.epochs, "max_steps": a.max_steps,
                    "per_device_train_batch_size": a.batch_size, "learning_rate": a.lr, "max_length": a.max_length,
@@ -81,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
     human, texts = load_eval(Path(src["data_root"]))
     keys = sorted(human)
-    rm = PatternRM("checkpoint", path=str(ckpt))
+    rm = PatternRM("checkpoint", path=str(ckpt), max_response_chars=a.max_chars)
     t1 = time.perf_counter()
     res = rm.label_batch([{"question": "", "response": texts[k]} for k in keys])
     label_s = time.perf_counter() - t1
@@ -94,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     out = {
         "form": "SmolLM2-135M-Instruct, direct-target SFT (ray_jobs.train_patternrm, TRL SFTTrainer, CPU)",
         "corpus": {"records": len(records), "all_labels_known": len(full), "counts": corpus_counts(full)},
-        "sft": {k: cfg["sft"][k] for k in ("num_train_epochs", "max_steps", "per_device_train_batch_size",
-                                          "learning_rate", "max_length")},
+        "sft": {**{k: cfg["sft"][k] for k in ("num_train_epochs", "max_steps", "per_device_train_batch_size",
+                                             "learning_rate", "max_length")}, "max_response_chars": a.max_chars},
         "train_seconds": round(train_s, 1), "global_step": state.get("global_step"),
         "n_items": len(keys), "unparseable": len(errors), "first_error": errors[0] if errors else None,
         "label_seconds": round(label_s, 2),
