@@ -16,7 +16,7 @@ Issue 13 asks for both forms' figures before choosing one. This script
    with ``howeval.judges.calibration.score_judge``, next to the head's figures from
    ``bench/results/patternrm_calibration.json``.
 
-Output JSON: corpus counts, training seconds and steps, the SFT checkpoint's per-label P/R/F1, Trigger and
+Output JSON: corpus counts, training seconds, the SFT checkpoint's per-label P/R/F1, Trigger and
 macro F1 over the answers it could parse, the same macro F1 over all 47 with an unparseable answer counted
 as "no pattern", unparseable answers, labelling seconds, and the head's macro F1 for comparison.
 """
@@ -82,7 +82,6 @@ def main(argv: list[str] | None = None) -> int:
     if rc != 0:
         raise SystemExit(f"train_patternrm exited {rc}")
     ckpt = work / "run" / "checkpoint"
-    state = json.loads((work / "run" / "trainer_state.json").read_text()) if (work / "run" / "trainer_state.json").exists() else {}
 
     human, texts = load_eval(Path(src["data_root"]))
     keys = sorted(human)
@@ -101,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         "corpus": {"records": len(records), "all_labels_known": len(full), "counts": corpus_counts(full)},
         "sft": {**{k: cfg["sft"][k] for k in ("num_train_epochs", "max_steps", "per_device_train_batch_size",
                                              "learning_rate", "max_length")}, "max_response_chars": a.max_chars},
-        "train_seconds": round(train_s, 1), "global_step": state.get("global_step"),
+        "train_seconds": round(train_s, 1),
         "n_items": len(keys), "unparseable": len(errors), "first_error": errors[0] if errors else None,
         "label_seconds": round(label_s, 2),
         "sft_checkpoint": None if s is None else {

@@ -129,7 +129,7 @@ def run_elastic(config: str, storage: str, steps: int, kill_at: int, add_at: int
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=_reader, args=(proc, lines), daemon=True).start()
-    starts, removed, added, tail, done = [], False, False, [], []
+    starts, removed, added, tail = [], False, False, []
     try:
         while True:
             if time.time() - t0 > timeout_s:
@@ -152,7 +152,7 @@ def run_elastic(config: str, storage: str, steps: int, kill_at: int, add_at: int
                         r = resizes(starts)[-1]
                         print(f"resize  t={r['time'] - t0:6.1f}s  workers {r['before']} -> {r['after']}  "
                               f"resumed from step {r['resumed_from']}", flush=True)
-            done = committed_steps(run_dir) or done
+            done = committed_steps(run_dir)  # [] while the snapshot is being rewritten: the next tick acts
             cur = starts[-1]["world_size"] if starts else None
             if not removed and cur == 2 and done and done[-1] >= kill_at:
                 print(f"event   t={time.time() - t0:6.1f}s  removing worker node {nodes[1].node_id[:8]} "

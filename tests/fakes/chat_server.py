@@ -8,9 +8,8 @@ arrival number, body = the request JSON) returns what to do with that request:
 - ``("hang",)``: no answer until the client closes its side (its timeout) or the server stops,
 - ``("wait", event, text)``: answer ``text`` once ``event`` (a ``threading.Event``) is set.
 
-Every request is recorded on arrival (arrival number, start/end monotonic time, when an error answer was about to be
-written, the body's last user text) together
-with the most requests in flight at once. Use as a context manager; ``base_url`` ends in ``/v1``.
+Every request is recorded on arrival (arrival number, start/end monotonic time, when an error answer was
+about to be written, the body's last user text) together with the most requests in flight at once. Use as a context manager; ``base_url`` ends in ``/v1``.
 """
 from __future__ import annotations
 
@@ -81,7 +80,7 @@ class ScriptedChatServer:
 
     @property
     def arrivals(self) -> int:
-        """Requests received so far (counted on arrival; ``seen`` gets a request once its answer is done)."""
+        """Requests received so far (counted as each arrives, before its script action is chosen)."""
         with self._lock:
             return self._n
 

@@ -8,6 +8,7 @@ Ray workers cannot import ``tests.fakes``; tests register this module with
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import pyarrow as pa
@@ -64,8 +65,6 @@ class Waits:
         self.seconds = seconds
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        import threading
-
         t0 = time.time()
         time.sleep(self.seconds)
         t1 = time.time()
