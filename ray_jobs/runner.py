@@ -63,8 +63,8 @@ class StageSpec:
         in_flight: batches queued per actor (2 keeps an actor busy while the driver hands out the next).
         concurrency: batches one actor runs at once, on threads (its ``max_concurrency``); more than 1 only
             for a thread-safe stage whose work is waiting, e.g. the ``openai`` engine
-            (:func:`howeval.engines.registry.batches_in_flight`). An actor is sent up to
-            ``max(in_flight, concurrency + 1)`` batches.
+            (:func:`howeval.engines.registry.batches_in_flight`). An actor is sent up to ``in_flight``
+            batches, or ``max(in_flight, concurrency + 1)`` when ``concurrency`` is more than 1.
         group_col, error_col, tokens_col: output columns counted per batch for progress (missing = 0).
         label: progress label; default ``name``.
         batch_format: ``"pyarrow"`` (a ``pa.Table``) or ``"numpy"`` (a dict of numpy arrays) for ``cls``.
@@ -255,7 +255,9 @@ class StageRunner:
                 if name not in self.actors:
                     self._start(name)
                 load, ok = self.load[name], self.is_ready[name]
-                cap = max(spec.in_flight, spec.concurrency + 1)
+                # in_flight is the cap of a serial actor (in_flight=1: one batch at a time, as a stage that may
+                # crash needs); a concurrent one also keeps a batch waiting behind its threads
+                cap = spec.in_flight if spec.concurrency == 1 else max(spec.in_flight, spec.concurrency + 1)
                 free = [j for j in range(len(load)) if ok[j] and load[j] < cap]
                 if not free:
                     break
