@@ -181,7 +181,8 @@ def main() -> int:
         f"{' --path ' + a.path if a.path else ''} --duration {a.duration} --items-per-request {a.items_per_request}`",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs visible, {platform.python_version()}; "
-        f"1-minute load average at the end {os.getloadavg()[0]:.1f} (above the CPU count: other work shared the cores).",
+        f"1-minute load average at the end {os.getloadavg()[0]:.1f}"
+        + (" (above the CPU count: other work shared the cores)." if os.getloadavg()[0] > (os.cpu_count() or 1) else "."),
         f"Workload: `{a.kind}` items ({a.items_per_request} per request), HTTP on 127.0.0.1, each client sends its next "
         f"request when the previous answer arrives, {a.duration:.0f} s per cell. Batched: `max_batch_size={a.batch}`, "
         "`batch_wait_timeout_s=0.01`; unbatched: `max_batch_size=1`. Errors = non-200 or degraded answers.",

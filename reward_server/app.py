@@ -14,9 +14,11 @@ Rewards come from ``howeval.rewards.pipeline`` (``prepare`` -> model parts -> ``
 pipeline the GRPO trainer's in-process scorer and TRL adapter run. Routes only parse, authorize and
 delegate to ``RewardIngress.score``.
 
-Batching (STYLE rule 4): each batched deployment has a per-request method (``label``, ``f1``) that
-awaits a separate ``@serve.batch`` list method, so concurrent requests share one forward pass;
-``reconfigure(user_config)`` sets ``max_batch_size`` and ``batch_wait_timeout_s`` from the Serve config.
+Batching (STYLE rule 4): each batched deployment has per-input methods (``label``, ``f1``) and per-request
+ones (``label_many``, ``f1_many``: the ingress makes one handle call per request and part, not one per item)
+that await a separate ``@serve.batch`` list method item by item, so the items of concurrent requests share
+one forward pass; ``reconfigure(user_config)`` sets ``max_batch_size`` (items per forward pass) and
+``batch_wait_timeout_s`` from the Serve config.
 
 Load shedding is Serve's own: each replica works on ``max_ongoing_requests`` at once, at most
 ``max_queued_requests`` wait, and the rest are answered at once by the proxy with ``503`` and
@@ -99,6 +101,11 @@ class PatternRMServer:
         """Label one ``{"question", "response"}`` item (batched with concurrent calls)."""
         return await self._label_batch(item)
 
+    async def label_many(self, items: list[dict]) -> list[dict]:
+        """Label a request's items in order: one handle call for all of them (the ingress's), each item
+        still queued on its own, so ``max_batch_size`` counts items and batches mix requests."""
+        return list(await asyncio.gather(*(self._label_batch(x) for x in items)))
+
     @serve.batch(**DEFAULT_BATCH)
     async def _label_batch(self, items: list[dict]) -> list[dict]:
         self.batch_sizes = (self.batch_sizes + [len(items)])[-1000:]
@@ -127,7 +134,12 @@ class StepScorer:
         _apply_batching(self._f1_batch, user_config, "StepScorer")
 
     async def f1(self, pair: dict) -> float:
+        """Step F1 of one ``{"pred", "ref"}`` pair (batched with concurrent calls)."""
         return await self._f1_batch(pair)
+
+    async def f1_many(self, pairs: list[dict]) -> list[float]:
+        """Step F1 of a request's pairs in order; one handle call, pairs batched one by one as in ``f1``."""
+        return list(await asyncio.gather(*(self._f1_batch(x) for x in pairs)))
 
     @serve.batch(**DEFAULT_BATCH)
     async def _f1_batch(self, pairs: list[dict]) -> list[float]:
@@ -381,9 +393,9 @@ class RewardIngress:
         if len(items) > self.cfg.limits.max_items:
             raise RewardItemError(0, f"{len(items)} items exceed limits.max_items={self.cfg.limits.max_items}")
         plan = await asyncio.to_thread(prepare, [it.model_dump() for it in items], self.cfg.pattern, self.cfg.on_unresolved)
-        rm, f1 = await asyncio.gather(
-            self._call("patternrm", lambda: [self.rm.label.remote(x) for x in plan.rm_requests()], len(plan.rm_index)),
-            self._call("step scorer", lambda: [self.steps.f1.remote(x) for x in plan.step_requests()], len(plan.step_index)),
+        rm, f1 = await asyncio.gather(  # one handle call per part and request (per-item calls cost more than the model)
+            self._call("patternrm", lambda: self.rm.label_many.remote(plan.rm_requests()), len(plan.rm_index)),
+            self._call("step scorer", lambda: self.steps.f1_many.remote(plan.step_requests()), len(plan.step_index)),
         )
         rows = assemble(plan, rm, f1, self.cfg.pattern, self.cfg.cpr, self.cfg.on_patternrm_failure)
         for it, r in zip(items, rows):
@@ -392,23 +404,31 @@ class RewardIngress:
                 self.metrics.degraded.inc(tags={"kind": it.kind})
         return [RewardResult(**r) for r in rows]
 
-    async def _call(self, name: str, make_calls: Any, n: int) -> list | str:
-        """Make and await the handle calls; any failure of the part (raised when the calls are made or
-        while they run) becomes one reason string, and its rows degrade."""
+    async def _call(self, name: str, make_call: Any, n: int) -> list | str:
+        """Make and await the handle call that answers the part's ``n`` inputs; any failure (raised when the
+        call is made or while it runs, or a wrong number of answers) becomes one reason string, and its rows
+        degrade."""
         if not n:
             return []
-        calls: list = []
+        call = None
         try:
-            calls = make_calls()
-            return list(await asyncio.wait_for(asyncio.gather(*calls), self.cfg.limits.patternrm_timeout_s))
+            call = make_call()
+
+            async def answers() -> list:  # a coroutine: wait_for then owns a task it can cancel
+                return await call
+
+            out = list(await asyncio.wait_for(answers(), self.cfg.limits.patternrm_timeout_s))
+            if len(out) != n:
+                raise RuntimeError(f"{len(out)} answers for {n} inputs")
+            return out
         except Exception as e:  # down, deleted, timed out, crashed, back-pressured: never a bare 500
-            for c in calls:
+            if call is not None:
                 try:
-                    c.cancel()
+                    call.cancel()
                 except Exception:  # noqa: BLE001 - cancelling a call to a deleted deployment raises again
                     pass
             reason = f"unavailable: {type(e).__name__}: {str(e)[:200]}"
-            log.warning("%s %s (%d rows)", name, reason, len(calls))
+            log.warning("%s %s (%d rows)", name, reason, n)
             return reason
 
 

@@ -397,3 +397,39 @@ def test_full_queue_sheds_with_503_retry_after_and_the_client_waits_it_out(serve
     finally:
         serve.delete("reward-shed")
         serve.delete("patternrm-slow")
+
+
+def test_one_forward_pass_holds_the_items_of_several_requests(server):
+    """The ingress makes one PatternRM call per request; the replica still queues each item on its own, so
+    with ``batch_wait_timeout_s`` 2 s four simultaneous requests of 3 items each are labelled in one
+    batch of 12 (not four of 3), and each request gets its own items' labels back in order."""
+    from ray import serve
+
+    from reward_server.app import PatternRMServer, RewardIngress, StepScorer
+    from reward_server.config import load_server_config
+
+    serve.run(PatternRMServer.options(user_config={"max_batch_size": 64, "batch_wait_timeout_s": 2.0})
+              .bind({"kind": "rules"}), name="patternrm-mix", route_prefix=None)
+    cfg = load_server_config({"auth": {"token_env": TOKEN_ENV}, "patternrm_app": "patternrm-mix",
+                              "pattern": {"p": 1.0, "seed": 0, "mode": "mean"}})
+    serve.run(RewardIngress.bind(StepScorer.bind(cfg.cpr.model_dump()), cfg.model_dump()), name="reward-mix",
+              route_prefix="/mix")
+    texts = [[CLEAN, TWO_PATTERNS, CLEAN], [TWO_PATTERNS, CLEAN, CLEAN], [CLEAN, CLEAN, TWO_PATTERNS],
+             [TWO_PATTERNS, TWO_PATTERNS, CLEAN]]
+    try:
+        async def burst() -> list[httpx.Response]:
+            async with httpx.AsyncClient(timeout=60) as c:
+                return await asyncio.gather(*[c.post(server + "/mix/v1/rewards", json={"items": [item(t) for t in ts]},
+                                                     headers=AUTH) for ts in texts])
+
+        answers = asyncio.run(burst())
+        assert [r.status_code for r in answers] == [200] * 4
+        two = {"cot": True, "rep": True, "con": False, "pr": False}
+        clean = {"cot": False, "rep": False, "con": False, "pr": False}
+        got = [[x["labels"] for x in r.json()["rewards"]] for r in answers]
+        assert got == [[two if t == TWO_PATTERNS else clean for t in ts] for ts in texts]
+        sizes = serve.get_deployment_handle("PatternRMServer", app_name="patternrm-mix").stats.remote().result()["batch_sizes"]
+        assert sizes == [12], sizes
+    finally:
+        serve.delete("reward-mix")
+        serve.delete("patternrm-mix")
