@@ -42,7 +42,8 @@ class CalibrationConfig(StrictModel):
 class TrainPatternRMConfig(StrictModel):
     """PatternRM SFT job."""
 
-    model: str | None = Field(None, description="Base model folder or hub id (offline: a local folder); None = the embedded SmolLM2 fp32 copy.")
+    model: str | None = Field(None, description="Base model folder or hub id (offline: a local folder); None = the embedded SmolLM2 fp32 copy; "
+                                     "embedded:tiny-lm = the random 3.2M-parameter test policy (format checks only).")
     corpus: str = Field(..., description="SFT JSONL from ray_jobs.build_corpus (sft_direct.jsonl is the served variant).")
     output_dir: str = Field(..., description="Trainer output; the final model goes to <output_dir>/checkpoint.")
     max_rows: int | None = Field(None, ge=1, description="Use at most this many corpus rows (smoke runs).")
@@ -80,9 +81,10 @@ def train(cfg: TrainPatternRMConfig) -> str:
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    from howeval.engines.hf import embedded_checkpoint
+    from howeval.engines.hf import resolve_model_path
+    from howeval.engines.options import HFOptions
 
-    model = cfg.model or embedded_checkpoint()
+    model = resolve_model_path(cfg.model, HFOptions())
     rows = [to_prompt_completion(r) for r in _read_jsonl(cfg.corpus, cfg.max_rows)]
     if not rows:
         raise ValueError(f"corpus {cfg.corpus} has no records")

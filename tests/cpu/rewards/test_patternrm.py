@@ -77,7 +77,9 @@ def test_rollout_key_stable():
 
 @pytest.mark.slow
 def test_sft_smoke_then_calibration(tmp_path):
-    """3 SFT steps on the embedded SmolLM2 (use_cpu), checkpoint saved, scored by the calibration job."""
+    """3 SFT steps (use_cpu) on the tiny test LM (SmolLM2's tokenizer and chat template, 40 MB checkpoints where
+    SmolLM2's are 500 MB), checkpoint saved, scored by the calibration job: every prediction either parses or
+    carries its reason."""
     from fakes.judged_run import make_run
 
     from ray_jobs.build_corpus import build_corpus
@@ -88,6 +90,7 @@ def test_sft_smoke_then_calibration(tmp_path):
     import yaml
 
     raw = yaml.safe_load(open("configs/patternrm/smoke.yaml"))
+    raw["model"] = "embedded:tiny-lm"
     raw["sft"].update(per_device_train_batch_size=1, max_length=256)
     raw["calibration"].update(max_items=4)
     cfg.write_text(yaml.safe_dump(raw))
