@@ -310,42 +310,64 @@ def test_z1_degraded_when_patternrm_stopped(server):
 
 def test_patternrm_replica_killed_under_load_degrades_then_recovers(server):
     """Kill the PatternRM replica while 16 clients post: answers stay 200 (degraded while it is down,
-    exact when labelled), and after Serve restarts the replica rewards are labelled again."""
+    exact when labelled), and after Serve restarts the replica rewards are labelled again.
+
+    Its own app pair (the shared server is untouched), with ``patternrm_timeout_s`` 1 s. A call that is in
+    the replica when it dies degrades with ``ActorDiedError``; the rules PatternRM answers in microseconds,
+    so a kill can also fall between calls, and the next calls then wait for Serve's replacement replica.
+    With the shared server's 5 s they waited it out (every answer exact, only later: seen once in CI);
+    with 1 s, shorter than a replacement takes here, they degrade too."""
     import threading
     import time
 
     import ray
+    from ray import serve
 
+    from reward_server.app import PatternRMServer, RewardIngress, StepScorer
+    from reward_server.config import load_server_config
+
+    serve.run(PatternRMServer.bind({"kind": "rules"}), name="patternrm-kill", route_prefix=None)
+    cfg = load_server_config({"auth": {"token_env": TOKEN_ENV}, "patternrm_app": "patternrm-kill",
+                              "pattern": {"p": 1.0, "seed": 0, "mode": "mean"}, "limits": {"patternrm_timeout_s": 1.0}})
+    serve.run(RewardIngress.bind(StepScorer.bind(cfg.cpr.model_dump()), cfg.model_dump()), name="reward-kill",
+              route_prefix="/kill")
+    url = server + "/kill"
     killed = threading.Event()
 
     def kill_once(n_answers: int) -> None:
         if n_answers >= 20 and not killed.is_set():
             killed.set()
-            actors = [a for a in ray.util.list_named_actors(all_namespaces=True) if "PatternRMServer" in a["name"]]
+            actors = [a for a in ray.util.list_named_actors(all_namespaces=True)
+                      if "PatternRMServer" in a["name"] and "patternrm-kill" in a["name"]]
+            assert actors, "no PatternRMServer replica of patternrm-kill found"
             for a in actors:
                 ray.kill(ray.get_actor(a["name"], namespace=a["namespace"]), no_restart=False)
 
-    out = asyncio.run(drive(server, 16, max(6.0, LOAD_SECONDS / 2), on_answer=kill_once))
-    assert killed.is_set()
-    codes = [code for _, code, _ in out]
-    assert codes.count(200) == len(codes), {c: codes.count(c) for c in set(codes)}
-    degraded = 0
-    for items, _, body in out:
-        for it, got in zip(items, body["rewards"], strict=True):
-            if got["degraded"]:
-                degraded += 1
-                assert got["labels"] is None and got["reward"] == got["s_ver"] and got["error"].startswith("patternrm")
-            else:
-                assert got["reward"] == pytest.approx(expected_reward(it, got))
-    assert degraded > 0
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # recovery: Serve's controller replaces the dead replica
-        res = post(server, {"items": [item(TWO_PATTERNS)]}).json()["rewards"][0]
-        if not res["degraded"]:
-            break
-        time.sleep(1)
-    assert not res["degraded"] and res["labels"] == {"cot": True, "rep": True, "con": False, "pr": False}
-    assert httpx.get(server + "/healthz").json()["degraded"] is False
+    try:
+        out = asyncio.run(drive(url, 16, max(6.0, LOAD_SECONDS / 2), on_answer=kill_once))
+        assert killed.is_set()
+        codes = [code for _, code, _ in out]
+        assert codes.count(200) == len(codes), {c: codes.count(c) for c in set(codes)}
+        degraded = 0
+        for items, _, body in out:
+            for it, got in zip(items, body["rewards"], strict=True):
+                if got["degraded"]:
+                    degraded += 1
+                    assert got["labels"] is None and got["reward"] == got["s_ver"] and got["error"].startswith("patternrm")
+                else:
+                    assert got["reward"] == pytest.approx(expected_reward(it, got))
+        assert degraded > 0
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # recovery: Serve's controller replaces the dead replica
+            res = post(url, {"items": [item(TWO_PATTERNS)]}).json()["rewards"][0]
+            if not res["degraded"]:
+                break
+            time.sleep(1)
+        assert not res["degraded"] and res["labels"] == {"cot": True, "rep": True, "con": False, "pr": False}
+        assert httpx.get(url + "/healthz", headers=AUTH).json()["degraded"] is False
+    finally:
+        serve.delete("reward-kill")
+        serve.delete("patternrm-kill")
 
 
 def test_full_queue_sheds_with_503_retry_after_and_the_client_waits_it_out(server):
