@@ -9,7 +9,8 @@ arrival number, body = the request JSON) returns what to do with that request:
 - ``("wait", event, text)``: answer ``text`` once ``event`` (a ``threading.Event``) is set.
 
 Every request is recorded on arrival (arrival number, start/end monotonic time, when an error answer was
-about to be written, the body's last user text) together with the most requests in flight at once. Use as a context manager; ``base_url`` ends in ``/v1``.
+about to be written, the body's last user text) together with the most requests in flight at once. Use as a
+context manager; ``base_url`` ends in ``/v1``.
 """
 from __future__ import annotations
 

@@ -1,13 +1,14 @@
 """Reward server on a local Serve instance (127.0.0.1): rewards, auth, limits, load, bad input, degraded.
 
 One module-scoped fixture starts Ray + Serve and both applications once (PatternRM = the rule judge:
-deterministic labels to hand-compute rewards). The degraded test deploys and stops its own PatternRM
-application; the fault test kills the shared PatternRM replica and waits for Serve to replace it; so the
-tests run in any order.
+deterministic labels to hand-compute rewards). The tests that need other settings, or break something,
+deploy their own pair of applications beside it (``app_pair``, or the degraded test's own), so the shared
+server is never changed and the tests run in any order.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
 import httpx
@@ -30,6 +31,32 @@ def server():
             "limits": {"max_body_bytes": 200_000, "patternrm_timeout_s": 5.0}}
     with running_reward_server(TOKEN_ENV, TOKEN, args) as url:
         yield url
+
+
+@contextlib.contextmanager
+def app_pair(server: str, name: str, batching: dict | None = None, limits: dict | None = None,
+             ingress_options: dict | None = None):
+    """A rules PatternRM application ``patternrm-<name>`` (``batching``: its ``user_config``) and a reward
+    application ``reward-<name>`` on ``/<name>`` wired to it (p = 1, so every pattern item goes to PatternRM;
+    ``limits`` and ``ingress_options`` for ``RewardIngress``), beside the shared server. Yields the reward
+    application's URL; both applications are deleted on exit."""
+    from ray import serve
+
+    from reward_server.app import PatternRMServer, RewardIngress, StepScorer
+    from reward_server.config import load_server_config
+
+    rm = PatternRMServer.options(user_config=batching) if batching else PatternRMServer
+    ingress = RewardIngress.options(**ingress_options) if ingress_options else RewardIngress
+    cfg = load_server_config({"auth": {"token_env": TOKEN_ENV}, "patternrm_app": f"patternrm-{name}",
+                              "pattern": {"p": 1.0, "seed": 0, "mode": "mean"}, **({"limits": limits} if limits else {})})
+    try:
+        serve.run(rm.bind({"kind": "rules"}), name=f"patternrm-{name}", route_prefix=None)
+        serve.run(ingress.bind(StepScorer.bind(cfg.cpr.model_dump()), cfg.model_dump()), name=f"reward-{name}",
+                  route_prefix=f"/{name}")
+        yield f"{server}/{name}"
+    finally:
+        serve.delete(f"reward-{name}")
+        serve.delete(f"patternrm-{name}")
 
 
 def item(response, answer="4", kind="pattern", **kw):
@@ -321,17 +348,7 @@ def test_patternrm_replica_killed_under_load_degrades_then_recovers(server):
     import time
 
     import ray
-    from ray import serve
 
-    from reward_server.app import PatternRMServer, RewardIngress, StepScorer
-    from reward_server.config import load_server_config
-
-    serve.run(PatternRMServer.bind({"kind": "rules"}), name="patternrm-kill", route_prefix=None)
-    cfg = load_server_config({"auth": {"token_env": TOKEN_ENV}, "patternrm_app": "patternrm-kill",
-                              "pattern": {"p": 1.0, "seed": 0, "mode": "mean"}, "limits": {"patternrm_timeout_s": 1.0}})
-    serve.run(RewardIngress.bind(StepScorer.bind(cfg.cpr.model_dump()), cfg.model_dump()), name="reward-kill",
-              route_prefix="/kill")
-    url = server + "/kill"
     killed = threading.Event()
 
     def kill_once(n_answers: int) -> None:
@@ -343,7 +360,7 @@ def test_patternrm_replica_killed_under_load_degrades_then_recovers(server):
             for a in actors:
                 ray.kill(ray.get_actor(a["name"], namespace=a["namespace"]), no_restart=False)
 
-    try:
+    with app_pair(server, "kill", limits={"patternrm_timeout_s": 1.0}) as url:
         out = asyncio.run(drive(url, 16, max(6.0, LOAD_SECONDS / 2), on_answer=kill_once))
         assert killed.is_set()
         codes = [code for _, code, _ in out]
@@ -365,9 +382,6 @@ def test_patternrm_replica_killed_under_load_degrades_then_recovers(server):
             time.sleep(1)
         assert not res["degraded"] and res["labels"] == {"cot": True, "rep": True, "con": False, "pr": False}
         assert httpx.get(url + "/healthz", headers=AUTH).json()["degraded"] is False
-    finally:
-        serve.delete("reward-kill")
-        serve.delete("patternrm-kill")
 
 
 def test_full_queue_sheds_with_503_retry_after_and_the_client_waits_it_out(server):
@@ -377,21 +391,10 @@ def test_full_queue_sheds_with_503_retry_after_and_the_client_waits_it_out(serve
     which reads ``Retry-After``, then scores 4 concurrent requests in full within its deadline."""
     import time
 
-    from ray import serve
-
     from howeval.rewards.client import RewardClient
-    from reward_server.app import PatternRMServer, RewardIngress, StepScorer
-    from reward_server.config import load_server_config
 
-    serve.run(PatternRMServer.options(user_config={"max_batch_size": 64, "batch_wait_timeout_s": 1.0})
-              .bind({"kind": "rules"}), name="patternrm-slow", route_prefix=None)
-    cfg = load_server_config({"auth": {"token_env": TOKEN_ENV}, "patternrm_app": "patternrm-slow",
-                              "pattern": {"p": 1.0, "seed": 0, "mode": "mean"}})
-    ingress = RewardIngress.options(max_ongoing_requests=1, max_queued_requests=1)
-    serve.run(ingress.bind(StepScorer.bind(cfg.cpr.model_dump()), cfg.model_dump()), name="reward-shed",
-              route_prefix="/shed")
-    url = server + "/shed"
-    try:
+    with app_pair(server, "shed", batching={"max_batch_size": 64, "batch_wait_timeout_s": 1.0},
+                  ingress_options={"max_ongoing_requests": 1, "max_queued_requests": 1}) as url:
         async def burst() -> list[httpx.Response]:
             async with httpx.AsyncClient(timeout=60) as c:
                 return await asyncio.gather(*[c.post(url + "/v1/rewards", json={"items": [item(CLEAN)]}, headers=AUTH)
@@ -416,9 +419,6 @@ def test_full_queue_sheds_with_503_retry_after_and_the_client_waits_it_out(serve
             results = list(pool.map(one, range(4)))
         assert [[x["reward"] for x in r] for r in results] == [[1.0, 0.0]] * 4
         assert not any(x["degraded"] for r in results for x in r)
-    finally:
-        serve.delete("reward-shed")
-        serve.delete("patternrm-slow")
 
 
 def test_one_forward_pass_holds_the_items_of_several_requests(server):
@@ -427,21 +427,12 @@ def test_one_forward_pass_holds_the_items_of_several_requests(server):
     batch of 12 (not four of 3), and each request gets its own items' labels back in order."""
     from ray import serve
 
-    from reward_server.app import PatternRMServer, RewardIngress, StepScorer
-    from reward_server.config import load_server_config
-
-    serve.run(PatternRMServer.options(user_config={"max_batch_size": 64, "batch_wait_timeout_s": 2.0})
-              .bind({"kind": "rules"}), name="patternrm-mix", route_prefix=None)
-    cfg = load_server_config({"auth": {"token_env": TOKEN_ENV}, "patternrm_app": "patternrm-mix",
-                              "pattern": {"p": 1.0, "seed": 0, "mode": "mean"}})
-    serve.run(RewardIngress.bind(StepScorer.bind(cfg.cpr.model_dump()), cfg.model_dump()), name="reward-mix",
-              route_prefix="/mix")
     texts = [[CLEAN, TWO_PATTERNS, CLEAN], [TWO_PATTERNS, CLEAN, CLEAN], [CLEAN, CLEAN, TWO_PATTERNS],
              [TWO_PATTERNS, TWO_PATTERNS, CLEAN]]
-    try:
+    with app_pair(server, "mix", batching={"max_batch_size": 64, "batch_wait_timeout_s": 2.0}) as url:
         async def burst() -> list[httpx.Response]:
             async with httpx.AsyncClient(timeout=60) as c:
-                return await asyncio.gather(*[c.post(server + "/mix/v1/rewards", json={"items": [item(t) for t in ts]},
+                return await asyncio.gather(*[c.post(url + "/v1/rewards", json={"items": [item(t) for t in ts]},
                                                      headers=AUTH) for ts in texts])
 
         answers = asyncio.run(burst())
@@ -452,6 +443,3 @@ def test_one_forward_pass_holds_the_items_of_several_requests(server):
         assert got == [[two if t == TWO_PATTERNS else clean for t in ts] for ts in texts]
         sizes = serve.get_deployment_handle("PatternRMServer", app_name="patternrm-mix").stats.remote().result()["batch_sizes"]
         assert sizes == [12], sizes
-    finally:
-        serve.delete("reward-mix")
-        serve.delete("patternrm-mix")
