@@ -181,6 +181,8 @@ def _lenient_number(s: str) -> tuple[Fraction, str, int] | None:
     if whole:
         return whole
     c = strip_latex(s)
+    if longest_digit_run(c) > MAX_NUMBER_DIGITS:
+        return None  # not an answer (see _parse_number); the range regexes below would be quadratic on it
     if _several_values(c):
         return None  # "0 to 10", "3 and 4", "between 2 and 5": not its first number
     lead = re.match(rf"\s*(?:{_NUM})(?:\s*/\s*\d+)?", c)
@@ -278,14 +280,14 @@ def _math_risk(s: str) -> str | None:
     >>> _math_risk("10^{10^{10}}"), _math_risk("2^{10}")
     ('a power in an exponent', None)
     """
+    if longest_digit_run(s) > MAX_NUMBER_DIGITS:  # first: the regexes below are quadratic on long digit runs
+        return f"a number of more than {MAX_NUMBER_DIGITS} digits"
     if _NESTED_POWER_RE.search(s):
         return "a power in an exponent"
     if _BIG_EXPONENT_RE.search(s):
         return "an exponent of 6+ digits"
     if _BIG_FACTORIAL_RE.search(s):
         return "a factorial of a 4+ digit number"
-    if longest_digit_run(s) > MAX_NUMBER_DIGITS:
-        return f"a number of more than {MAX_NUMBER_DIGITS} digits"
     return None
 
 
