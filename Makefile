@@ -56,6 +56,7 @@ report: $(STAMP)
 
 # Test order is shuffled by pytest-randomly (seed printed at the top); SEED=N replays one order
 test: $(STAMP)
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q tests/cpu $(if $(SEED),--randomly-seed=$(SEED))
 
 test-fast: $(STAMP)
@@ -133,7 +134,7 @@ bench: bench-sweep bench-cluster bench-crystal bench-reward
 
 # the embedded PatternRM: offline corpus -> MiniLM features -> multi-label head (cached), then its calibration
 patternrm: $(STAMP)
-	nice -n 10 $(BIN)/python -m howeval.rewards.patternrm_head $(if $(FORCE),--force)
+	nice -n 10 $(BIN)/python -m howeval.judges.patternrm.head $(if $(FORCE),--force)
 	nice -n 10 $(BIN)/python bench/patternrm_calibration.py --out bench/results/patternrm_calibration.json
 
 bench-reward: $(STAMP)

@@ -41,7 +41,7 @@ class StepScoreUDF:
     Args:
         tau: matching threshold (strict), SPEC section 3.
         alpha: order weight of Ordered Match F1, in [0, 1].
-        order: ``"lis"`` or ``"kendall"`` (``howeval.benchmarks.crystal.ORDER_SCORES``).
+        order: ``"lis"`` or ``"kendall"`` (``howeval.metrics.steps.ORDER_SCORES``).
         model_path: local sentence-transformers directory; None = bundled all-MiniLM-L6-v2.
         batch_size: encoder batch size.
     """
@@ -60,7 +60,7 @@ class StepScoreUDF:
         model_path: str | None = None,
         batch_size: int = 64,
     ):
-        from howeval.benchmarks.crystal import ORDER_SCORES
+        from howeval.metrics.steps import ORDER_SCORES
         from howeval.embed import StepEmbedder
 
         if order not in ORDER_SCORES:

@@ -47,7 +47,7 @@ def requests(n: int, max_tokens: int):
 
 def run_contender(name: str, n: int, max_tokens: int, batch: int) -> dict:
     """Run one contender in this process; returns its figures and outputs."""
-    from howeval.engines.hf import embedded_checkpoint
+    from howeval.engines.checkpoints import embedded_checkpoint
     from howeval.engines.registry import build_engine
 
     model_dir = embedded_checkpoint()
@@ -98,7 +98,7 @@ def run_ray_data_llm(model_dir: str, reqs, max_tokens: int, batch: int) -> dict:
     import ray
     from ray.data.llm import build_processor, vLLMEngineProcessorConfig
 
-    from howeval.engines.options import VLLM_CPU_DEFAULTS
+    from howeval.config.engines import VLLM_CPU_DEFAULTS
 
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
     small = {"num_cpus": 0.1}

@@ -4,7 +4,7 @@
 
 Texts come from ``../shared/data/responses`` (``HOWEVAL_SHARED_DATA`` overrides the data root), matched by
 ``source``/``id``/``model`` to ``tests/fixtures/human_labels.jsonl``. None of these 47 responses is in the
-training corpus (``howeval.rewards.offline_corpus.load_bases`` leaves them out). Scores:
+training corpus (``howeval.judges.patternrm.corpus.load_bases`` leaves them out). Scores:
 ``howeval.judges.calibration.score_judge`` (per-label precision / recall / F1, macro over the labels the
 humans marked at least once: cot has no positive here, so its recall and F1 are undefined).
 
@@ -65,7 +65,7 @@ def main() -> int:
     a = p.parse_args()
     from howeval.judges.calibration import score_judge
     from howeval.records import LABELS
-    from howeval.rewards.patternrm_model import PatternRM
+    from howeval.judges.patternrm.model import PatternRM
 
     data_root = Path(os.environ.get("HOWEVAL_SHARED_DATA") or REPO.parent / "shared" / "data")
     human, texts = load_eval(data_root)

@@ -4,10 +4,10 @@
 
 Issue 13 asks for both forms' figures before choosing one. This script
 
-1. builds the same offline corpus as ``make patternrm`` (``howeval.rewards.offline_corpus``; the 47
+1. builds the same offline corpus as ``make patternrm`` (``howeval.judges.patternrm.corpus``; the 47
    hand-labelled responses are left out) and keeps the records whose four labels are all known (the
    head's masked loss can use the others, an SFT target cannot);
-2. writes them as direct-target SFT records (``howeval.rewards.patternrm.sft_record``: system + user
+2. writes them as direct-target SFT records (``howeval.judges.patternrm.format.sft_record``: system + user
    turn, assistant ``LABELS: cot=. rep=. con=. pr=.``);
 3. trains the embedded SmolLM2-135M (fp32 copy) with ``ray_jobs.train_patternrm`` (TRL ``SFTTrainer``,
    CPU), ``--epochs`` over them (or ``--max-steps``);
@@ -52,10 +52,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from howeval.judges.calibration import score_judge
     from howeval.records import LABELS
-    from howeval.rewards.offline_corpus import build_offline_corpus, corpus_counts, load_bases
-    from howeval.rewards.patternrm import sft_record
-    from howeval.rewards.patternrm_head import default_sources
-    from howeval.rewards.patternrm_model import PatternRM
+    from howeval.judges.patternrm.corpus import build_offline_corpus, corpus_counts, load_bases
+    from howeval.judges.patternrm.format import sft_record
+    from howeval.judges.patternrm.head import default_sources
+    from howeval.judges.patternrm.model import PatternRM
     from patternrm_calibration import load_eval
     from ray_jobs.train_patternrm import main as train_main
 

@@ -114,7 +114,7 @@ def batch_sizes() -> list[int]:
 
 def model_only(args, n: int = 64) -> dict:
     """The PatternRM alone, in this process: one ``label_batch`` of ``n`` items vs ``n`` calls of one item."""
-    from howeval.rewards.patternrm_model import PatternRM
+    from howeval.judges.patternrm.model import PatternRM
 
     rm = PatternRM(args.patternrm, **({"path": args.path} if args.path else {}))
     items = [{"question": make_item(k, "pattern")["prompt"], "response": make_item(k, "pattern")["response"]} for k in range(n)]

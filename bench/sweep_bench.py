@@ -75,7 +75,7 @@ def _model(max_tokens: int, engine: str = "hf"):
     upd = {"sampling": m.sampling.model_copy(update={"max_tokens": max_tokens}), "modes": {"NT": m.modes["NT"]},
            "vision": False}
     if engine == "vllm":
-        from howeval.engines.hf import embedded_checkpoint
+        from howeval.engines.checkpoints import embedded_checkpoint
 
         upd |= {"engine": "vllm", "model": embedded_checkpoint(), "options": VLLM_OPTIONS}
     return cfg, m.model_copy(update=upd)

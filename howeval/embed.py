@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from howeval.benchmarks.crystal import DEFAULT_ALPHA, DEFAULT_TAU, StepScores, step_scores
+from howeval.metrics.steps import DEFAULT_ALPHA, DEFAULT_TAU, StepScores, step_scores
 
 
 def default_model_path() -> str:
@@ -135,7 +135,7 @@ class StepEmbedder:
         alpha: float = DEFAULT_ALPHA,
         order: str = "lis",
     ) -> StepScores:
-        """CRYSTAL step metrics of one response (``howeval.benchmarks.crystal.step_scores`` on ``similarity``)."""
+        """CRYSTAL step metrics of one response (``howeval.metrics.steps.step_scores`` on ``similarity``)."""
         return step_scores(self.similarity(pred_steps, ref_steps), tau=tau, alpha=alpha, order=order)
 
     def score_items(

@@ -9,13 +9,13 @@ Steps, each printing its counts:
 3. join the response text (responses with an engine error, a truncated thinking response or an empty
    y_m are dropped: there is nothing to label);
 4. hold out a share (by a hash of the key) as a labelled file for calibration (``heldout.jsonl``);
-5. oversample positives of rare labels (``howeval.rewards.patternrm.oversample``);
+5. oversample positives of rare labels (``howeval.judges.patternrm.format.oversample``);
 6. write SFT chat records: ``sft_direct.jsonl`` (labels only, the served variant) and
    ``sft_thinking.jsonl`` (a short judgment, then labels), plus ``counts.json``.
 
 The data are small (tens of thousands of rows): this job runs in one process, without Ray.
 
-``--offline`` builds the corpus that needs no judge instead (``howeval.rewards.offline_corpus``: real
+``--offline`` builds the corpus that needs no judge instead (``howeval.judges.patternrm.corpus``: real
 texts plus pattern injections with labels known by construction, the 47 hand-labelled responses left
 out; card: ``docs/patternrm_corpus.md``) and writes ``offline.jsonl`` (every record, unknown labels as
 null: what the embedded MiniLM head trains on) and ``sft_<target>.jsonl`` from the records whose four
@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from howeval.rewards.patternrm import ROW_KEY, TARGETS, label_counts, oversample, sft_record, unanimous_rows
+from howeval.judges.patternrm.format import ROW_KEY, TARGETS, label_counts, oversample, sft_record, unanimous_rows
 from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA
 from howeval.store import join, read_table
 
@@ -126,8 +126,8 @@ def build_corpus(run: str, judges: list[str] | None, out: str, targets: tuple[st
 def build_offline(out: str, targets: tuple[str, ...] = TARGETS, seed: int = 0, max_chars: int | None = 4000,
                   data_root: str | None = None, human_labels: str | None = None, demo_manifest: str | None = None) -> dict[str, Any]:
     """Write the offline corpus (see the module docstring); returns its counts (also ``<out>/counts.json``)."""
-    from howeval.rewards.offline_corpus import build_offline_corpus, corpus_counts, load_bases
-    from howeval.rewards.patternrm_head import default_sources
+    from howeval.judges.patternrm.corpus import build_offline_corpus, corpus_counts, load_bases
+    from howeval.judges.patternrm.head import default_sources
 
     src = default_sources()
     bases = load_bases(data_root or src["data_root"], human_labels or src["human_labels"],

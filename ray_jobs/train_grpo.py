@@ -217,7 +217,7 @@ def run(cfg: TrainConfig, storage_path: str | None = None, max_steps: int | None
         raise FileNotFoundError(f"--resume: no run at {storage}/{cfg.run_name}")
 
     from howeval.engines.hf import resolve_model_path
-    from howeval.engines.options import HFOptions
+    from howeval.config.engines import HFOptions
 
     model = resolve_model_path(cfg.model, HFOptions())  # an embedded model is made once here, not raced by workers
     url = None

@@ -9,7 +9,7 @@ form so the loss is on the assistant turn only. ``sft:`` in the config holds ``t
 passed through unchanged (TRL's names, not redefined here; a DeepSpeed config is ``sft.deepspeed``).
 
 After training the checkpoint is saved to ``<output_dir>/checkpoint`` and, when ``calibration.path`` is
-set, read back through ``howeval.rewards.patternrm_model.PatternRM`` (kind ``checkpoint``, the same parser the reward
+set, read back through ``howeval.judges.patternrm.model.PatternRM`` (kind ``checkpoint``, the same parser the reward
 server uses) on that labelled JSONL (``{question, response, labels}`` rows, e.g. ``heldout.jsonl``).
 Its predictions are written as ``<output_dir>/calibration/patternrm_predictions.jsonl`` (judge
 ``patternrm``; an unparseable output is a row with ``judge_error`` and no labels, never a clean label)
@@ -82,7 +82,7 @@ def train(cfg: TrainPatternRMConfig) -> str:
     from trl import SFTConfig, SFTTrainer
 
     from howeval.engines.hf import resolve_model_path
-    from howeval.engines.options import HFOptions
+    from howeval.config.engines import HFOptions
 
     model = resolve_model_path(cfg.model, HFOptions())
     rows = [to_prompt_completion(r) for r in _read_jsonl(cfg.corpus, cfg.max_rows)]
@@ -110,7 +110,7 @@ def calibrate(ckpt: str, cal: CalibrationConfig, out_dir: str) -> dict:
 
     Returns the calibration job's scores for judge ``patternrm`` plus ``parse_failures``.
     """
-    from howeval.rewards.patternrm_model import PatternRM
+    from howeval.judges.patternrm.model import PatternRM
     from howeval.judges.calibration import calibration_scores, calibration_table, load_human, predictions_from_jsonl
 
     rows = _read_jsonl(cal.path, cal.max_items)

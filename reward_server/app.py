@@ -3,7 +3,7 @@
 Two Serve applications, started together by ``serve run configs/serve/reward.yaml``:
 
 - ``patternrm`` (``build_patternrm_app``): ``PatternRMServer``, a batched wrapper of
-  ``howeval.rewards.patternrm_model.PatternRM`` (default: the embedded trained PatternRM; no HTTP route).
+  ``howeval.judges.patternrm.model.PatternRM`` (default: the embedded trained PatternRM; no HTTP route).
   Deployed apart so it can be scaled, upgraded or stopped alone; the reward app keeps answering while it
   is down (degraded rewards).
 - ``reward`` (``build_app``): ``RewardIngress`` (FastAPI: ``POST /v1/rewards``, ``POST /get_reward``,
@@ -82,14 +82,14 @@ def _apply_batching(method: Any, user_config: dict | None, where: str) -> None:
 @serve.deployment(name="PatternRMServer", max_ongoing_requests=256, max_queued_requests=1024,
                   ray_actor_options={"num_cpus": 0.5})
 class PatternRMServer:
-    """Serve wrapper of ``howeval.rewards.patternrm_model.PatternRM``: ``label(item)`` -> ``{labels, error, raw}``.
+    """Serve wrapper of ``howeval.judges.patternrm.model.PatternRM``: ``label(item)`` -> ``{labels, error, raw}``.
 
     Concurrent ``label`` calls (from every request the ingress replicas are serving) are gathered by
     ``@serve.batch`` into one ``label_batch`` call: one encoder forward pass for the whole batch.
     """
 
     def __init__(self, patternrm: dict):
-        from howeval.rewards.patternrm_model import PatternRM
+        from howeval.judges.patternrm.model import PatternRM
 
         self.rm = PatternRM(**patternrm)
         self.batch_sizes: list[int] = []  # recent batch sizes (for tests and the benchmark)

@@ -12,7 +12,7 @@ from pydantic import Field
 from howeval.config import StrictModel, validate
 
 # The reward parameters are shared with the GRPO trainer: they live in the core.
-from howeval.rewards.config import CPRConfig, PatternConfig, PatternRMConfig  # noqa: F401
+from howeval.config.rewards import CPRConfig, PatternConfig, PatternRMConfig  # noqa: F401
 
 
 class AuthConfig(StrictModel):

@@ -116,7 +116,7 @@ def check_llm(llm: JudgeEngineConfig | None, key: str, who: str, env: Mapping[st
     """Problems with an LLM judge's engine block (``None``: nothing to check)."""
     if llm is None:
         return []
-    from howeval.engines.options import OpenAIOptions
+    from howeval.config.engines import OpenAIOptions
 
     return check_endpoint(OpenAIOptions.model_validate(llm.options).model_dump(), f"{key}.options", who, env)
 

@@ -12,10 +12,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-# a module reference, read inside validators: engines.options derives from the config base, so a
-# name import here would be circular when engines.options is imported first
-from howeval.engines import options as _engine_options
 from howeval.config.base import StrictModel, load_yaml_config, resolve_path, validate
+from howeval.config.engines import ENGINE_OPTIONS
+from howeval.config.rewards import PatternRMConfig
 
 
 class ModeConfig(StrictModel):
@@ -65,8 +64,8 @@ class ModelConfig(StrictModel):
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, v: str) -> str:
-        if v not in _engine_options.ENGINE_OPTIONS:
-            raise ValueError(f"unknown engine {v!r}; registered engines: {sorted(_engine_options.ENGINE_OPTIONS)}")
+        if v not in ENGINE_OPTIONS:
+            raise ValueError(f"unknown engine {v!r}; registered engines: {sorted(ENGINE_OPTIONS)}")
         return v
 
     @field_validator("modes")
@@ -78,7 +77,7 @@ class ModelConfig(StrictModel):
 
     @model_validator(mode="after")
     def _options_fit_engine(self) -> "ModelConfig":
-        _engine_options.ENGINE_OPTIONS[self.engine].model_validate(self.options)  # raises naming the option
+        ENGINE_OPTIONS[self.engine].model_validate(self.options)  # raises naming the option
         return self
 
     @property
@@ -88,7 +87,7 @@ class ModelConfig(StrictModel):
 
     def engine_options(self):
         """The validated options object of this model's engine."""
-        return _engine_options.ENGINE_OPTIONS[self.engine].model_validate(self.options)
+        return ENGINE_OPTIONS[self.engine].model_validate(self.options)
 
 
 class BenchmarkConfig(StrictModel):
@@ -110,7 +109,7 @@ class JudgeEngineConfig(StrictModel):
 
     @model_validator(mode="after")
     def _opts(self) -> "JudgeEngineConfig":
-        _engine_options.ENGINE_OPTIONS["openai"].model_validate(self.options)
+        ENGINE_OPTIONS["openai"].model_validate(self.options)
         return self
 
 
@@ -120,7 +119,7 @@ class PatternJudgeConfig(StrictModel):
     name: str = Field(..., pattern=r"^[A-Za-z0-9_.\-]+$")
     kind: Literal["rules", "llm", "patternrm"] = "rules"
     llm: JudgeEngineConfig | None = Field(None, description="Required when kind=llm.")
-    patternrm: dict[str, Any] | None = Field(None, description="kind=patternrm: which PatternRM, howeval.rewards.config.PatternRMConfig fields (None = the embedded trained one); validated at load.")
+    patternrm: dict[str, Any] | None = Field(None, description="kind=patternrm: which PatternRM, howeval.config.rewards.PatternRMConfig fields (None = the embedded trained one); validated at load.")
     with_image: bool = Field(True, description="LLM judge sees the image (the paper's image-aware judge).")
     version: str = Field("1", description="Bump to invalidate cached judgments.")
 
@@ -131,8 +130,6 @@ class PatternJudgeConfig(StrictModel):
         if self.patternrm is not None:
             if self.kind != "patternrm":
                 raise ValueError(f"judge {self.name!r}: a 'patternrm:' block needs kind 'patternrm', got {self.kind!r}")
-            from howeval.rewards.config import PatternRMConfig  # here: the rewards package imports this one
-
             PatternRMConfig.model_validate(self.patternrm)
         return self
 

@@ -1,6 +1,8 @@
 """Helpers on OpenAI-format chat messages shared by the local engines."""
 from __future__ import annotations
 
+from typing import Any
+
 
 def flatten_text(messages: list[dict]) -> tuple[list[dict], int]:
     """Messages with list content collapsed to plain text, for text-only chat templates.
@@ -111,3 +113,31 @@ def to_template_parts(messages: list[dict]) -> tuple[list[dict], list[bytes]]:
             c = parts
         out.append({"role": m["role"], "content": c if c is not None else ""})
     return out, images
+
+
+def message_text(x: Any, role: str | None = None) -> str:
+    """Text of a prompt or completion: a plain string, or the last message's content in a chat list.
+
+    ``role`` picks the last message with that role (``"assistant"`` for completions, ``"user"`` for
+    prompts); content given as parts keeps the text parts, joined by newlines.
+
+    >>> message_text([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "A"}], "assistant")
+    'A'
+    >>> message_text([{"role": "assistant", "content": [{"type": "text", "text": "B"}]}], "assistant")
+    'B'
+    """
+    if isinstance(x, str):
+        return x
+    if isinstance(x, dict):
+        x = [x]
+    if not isinstance(x, (list, tuple)) or not x:
+        raise TypeError(f"expected a string or a non-empty list of chat messages, got {type(x).__name__}: {str(x)[:80]!r}")
+    msgs = [m for m in x if isinstance(m, dict) and (role is None or m.get("role") == role)]
+    if not msgs:
+        raise ValueError(f"no message with role={role!r} in {str(x)[:120]!r}")
+    content = msgs[-1].get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    raise TypeError(f"message content must be str or a list of parts, got {type(content).__name__}")

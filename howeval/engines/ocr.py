@@ -81,7 +81,7 @@ def _rapidocr():
 
 
 def _cache_path(data: bytes) -> Path:
-    from howeval.engines.hf import cache_dir
+    from howeval.engines.checkpoints import cache_dir
 
     key = hashlib.sha256(data).hexdigest()
     return cache_dir() / "ocr" / f"v{CACHE_VERSION}" / f"{key}.json"

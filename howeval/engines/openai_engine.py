@@ -33,7 +33,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
 from howeval.engines.base import ChatRequest, Completion
-from howeval.engines.options import OpenAIOptions
+from howeval.config.engines import OpenAIOptions
 from howeval.parsing.reasoning import split_reasoning
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable
 
 from howeval.engines.base import Engine
-from howeval.engines.options import ENGINE_OPTIONS
+from howeval.config.engines import ENGINE_OPTIONS
 
 _BUILDERS: dict[str, Callable[..., Engine]] = {}
 

@@ -13,7 +13,7 @@ import time
 import fsspec
 
 from howeval.engines.base import ChatRequest, Completion
-from howeval.engines.options import ReplayOptions
+from howeval.config.engines import ReplayOptions
 from howeval.parsing.reasoning import split_reasoning
 
 

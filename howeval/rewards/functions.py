@@ -129,7 +129,7 @@ def cpr_reward(correct: bool, step_f1: float, a_w: float = 0.65, s_w: float = 0.
 
     Args:
         correct: verifier verdict on the final answer.
-        step_f1: Match F1 of the predicted steps, in [0, 1] (``howeval.benchmarks.crystal.step_scores``).
+        step_f1: Match F1 of the predicted steps, in [0, 1] (``howeval.metrics.steps.step_scores``).
 
     >>> cpr_reward(True, 0.5)
     0.825

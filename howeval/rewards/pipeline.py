@@ -26,9 +26,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from howeval.rewards.config import CPRConfig, PatternConfig
+from howeval.config.rewards import CPRConfig, PatternConfig
+from howeval.engines.messages import message_text
 from howeval.rewards.functions import bernoulli_gate, cpr_reward, pattern_reward, pattern_score
-from howeval.rewards.patternrm import rollout_key
+from howeval.judges.patternrm.format import rollout_key
 
 __all__ = ["KINDS", "RewardItemError", "PatternRMUnavailable", "RewardPlan", "prepare", "assemble", "score_batch"]
 
@@ -213,7 +214,7 @@ def step_f1_batch(embedder: Any, pairs: Sequence[Mapping[str, Sequence[str]]], c
     Returns:
         one F1 in [0, 1] per pair.
     """
-    from howeval.benchmarks.crystal import step_scores
+    from howeval.metrics.steps import step_scores
 
     embedder.add(s for p in pairs for s in (*p["pred"], *p["ref"]))
     out = []
@@ -229,14 +230,12 @@ def rollout_items(prompts: Sequence[Any], completions: Sequence[Any], answer: Se
     """Pipeline items from TRL reward-function columns (one per completion), for every TRL adapter.
 
     Prompt text = the prompt string or its last user message; response = the completion string or its last
-    assistant message (``howeval.rewards.client.message_text``).
+    assistant message (``howeval.engines.messages.message_text``).
 
     Raises:
         ValueError: a column's length differs from the completions', an unknown kind, or cpr without
             reference steps for a completion.
     """
-    from howeval.rewards.client import message_text
-
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r} is not one of {list(KINDS)}")
     n = len(completions)

@@ -36,7 +36,7 @@ from howeval.config import RayConfig, StrictModel, load_yaml_config, resolve_pat
 from howeval.engines.prompts import question_text
 from howeval.records import LABELS
 from howeval.rewards.pipeline import KINDS, rollout_items
-from howeval.rewards.config import CPRConfig, PatternConfig, PatternRMConfig
+from howeval.config.rewards import CPRConfig, PatternConfig, PatternRMConfig
 
 MANAGED_GRPO_KEYS = {
     "output_dir": "a worker-local folder; checkpoints go to storage.path through Ray Train",
@@ -347,7 +347,7 @@ def curriculum_rows(rows: Sequence[dict], switch_step: int, prompts_per_step: in
 
 def message_text(x: Any, role: str | None = None) -> str:
     """Text of a prompt or completion (string or chat list); the reward client's own helper."""
-    from howeval.rewards.client import message_text as _mt
+    from howeval.engines.messages import message_text as _mt
 
     return _mt(x, role)
 
@@ -448,7 +448,7 @@ class GRPOReward:
 
 
 class InProcessScorer:
-    """``score_items`` with its PatternRM (``howeval.rewards.patternrm_model.PatternRM``) and step embedder made lazily."""
+    """``score_items`` with its PatternRM (``howeval.judges.patternrm.model.PatternRM``) and step embedder made lazily."""
 
     def __init__(self, spec: RewardSpec):
         self.spec = spec
@@ -457,7 +457,7 @@ class InProcessScorer:
 
     def _label_batch(self, items: list[dict]) -> list[dict]:
         if self._rm is None:
-            from howeval.rewards.patternrm_model import PatternRM
+            from howeval.judges.patternrm.model import PatternRM
 
             self._rm = PatternRM(**self.spec.patternrm.model_dump())
         return self._rm.label_batch(items)

@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pytest
 
-from howeval.benchmarks.crystal import step_scores
+from howeval.metrics.steps import step_scores
 from howeval.embed import StepEmbedder, default_model_path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a hub from the tests

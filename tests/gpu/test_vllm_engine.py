@@ -13,7 +13,7 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 
 def test_vllm_engine_generates_and_splits_reasoning():
     from howeval.engines.base import ChatRequest
-    from howeval.engines.hf import embedded_checkpoint
+    from howeval.engines.checkpoints import embedded_checkpoint
     from howeval.engines.registry import build_engine
 
     eng = build_engine("vllm", embedded_checkpoint(), {"max_model_len": 2048, "gpu_memory_utilization": 0.3})

@@ -25,7 +25,7 @@ def _patched_template(template: str) -> str:
 
 @pytest.fixture(scope="session")
 def smol_dir(tmp_path_factory) -> Path:
-    from howeval.engines.hf import embedded_checkpoint
+    from howeval.engines.checkpoints import embedded_checkpoint
 
     src = Path(embedded_checkpoint())
     out = tmp_path_factory.mktemp("smol-think")

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from real_vllm.support import THINK_LINE
 
-from howeval.engines.options import VLLMOptions
+from howeval.config.engines import VLLMOptions
 from howeval.engines.registry import build_engine
 from howeval.engines.vllm_engine import EngineStartError
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import base64
 import io
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 

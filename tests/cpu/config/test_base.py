@@ -25,8 +25,8 @@ class _Tiny(StrictModel):
 
 def test_every_config_class_derives_from_the_one_base():
     from howeval.config import SweepConfig
-    from howeval.engines.options import ENGINE_OPTIONS
-    from howeval.rewards.config import PatternConfig
+    from howeval.config.engines import ENGINE_OPTIONS
+    from howeval.config.rewards import PatternConfig
     from howeval.training.grpo import TrainConfig
     from reward_server.config import RewardServerConfig
     from ray_jobs.train_patternrm import TrainPatternRMConfig

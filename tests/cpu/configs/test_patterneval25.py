@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from howeval.config import ConfigError, load_sweep_config
-from howeval.engines.options import ENGINE_OPTIONS
+from howeval.config.engines import ENGINE_OPTIONS
 
 SWEEP = Path("configs/sweeps/patterneval-25.yaml")
 FAMILIES = ("qwen3.5-", "qwen3-vl-", "kimi-", "seed-", "claude-", "mimo-", "gpt-")
@@ -58,7 +58,7 @@ def test_every_engine_option_is_accepted_by_its_engine(cfg, engine):
     assert models, f"no {engine} configs"
     accepted = set(ENGINE_OPTIONS[engine].model_fields)
     if engine == "vllm":  # vLLM's own engine arguments, passed through (checked against EngineArgs)
-        from howeval.engines.vllm_known_args import ENGINE_ARG_NAMES
+        from howeval.config.vllm_known_args import ENGINE_ARG_NAMES
 
         accepted |= ENGINE_ARG_NAMES
     for m in models:

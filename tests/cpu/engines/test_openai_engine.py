@@ -15,7 +15,7 @@ from fakes.chat_server import ScriptedChatServer
 
 from howeval.engines.base import ChatRequest
 from howeval.engines.openai_engine import OpenAIEngine, RateLimiter, retry_after_s
-from howeval.engines.options import OpenAIOptions
+from howeval.config.engines import OpenAIOptions
 from howeval.engines.registry import build_engine
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from howeval.engines.options import OpenAIOptions
+from howeval.config.engines import OpenAIOptions
 from howeval.engines.registry import build_engine
 
 

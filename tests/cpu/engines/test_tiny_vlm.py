@@ -81,7 +81,7 @@ def test_tiny_lm_policy_is_small_and_speaks_smollm2s_chat_format():
     SmolLM2's tokenizer and chat template, and the hf engine generates with it to the token budget."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from howeval.engines.hf import embedded_checkpoint
+    from howeval.engines.checkpoints import embedded_checkpoint
     from howeval.engines.registry import build_engine
     from howeval.engines.tiny_vlm import TINY_LM, tiny_lm_checkpoint
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from howeval.engines.base import ChatRequest
-from howeval.engines.options import VLLMOptions
+from howeval.config.engines import VLLMOptions
 from howeval.engines.registry import build_engine
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 from fakes.judged_run import JUDGES, make_run
 
-from howeval.rewards.patternrm import parse_label_output
+from howeval.judges.patternrm.format import parse_label_output
 from ray_jobs.build_corpus import build_corpus, main
 
 
@@ -49,8 +49,8 @@ def test_holdout_and_cli_errors(tmp_path):
 def test_offline_corpus_written_without_judges(tmp_path):
     """--offline: every record in offline.jsonl; SFT records only where all four labels are known; the
     47 hand-labelled responses are in none of them."""
-    from howeval.rewards.offline_corpus import heldout_keys
-    from howeval.rewards.patternrm import parse_label_output
+    from howeval.judges.patternrm.corpus import heldout_keys
+    from howeval.judges.patternrm.format import parse_label_output
     from ray_jobs.build_corpus import main
 
     assert main(["--offline", "--out", str(tmp_path), "--targets", "direct"]) == 0

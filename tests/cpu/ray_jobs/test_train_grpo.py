@@ -41,7 +41,7 @@ def test_scratch_dir_removes_what_dead_workers_left_and_keeps_live_ones(tmp_path
 def reward_server():
     for k, v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
         os.environ.setdefault(k, v)
-    from howeval.rewards.patternrm_head import embedded_patternrm
+    from howeval.judges.patternrm.head import embedded_patternrm
 
     embedded_patternrm()  # trained once and cached before any replica loads it
     args = {"pattern": {"p": 0.6, "seed": 0, "mode": "mean"}}

@@ -99,7 +99,7 @@ def test_exact_rewards(server):
 
 def test_same_functions_as_trainer(server):
     """The server's reward equals howeval.rewards.functions applied in-process with the same gate key."""
-    from howeval.rewards.patternrm import rollout_key
+    from howeval.judges.patternrm.format import rollout_key
     from howeval.rewards.functions import bernoulli_gate, pattern_reward, pattern_score
 
     it = item(TWO_PATTERNS)
@@ -184,7 +184,7 @@ def expected_reward(it: dict, got: dict) -> float:
     from howeval.judges.rules import RuleJudge
     from howeval.judges.verify import verify
     from howeval.rewards.functions import bernoulli_gate, pattern_reward, pattern_score
-    from howeval.rewards.patternrm import rollout_key
+    from howeval.judges.patternrm.format import rollout_key
 
     s_ver = 1.0 if verify(it["response"], it["answer"], it["answer_type"]).correct else 0.0
     if it["kind"] == "base":

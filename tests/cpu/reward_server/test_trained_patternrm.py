@@ -14,7 +14,7 @@ TOKEN = "trained-rm-token"
 
 def test_grpo_reward_equals_server_reward_with_trained_patternrm():
     from howeval.rewards.client import RewardClient
-    from howeval.rewards.patternrm_head import embedded_patternrm
+    from howeval.judges.patternrm.head import embedded_patternrm
     from howeval.training.grpo import GRPOReward, InProcessScorer, RewardSpec
 
     embedded_patternrm()  # trained once and cached before a replica loads it

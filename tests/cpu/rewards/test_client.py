@@ -6,7 +6,8 @@ import logging
 import httpx
 import pytest
 
-from howeval.rewards.client import RewardClient, RewardRequestError, RewardServiceError, message_text
+from howeval.engines.messages import message_text
+from howeval.rewards.client import RewardClient, RewardRequestError, RewardServiceError
 
 
 def _client(handler, **kw) -> RewardClient:

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from fakes.reward_server import free_port
 
 from howeval.rewards.client import RewardClient
-from howeval.rewards.config import CPRConfig, PatternConfig
+from howeval.config.rewards import CPRConfig, PatternConfig
 from howeval.rewards.pipeline import score_batch
 
 ITEMS = [

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from howeval.rewards.config import CPRConfig, PatternConfig
+from howeval.config.rewards import CPRConfig, PatternConfig
 from howeval.rewards.functions import bernoulli_gate
-from howeval.rewards.patternrm import rollout_key
+from howeval.judges.patternrm.format import rollout_key
 from howeval.rewards.pipeline import (
     PatternRMUnavailable,
     RewardItemError,

@@ -141,7 +141,7 @@ def test_reward_logs_rollouts(tmp_path):
 
 
 def test_score_items_matches_reward_functions():
-    from howeval.rewards.patternrm import rollout_key
+    from howeval.judges.patternrm.format import rollout_key
     from howeval.rewards.functions import bernoulli_gate, cpr_reward, pattern_reward, pattern_score
 
     pc, cc = PatternConfig(p=0.6, seed=3), CPRConfig()

@@ -1,9 +1,9 @@
-"""PatternRM (howeval.rewards.patternrm_model): backends, row errors, and the embedded trained head."""
+"""PatternRM (howeval.judges.patternrm.model): backends, row errors, and the embedded trained head."""
 from __future__ import annotations
 
 import pytest
 
-from howeval.rewards.patternrm_model import BACKENDS, PatternRM, _CheckpointBackend
+from howeval.judges.patternrm.model import BACKENDS, PatternRM, _CheckpointBackend
 
 L = lambda *b: dict(zip(("cot", "rep", "con", "pr"), b))  # noqa: E731
 
@@ -45,7 +45,7 @@ class FakeEncoder:
 
 
 def test_featurize_one_encoder_call_and_repetition_features():
-    from howeval.rewards.patternrm_head import featurize
+    from howeval.judges.patternrm.head import featurize
 
     enc = FakeEncoder()
     x = featurize(enc, ["The sum is five.\nThe sum is five.", "Four.", ""])
@@ -61,7 +61,7 @@ def test_featurize_one_encoder_call_and_repetition_features():
 def test_train_head_learns_a_separable_label_and_masks_unknowns():
     import numpy as np
 
-    from howeval.rewards.patternrm_head import train_head
+    from howeval.judges.patternrm.head import train_head
 
     rng = np.random.default_rng(0)
     n = 200

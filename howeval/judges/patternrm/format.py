@@ -88,7 +88,7 @@ def parse_label_output(text: str) -> dict[str, bool]:
     >>> parse_label_output("cot: yes")
     Traceback (most recent call last):
     ...
-    howeval.rewards.patternrm.PatternRMParseError: no 'LABELS:' line in output 'cot: yes'
+    howeval.judges.patternrm.format.PatternRMParseError: no 'LABELS:' line in output 'cot: yes'
     """
     if not isinstance(text, str):
         raise PatternRMParseError(f"output must be str, got {type(text).__name__}")

@@ -1,4 +1,4 @@
-"""Table-driven tests of howeval.benchmarks.crystal on hand-computed similarity matrices (SPEC section 3)."""
+"""Table-driven tests of howeval.metrics.steps on hand-computed similarity matrices (SPEC section 3)."""
 from __future__ import annotations
 
 import doctest
@@ -6,8 +6,8 @@ import doctest
 import numpy as np
 import pytest
 
-from howeval.benchmarks import crystal
-from howeval.benchmarks.crystal import (
+from howeval.metrics import steps as crystal
+from howeval.metrics.steps import (
     ORDER_SCORES,
     greedy_match,
     kendall_order_score,

@@ -1,9 +1,9 @@
-"""Tests for howeval.engines.options: vLLM options (pass-through engine arguments, checked when vllm is importable)."""
+"""Tests for howeval.config.engines: vLLM options (pass-through engine arguments, checked when vllm is importable)."""
 from __future__ import annotations
 
 import pytest
 
-from howeval.engines.options import VLLMOptions
+from howeval.config.engines import VLLMOptions
 
 
 def test_vllm_options_reject_the_same_key_twice_and_the_model():
@@ -14,7 +14,7 @@ def test_vllm_options_reject_the_same_key_twice_and_the_model():
 
 
 def test_vllm_options_checked_against_engine_args_when_vllm_is_importable(monkeypatch):
-    import howeval.engines.options as options
+    import howeval.config.engines as options
 
     monkeypatch.setattr(options, "vllm_engine_arg_names", lambda: frozenset({"max_model_len", "kv_cache_dtype"}))
     assert VLLMOptions.model_validate({"kv_cache_dtype": "fp8"}).all_engine_kwargs() == {"kv_cache_dtype": "fp8"}

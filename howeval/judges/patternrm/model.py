@@ -3,13 +3,13 @@
 Backends (a registry, :data:`BACKENDS`):
 
 - ``trained`` (the default): the embedded trained PatternRM, a classification head on the bundled
-  all-MiniLM-L6-v2 (``howeval.rewards.patternrm_head``), trained once by ``make patternrm`` from the offline
+  all-MiniLM-L6-v2 (``howeval.judges.patternrm.head``), trained once by ``make patternrm`` from the offline
   corpus and cached under ``~/.cache/howeval``; ``path`` = another trained head folder. One encoder pass
   per batch.
 - ``rules``: the deterministic rule judge (``howeval.judges.rules.RuleJudge``), the high-precision baseline.
 - ``checkpoint``: a causal LM trained by ``ray_jobs.train_patternrm`` (or any LM that writes the direct
   format), greedy-decoded in batches with left padding; its output is read by
-  ``howeval.rewards.patternrm.parse_label_output``. Unparseable output is an error on that row (``labels`` None,
+  ``howeval.judges.patternrm.format.parse_label_output``. Unparseable output is an error on that row (``labels`` None,
   ``error`` set), never a clean label.
 
 Plain Python, no Ray (the core): the reward server wraps it in a Serve deployment, the GRPO trainer calls
@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from howeval.records import check_columns
-from howeval.rewards.patternrm import PatternRMParseError, parse_label_output, patternrm_messages
+from howeval.judges.patternrm.format import PatternRMParseError, parse_label_output, patternrm_messages
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class _CheckpointBackend:
         if not path:
             raise ValueError("patternrm kind 'checkpoint' needs a path (a trained checkpoint folder, or 'embedded')")
         if path == "embedded":  # the untrained embedded SmolLM2: a format smoke test, not a reward model
-            from howeval.engines.hf import embedded_checkpoint
+            from howeval.engines.checkpoints import embedded_checkpoint
 
             path = embedded_checkpoint()
         self.path = path
@@ -102,7 +102,7 @@ class _TrainedBackend:
     name = "trained"
 
     def __init__(self, path: str | None = None, device: str | None = None, **_: Any):
-        from howeval.rewards.patternrm_head import HeadPatternRM
+        from howeval.judges.patternrm.head import HeadPatternRM
 
         self.model = HeadPatternRM(path, device=device)
         self.version = self.model.version

@@ -21,7 +21,7 @@ AdamW. A label is predicted when its sigmoid is at least the label's threshold, 
 slice of the synthetic corpus (never on the hand labels). Deterministic for a given corpus and seed.
 
 **Cache**: :func:`embedded_patternrm` trains once from the offline corpus
-(``howeval.rewards.offline_corpus``) and saves ``head.pt`` + ``meta.json`` under
+(``howeval.judges.patternrm.corpus``) and saves ``head.pt`` + ``meta.json`` under
 ``~/.cache/howeval/patternrm-minilm-<HEAD_VERSION>`` (atomic rename), like the fp32 SmolLM2 copy.
 """
 from __future__ import annotations
@@ -269,7 +269,7 @@ class HeadPatternRM:
 
 
 def default_cache_path() -> Path:
-    from howeval.engines.hf import cache_dir
+    from howeval.engines.checkpoints import cache_dir
 
     return cache_dir() / f"patternrm-{HEAD_VERSION}"
 
@@ -277,7 +277,7 @@ def default_cache_path() -> Path:
 def default_sources() -> dict[str, str]:
     """Where the offline corpus is read from: ``$HOWEVAL_SHARED_DATA`` (else ``../shared/data`` beside the
     repository), the hand labels to leave out, and the demo manifest."""
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     data = os.environ.get("HOWEVAL_SHARED_DATA") or str(repo.parent / "shared" / "data")
     return {"data_root": data, "human_labels": str(repo / "tests" / "fixtures" / "human_labels.jsonl"),
             "demo_manifest": str(repo / "datasets" / "demo" / "manifest.jsonl")}
@@ -290,7 +290,7 @@ def build_and_train(out: str | Path, data_root: str | None = None, human_labels:
     ``corpus_counts.json`` to ``out`` (atomically). Returns the meta dict."""
     import torch
 
-    from howeval.rewards.offline_corpus import build_offline_corpus, corpus_counts, load_bases
+    from howeval.judges.patternrm.corpus import build_offline_corpus, corpus_counts, load_bases
 
     src = default_sources()
     data_root = data_root or src["data_root"]

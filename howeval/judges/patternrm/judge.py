@@ -1,6 +1,6 @@
 """PatternRM as a pattern judge (``kind: patternrm``): sweeps and calibration label responses with it.
 
-Wraps :class:`howeval.rewards.patternrm_model.PatternRM` (default: the embedded trained PatternRM) in the
+Wraps :class:`howeval.judges.patternrm.model.PatternRM` (default: the embedded trained PatternRM) in the
 judge protocol (:class:`howeval.judges.base.PatternJudge`): one ``label_batch`` call per
 ``judge_batch`` (one encoder pass), one :class:`~howeval.judges.verdict.PatternVerdict` per item; a row
 PatternRM could not label (unparseable LM output) is a failed verdict with the reason, never a default
@@ -27,10 +27,10 @@ class PatternRMJudge:
     """
 
     def __init__(self, name: str = "patternrm", patternrm: Mapping[str, Any] | None = None, version: str = "1"):
-        from howeval.rewards.patternrm_model import PatternRM
+        from howeval.judges.patternrm.model import PatternRM
 
         self.name = name
-        from howeval.rewards.config import PatternRMConfig
+        from howeval.config.rewards import PatternRMConfig
 
         self.rm = PatternRM(**PatternRMConfig.model_validate(dict(patternrm or {})).model_dump())
         self.version = f"{version}:{self.rm.version}"

@@ -1,7 +1,7 @@
 """Field names of ``vllm.EngineArgs`` in vllm(-cpu) 0.32.0, recorded for drivers where vllm is not installed.
 
 Used only to catch near-misses (``tensor_paralel_size``) at config load on a machine without vllm; where
-vllm is importable, its own ``EngineArgs`` is the reference (``howeval.engines.options``). Regenerate with
+vllm is importable, its own ``EngineArgs`` is the reference (``howeval.config.engines``). Regenerate with
 ``python -c "import dataclasses; from vllm.engine.arg_utils import EngineArgs; print(sorted(f.name for f in dataclasses.fields(EngineArgs)))"``.
 """
 RECORDED_VERSION = "0.32.0"

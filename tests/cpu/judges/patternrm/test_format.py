@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from howeval.rewards.patternrm import (
+from howeval.judges.patternrm.format import (
     PatternRMParseError,
     format_labels,
     oversample,

