@@ -29,6 +29,7 @@ import os
 import shutil
 import tempfile
 import time
+from typing import Any
 from pathlib import Path
 
 from howeval.training.grpo import TrainConfig, load_train_config
@@ -263,6 +264,23 @@ def _write_metrics(result, storage: str, name: str) -> None:
             f.write(json.dumps(entry, default=float) + "\n")
 
 
+def cli_overrides(model: str | None, accelerator_type: str | None) -> dict[str, Any] | None:
+    """Config overrides from the command line: ``model`` replaces ``model``; ``accelerator_type`` replaces
+    ``scaling.accelerator_type`` (``"any"`` -> None, no constraint). None when neither is given.
+
+    >>> cli_overrides(None, "any")
+    {'scaling': {'accelerator_type': None}}
+    >>> cli_overrides("embedded:tiny-lm", "H100")
+    {'model': 'embedded:tiny-lm', 'scaling': {'accelerator_type': 'H100'}}
+    """
+    out: dict[str, Any] = {}
+    if model:
+        out["model"] = model
+    if accelerator_type:
+        out["scaling"] = {"accelerator_type": None if accelerator_type == "any" else accelerator_type}
+    return out or None
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--config", required=True, help="configs/train/<recipe>.yaml")
@@ -270,9 +288,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-steps", type=int, help="override grpo.max_steps")
     p.add_argument("--model", help="override model: a transformers folder, or embedded:tiny-lm / embedded:tiny-vlm")
     p.add_argument("--resume", action="store_true", help="continue the run from its latest checkpoint")
+    p.add_argument("--accelerator-type", help="override scaling.accelerator_type (Ray's name: H200, H100, A100-80G, ...); "
+                   "'any' = no constraint. The KubeRay overlays pass their hardware.yaml value here")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    cfg = load_train_config(a.config, overrides={"model": a.model} if a.model else None)
+    cfg = load_train_config(a.config, overrides=cli_overrides(a.model, a.accelerator_type))
     result = run(cfg, a.storage_path, a.max_steps, a.resume)
     ck = result.checkpoint
     print(json.dumps({"run": cfg.run_name, "checkpoint": ck.path if ck else None,
