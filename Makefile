@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast test-vllm bench-engines bench-sweep-vllm sweep report bench bench-sweep bench-cluster bench-crystal bench-reward patternrm train-smoke train-elastic serve submit-local clean help
+.PHONY: install demo test test-fast test-vllm bench-engines bench-sweep-vllm sweep report bench bench-sweep bench-cluster bench-crystal bench-reward patternrm train-smoke train-elastic serve submit-local k8s-render k8s-image-assets clean help
 
 help:
 	@echo "make demo    - create $(VENV), install, run the embedded-default sweep (PatternEval, CRYSTAL, AdaptMMBench) -> runs/demo/index.html"
@@ -154,3 +154,19 @@ bench-crystal: $(STAMP)
 
 clean:
 	rm -rf runs .pytest_cache
+
+# KubeRay manifests per hardware overlay, rendered with kubectl's kustomize into k8s/rendered/ (committed, so
+# `kubectl apply -f k8s/rendered/<overlay>.yaml` works without kustomize; tests/cpu/k8s checks they are fresh)
+K8S_OVERLAYS := 1x8 2x4 cpu-smoke
+k8s-render:
+	@for o in $(K8S_OVERLAYS); do \
+	  { echo "# Rendered by \`make k8s-render\` (kubectl kustomize k8s/overlays/$$o): do not edit, edit k8s/base or k8s/overlays/$$o"; \
+	    kubectl kustomize k8s/overlays/$$o; } > k8s/rendered/$$o.yaml || exit 1; echo "k8s/rendered/$$o.yaml"; done
+
+# What k8s/Dockerfile copies from build/: the embedded trained PatternRM the RayService serves (needs the
+# offline corpus under ../shared/data or HOWEVAL_SHARED_DATA the first time, like `make patternrm`)
+k8s-image-assets: $(STAMP)
+	nice -n 10 $(BIN)/python -m howeval.rewards.patternrm_head
+	rm -rf build/k8s/patternrm-minilm && mkdir -p build/k8s
+	cp -r "$$($(BIN)/python -c 'from howeval.rewards.patternrm_head import default_cache_path; print(default_cache_path())')" build/k8s/patternrm-minilm
+	@du -sh build/k8s/patternrm-minilm

@@ -111,8 +111,8 @@ def test_benchmark_is_the_mounted_patterneval_manifest(cfg):
 
 
 def test_env_vars_named_by_the_sweep_are_provided_by_the_sweep_rayjob(cfg, repo_root: Path):
-    """Every URL/key variable the sweep reads is set in the pods of k8s/rayjob-sweep.yaml."""
-    job = repo_root / "k8s" / "rayjob-sweep.yaml"
+    """Every URL/key variable the sweep reads is set in the pods of k8s/base/rayjob-sweep.yaml."""
+    job = repo_root / "k8s" / "base" / "rayjob-sweep.yaml"
     text = job.read_text()
     needed = set()
     for m in cfg.models:
@@ -122,4 +122,4 @@ def test_env_vars_named_by_the_sweep_are_provided_by_the_sweep_rayjob(cfg, repo_
     for llm in [cfg.judges.verifier.llm_fallback] + [p.llm for p in cfg.judges.pattern if p.llm]:
         needed |= {llm.options["base_url_env"], llm.options.get("api_key_env", "OPENAI_API_KEY")}
     missing = sorted(v for v in needed if f"name: {v}" not in text)
-    assert not missing, f"k8s/rayjob-sweep.yaml does not set {missing}"
+    assert not missing, f"k8s/base/rayjob-sweep.yaml does not set {missing}"

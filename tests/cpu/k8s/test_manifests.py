@@ -1,17 +1,9 @@
-"""k8s/ manifests validate against the KubeRay CRD schemas and name things that exist in the repo.
+"""Every KubeRay overlay renders, validates against the vendored CRDs (schema and CEL rules) and names things
+that exist in the repo.
 
-The schemas are the ``openAPIV3Schema`` of version ``v1`` of each CRD in ``../shared/kuberay/crds/``
-(see its SOURCE.md). Kubernetes' OpenAPI dialect is mapped onto JSON Schema (draft 7) as the API server
-applies it with strict field validation (``kubectl apply --validate=strict``, the default):
-
-- ``x-kubernetes-int-or-string: true`` -> ``anyOf: [integer, string]`` (when the CRD does not spell it out);
-- ``nullable: true`` -> the type also admits null;
-- objects with ``properties`` and no ``additionalProperties`` are closed: an unknown field is an error
-  (a typo such as ``rayStartParam`` would otherwise be pruned silently by the API server);
-- ``x-kubernetes-list-type: set`` -> ``uniqueItems``; ``x-kubernetes-list-map-keys`` -> items must be unique
-  by those keys (a custom keyword below);
-- ``x-kubernetes-validations`` (CEL rules) are not evaluated: the ones in these CRDs concern immutability
-  and ``managedBy``, which the manifests do not set.
+The tests read ``k8s/rendered/<overlay>.yaml`` (``make k8s-render``: ``kubectl kustomize`` of
+``k8s/overlays/<overlay>``), and check that those files are what kustomize renders today where kubectl is
+installed. Schema conversion, CEL evaluation and rendering helpers: ``kube.py`` beside this file.
 """
 from __future__ import annotations
 
@@ -21,145 +13,122 @@ import shlex
 import tomllib
 from pathlib import Path
 
-import jsonschema
 import pytest
 import yaml
 
-MANIFESTS = ("raycluster.yaml", "rayjob-sweep.yaml", "rayjob-grpo.yaml", "rayservice-reward.yaml")
-CRD_FILES = {"RayCluster": "ray.io_rayclusters.yaml", "RayJob": "ray.io_rayjobs.yaml",
-             "RayService": "ray.io_rayservices.yaml"}
+from kube import (KUBERAY_VERSION, OVERLAYS, RAY_KINDS, K8sValidator, cel_errors, cel_rules, cluster_spec,
+                  crd_v1_schema, hardware_values, k8s_to_jsonschema, kustomize, load_rendered, pod_specs,
+                  rendered_path, schema_errors)
+
 RAY_VERSION = "2.60.0"
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-
-
-# ------------------------------------------------------------------ schema conversion and validator ----
-def k8s_to_jsonschema(node):
-    """Map one Kubernetes structural-schema node (recursively) onto draft-7 JSON Schema."""
-    if isinstance(node, list):
-        return [k8s_to_jsonschema(n) for n in node]
-    if not isinstance(node, dict):
-        return node
-    out = {}
-    for key, val in node.items():
-        if key == "description":
-            continue
-        if key in ("properties", "patternProperties", "definitions"):
-            out[key] = {k: k8s_to_jsonschema(v) for k, v in val.items()}
-        elif key in ("items", "additionalProperties", "not", "anyOf", "allOf", "oneOf"):
-            out[key] = k8s_to_jsonschema(val)
-        else:
-            out[key] = val
-    if out.get("x-kubernetes-int-or-string") and "anyOf" not in out and "type" not in out:
-        out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
-    if out.pop("nullable", False) and isinstance(out.get("type"), str):
-        out["type"] = [out["type"], "null"]
-    if out.get("x-kubernetes-list-type") == "set":
-        out["uniqueItems"] = True
-    if (out.get("type") == "object" and "properties" in out and "additionalProperties" not in out
-            and not out.get("x-kubernetes-preserve-unknown-fields")):
-        out["additionalProperties"] = False
-    return out
-
-
-def _list_map_keys(validator, keys, instance, schema):
-    """``x-kubernetes-list-map-keys``: list items must be unique by the tuple of these keys."""
-    if not validator.is_type(instance, "array"):
-        return
-    seen: dict[tuple, int] = {}
-    for i, item in enumerate(instance):
-        if not isinstance(item, dict):
-            continue
-        ident = tuple(repr(item.get(k)) for k in keys)
-        if ident in seen:
-            yield jsonschema.ValidationError(
-                f"items {seen[ident]} and {i} repeat the list-map key {dict(zip(keys, ident))}")
-        seen[ident] = i
-
-
-K8sValidator = jsonschema.validators.extend(jsonschema.Draft7Validator, {"x-kubernetes-list-map-keys": _list_map_keys})
-
-
-def crd_v1_schema(path: Path) -> dict:
-    # The CRDs are ~1 MB each: the C loader reads them in about a second, the pure-Python one in ~8 s.
-    crd = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    versions = {v["name"]: v for v in crd["spec"]["versions"]}
-    assert "v1" in versions, f"{path.name}: no v1 version (has {sorted(versions)})"
-    return versions["v1"]["schema"]["openAPIV3Schema"]
-
-
-def schema_errors(validator, doc) -> list[str]:
-    return [f"{'.'.join(map(str, e.absolute_path)) or '<root>'}: {e.message[:300]}"
-            for e in sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))]
-
-
-# ------------------------------------------------------------------ fixtures ----------------------------
-@pytest.fixture(scope="module")
-def kuberay_dir(repo_root: Path) -> Path:
-    d = repo_root.parent / "shared" / "kuberay"
-    assert (d / "crds").is_dir(), f"KubeRay CRDs not found under {d}"
-    return d
+RAY_NAMES = {("RayCluster", "howeval"), ("RayJob", "patterneval-25"), ("RayJob", "patternrl-grpo"),
+             ("RayService", "patternrm-reward")}
+COMPONENTS = {"redis", "cluster", "sweep", "train-grpo", "reward-server"}
 
 
 @pytest.fixture(scope="module")
-def validators(kuberay_dir: Path) -> dict:
+def raw_schemas(repo_root: Path) -> dict:
+    crds = repo_root / "k8s" / "crds"
+    assert (crds / "SOURCE.md").exists() and (crds / "LICENSE").exists(), "vendored CRDs need SOURCE.md and LICENSE"
+    return {kind: crd_v1_schema(crds / fname) for kind, fname in RAY_KINDS.items()}
+
+
+@pytest.fixture(scope="module")
+def validators(raw_schemas) -> dict:
     out = {}
-    for kind, fname in CRD_FILES.items():
-        schema = k8s_to_jsonschema(crd_v1_schema(kuberay_dir / "crds" / fname))
+    for kind, raw in raw_schemas.items():
+        schema = k8s_to_jsonschema(raw)
         K8sValidator.check_schema(schema)
         out[kind] = K8sValidator(schema)
     return out
 
 
 @pytest.fixture(scope="module")
-def manifests(repo_root: Path) -> dict[str, dict]:
-    out = {}
-    for name in MANIFESTS:
-        path = repo_root / "k8s" / name
-        assert path.exists(), f"k8s/{name} is missing"
-        docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
-        assert len(docs) == 1, f"k8s/{name}: expected one document, got {len(docs)}"
-        out[name] = docs[0]
-    return out
+def rendered() -> dict[str, list[dict]]:
+    return {o: load_rendered(o) for o in OVERLAYS}
 
 
-def cluster_spec(doc: dict) -> dict:
-    """The RayCluster spec inside any of the three kinds."""
-    return {"RayCluster": lambda d: d["spec"], "RayJob": lambda d: d["spec"]["rayClusterSpec"],
-            "RayService": lambda d: d["spec"]["rayClusterConfig"]}[doc["kind"]](doc)
+def ray_docs(rendered, overlay: str) -> dict[str, dict]:
+    return {d["metadata"]["name"]: d for d in rendered[overlay] if d["kind"] in RAY_KINDS}
 
 
-def pod_specs(doc: dict):
-    """(group name, is_head, pod spec) for the head and every worker group."""
-    spec = cluster_spec(doc)
-    yield "head", True, spec["headGroupSpec"]["template"]["spec"]
-    for g in spec.get("workerGroupSpecs", []):
-        yield g["groupName"], False, g["template"]["spec"]
+# ------------------------------------------------------------------ rendering ---------------------------
+def test_crds_are_the_pinned_kuberay_release(repo_root: Path):
+    text = (repo_root / "k8s" / "crds" / "SOURCE.md").read_text()
+    assert f"**v{KUBERAY_VERSION}**" in text
+    doc = (repo_root / "docs" / "cluster.md").read_text()
+    assert f"KUBERAY_VERSION={KUBERAY_VERSION}" in doc, "docs/cluster.md installs the release the CRDs come from"
+    values = yaml.safe_load((repo_root / "k8s" / "kuberay-operator-values.yaml").read_text())
+    gates = {g["name"]: g["enabled"] for g in values["featureGates"]}
+    assert gates["RayJobDeletionPolicy"] is True, "the RayJobs' deletionRules need this gate"
+    assert "-f k8s/kuberay-operator-values.yaml" in doc
 
 
-# ------------------------------------------------------------------ schema validation -------------------
-@pytest.mark.parametrize("name", MANIFESTS)
-def test_manifest_validates_against_crd_v1_schema(name, manifests, validators):
-    doc = manifests[name]
-    assert doc.get("apiVersion") == "ray.io/v1", f"{name}: apiVersion {doc.get('apiVersion')!r}"
-    assert doc.get("kind") in validators, f"{name}: kind {doc.get('kind')!r} not one of {sorted(validators)}"
-    errs = schema_errors(validators[doc["kind"]], doc)
-    assert not errs, f"k8s/{name} does not validate against the {doc['kind']} CRD (v1):\n" + "\n".join(errs)
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_rendered_overlay_is_what_kustomize_renders(overlay):
+    text = kustomize(overlay)
+    if text is None:
+        pytest.skip("kubectl is not on PATH: cannot re-render; the committed k8s/rendered files are checked below")
+    committed = rendered_path(overlay).read_text()
+    assert committed.split("\n", 1)[1] == text, f"k8s/rendered/{overlay}.yaml is stale: run make k8s-render"
 
 
-@pytest.mark.parametrize("name", MANIFESTS)
-def test_metadata_name_is_a_valid_service_prefix(name, manifests):
-    meta = manifests[name]["metadata"]
-    n = meta["name"]
-    # KubeRay derives Service names (<name>-head-svc, <name>-serve-svc) from it: a DNS-1035 label.
-    assert DNS_1035.match(n) and len(n) <= 50, f"{name}: metadata.name {n!r}"
-    for field in ("labels", "annotations"):
-        assert all(isinstance(v, str) for v in (meta.get(field) or {}).values()), f"{name}: {field} must be strings"
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_overlay_renders_every_object_once_and_no_local_values(overlay, rendered):
+    got = sorted((d["kind"], d["metadata"]["name"]) for d in rendered[overlay])
+    assert set(RAY_NAMES) <= set(got), got
+    assert len(got) == len(set(got)), f"duplicate objects: {got}"
+    assert not [d for d in rendered[overlay] if d["kind"] == "HardwareValues"], "hardware.yaml is local-config"
+    comps = {d["metadata"]["labels"]["app.kubernetes.io/component"] for d in rendered[overlay]}
+    assert comps == COMPONENTS, "each object carries the component label docs/cluster.md applies it by"
 
 
-def test_validator_rejects_unknown_fields_wrong_types_and_duplicate_keys(manifests, validators):
+# ------------------------------------------------------------------ schema and CEL ----------------------
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_overlay_validates_against_crd_v1_schema(overlay, rendered, validators):
+    for name, doc in ray_docs(rendered, overlay).items():
+        assert doc.get("apiVersion") == "ray.io/v1", f"{name}: apiVersion {doc.get('apiVersion')!r}"
+        errs = schema_errors(validators[doc["kind"]], doc)
+        assert not errs, f"{overlay}/{name} does not validate against the {doc['kind']} CRD (v1):\n" + "\n".join(errs)
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_overlay_passes_the_crd_cel_rules(overlay, rendered, raw_schemas):
+    pytest.importorskip("celpy", reason="cel-python is in the test extra (pip install -e '.[test]')")
+    evaluated = 0
+    for name, doc in ray_docs(rendered, overlay).items():
+        errs, n = cel_errors(cel_rules(raw_schemas[doc["kind"]]), doc)
+        assert not errs, f"{overlay}/{name} breaks CEL rules of the {doc['kind']} CRD:\n" + "\n".join(errs)
+        evaluated += n
+    # the RayJobs' deletionStrategy (2 rules) and each of their 3 deletion rules' conditions (2 rules): 2 x 8
+    assert evaluated == 16, evaluated
+
+
+def test_cel_rules_catch_bad_deletion_strategies(rendered, raw_schemas):
+    """Negative controls: the CEL rules (not the schema) reject these."""
+    pytest.importorskip("celpy", reason="cel-python is in the test extra")
+    rules = cel_rules(raw_schemas["RayJob"])
+    assert len(rules) == 12, [r[1] for r in rules]  # 6 transition rules (oldSelf) + 2 managedBy + 4 deletion
+    good = ray_docs(rendered, "1x8")["patternrl-grpo"]
+    both = copy.deepcopy(good)
+    both["spec"]["deletionStrategy"]["onSuccess"] = {"policy": "DeleteCluster"}
+    cond = copy.deepcopy(good)
+    cond["spec"]["deletionStrategy"]["deletionRules"][0]["condition"]["jobDeploymentStatus"] = "Failed"
+    empty = copy.deepcopy(good)
+    empty["spec"]["deletionStrategy"]["deletionRules"][0]["condition"] = {"ttlSeconds": 5}
+    managed = copy.deepcopy(good)
+    managed["spec"]["managedBy"] = "someone-else"
+    for bad, words in [(both, "legacy policies"), (cond, "cannot be used"), (empty, "requires either"),
+                       (managed, "managedBy")]:
+        errs, _ = cel_errors(rules, bad)
+        assert any(words in e for e in errs), (words, errs)
+
+
+def test_validator_rejects_unknown_fields_wrong_types_and_duplicate_keys(rendered, validators):
     """Negative controls: the converted schemas do catch the mistakes they are here to catch."""
     v = validators["RayCluster"]
-    good = manifests["raycluster.yaml"]
+    good = ray_docs(rendered, "1x8")["howeval"]
     assert not schema_errors(v, good)
 
     typo = copy.deepcopy(good)
@@ -179,6 +148,10 @@ def test_validator_rejects_unknown_fields_wrong_types_and_duplicate_keys(manifes
     env.append(dict(env[0]))
     assert any("list-map key" in e for e in schema_errors(v, dup_env))
 
+    bad_ft = copy.deepcopy(good)
+    bad_ft["spec"]["gcsFaultToleranceOptions"]["backend"] = "etcd"
+    assert any("backend" in e for e in schema_errors(v, bad_ft))
+
     quantities = copy.deepcopy(good)  # int-or-string: both 8 and "500m" are quantities
     quantities["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] = 8
     assert not schema_errors(v, quantities)
@@ -186,136 +159,10 @@ def test_validator_rejects_unknown_fields_wrong_types_and_duplicate_keys(manifes
     assert schema_errors(v, quantities)
 
 
-# ------------------------------------------------------------------ cluster layout ----------------------
-@pytest.mark.parametrize("name", MANIFESTS)
-def test_ray_version_matches_the_pinned_ray(name, manifests, repo_root: Path):
-    deps = tomllib.loads((repo_root / "pyproject.toml").read_text())["project"]["dependencies"]
-    pins = [d for d in deps if re.match(r"^ray(\[.*\])?==", d)]
-    assert pins and all(p.endswith("==" + RAY_VERSION) for p in pins), f"pyproject ray pin {pins}"
-    assert cluster_spec(manifests[name])["rayVersion"] == RAY_VERSION
-
-
-@pytest.mark.parametrize("name", MANIFESTS)
-def test_cpu_head_runs_no_tasks_and_groups_autoscale(name, manifests):
-    spec = cluster_spec(manifests[name])
-    assert spec["enableInTreeAutoscaling"] is True
-    assert spec["headGroupSpec"]["rayStartParams"]["num-cpus"] == "0"
-    head = spec["headGroupSpec"]["template"]["spec"]["containers"][0]
-    assert "nvidia.com/gpu" not in head["resources"].get("limits", {}), "the head is CPU-only"
-    groups = {g["groupName"]: g for g in spec["workerGroupSpecs"]}
-    gpu = [g for g in groups.values() if "nvidia.com/gpu" in g["template"]["spec"]["containers"][0]["resources"]["limits"]]
-    assert gpu, f"{name}: no GPU worker group"
-    for g in groups.values():
-        assert g["minReplicas"] <= g.get("replicas", 0) <= g["maxReplicas"] and g["minReplicas"] < g["maxReplicas"], g["groupName"]
-    if name == "raycluster.yaml":
-        assert len(groups) == 2 and len(gpu) == 1, "one CPU and one GPU worker group"
-        assert all(g["minReplicas"] == 0 for g in groups.values()), "both groups scale from zero"
-
-
-@pytest.mark.parametrize("name", MANIFESTS)
-def test_containers_pin_resources_images_and_gpu_scheduling(name, manifests):
-    for group, _, pod in pod_specs(manifests[name]):
-        for c in pod["containers"]:
-            lim, req = c["resources"].get("limits", {}), c["resources"].get("requests", {})
-            assert lim.get("cpu") and lim.get("memory"), f"{name}/{group}: set cpu and memory limits"
-            gpus = lim.get("nvidia.com/gpu")
-            assert c["image"].startswith("registry.example.com/howeval:"), f"{name}/{group}: image {c['image']!r}"
-            if gpus:
-                assert req.get("nvidia.com/gpu") == gpus, f"{name}/{group}: GPU requests must equal limits"
-                assert c["image"].endswith("-gpu"), f"{name}/{group}: GPU pods need the gpu image"
-                assert any(t.get("key") == "nvidia.com/gpu" for t in pod.get("tolerations", [])), f"{name}/{group}"
-            else:
-                assert c["image"].endswith("-cpu"), f"{name}/{group}: CPU pods use the cpu image"
-
-
-@pytest.mark.parametrize("name", MANIFESTS)
-def test_keys_come_from_secrets_never_literals(name, manifests, repo_root: Path):
-    text = (repo_root / "k8s" / name).read_text()
-    assert not re.search(r"\bsk-[A-Za-z0-9]{8,}", text), f"{name}: looks like a literal API key"
-    for group, _, pod in pod_specs(manifests[name]):
-        for c in pod["containers"]:
-            for e in c.get("env", []):
-                if re.search(r"(_API_KEY|_TOKEN|_SECRET)$", e["name"]):
-                    assert "value" not in e, f"{name}/{group}: {e['name']} has a literal value"
-                    ref = e["valueFrom"]["secretKeyRef"]
-                    assert ref["name"] and ref["key"], f"{name}/{group}: {e['name']}"
-
-
-@pytest.mark.parametrize("name", MANIFESTS)
-def test_model_weights_are_mounted_read_only(name, manifests):
-    for group, _, pod in pod_specs(manifests[name]):
-        vols = {v["name"]: v for v in pod.get("volumes", [])}
-        for c in pod["containers"]:
-            mounts = {m["mountPath"]: m for m in c.get("volumeMounts", [])}
-            assert mounts.get("/models", {}).get("readOnly") is True, f"{name}/{group}: /models must be read-only"
-            vol = vols[mounts["/models"]["name"]]
-            assert vol["persistentVolumeClaim"].get("readOnly") is True
-
-
-# ------------------------------------------------------------------ what the manifests name -------------
-def _entrypoint(doc: dict) -> tuple[str, str]:
-    argv = shlex.split(doc["spec"]["entrypoint"])
-    assert argv[:2] == ["python", "-m"], f"entrypoint {argv}: expected `python -m <module> --config <path>`"
-    assert "--config" in argv, f"entrypoint {argv}: no --config"
-    return argv[2], argv[argv.index("--config") + 1]
-
-
-@pytest.mark.parametrize("name,module,config", [
-    ("rayjob-sweep.yaml", "ray_jobs.sweep", "configs/sweeps/patterneval-25.yaml"),
-    ("rayjob-grpo.yaml", "ray_jobs.train_grpo", "configs/train/patternrl.yaml"),
-])
-def test_rayjob_entrypoint_module_and_config_exist(name, module, config, manifests, repo_root: Path):
-    got_module, got_config = _entrypoint(manifests[name])
-    assert (got_module, got_config) == (module, config)
-    mod_file = repo_root / (module.replace(".", "/") + ".py")
-    assert mod_file.exists(), f"{name}: entrypoint module {module} -> {mod_file.relative_to(repo_root)} does not exist"
-    assert (repo_root / config).exists(), f"{name}: config {config} does not exist"
-
-
-@pytest.mark.parametrize("name", ["rayjob-sweep.yaml", "rayjob-grpo.yaml"])
-def test_rayjob_runtime_env_and_lifecycle(name, manifests, repo_root: Path):
-    spec = manifests[name]["spec"]
-    env = yaml.safe_load(spec["runtimeEnvYAML"])
-    assert isinstance(env, dict) and set(env) <= {"working_dir", "env_vars", "pip", "py_modules"}, env
-    dockerfile = (repo_root / "k8s" / "Dockerfile").read_text()
-    assert f"WORKDIR {env['working_dir']}" in dockerfile, "working_dir must be the image's project folder"
-    assert spec.get("submissionMode", "K8sJobMode") == "K8sJobMode"
-
-
-@pytest.mark.parametrize("name", ["rayjob-sweep.yaml", "rayjob-grpo.yaml"])
-def test_rayjob_submitter_deadlines_and_deletion_rules(name, manifests):
-    """What the operator checks beyond the schema (KubeRay ``utils/validation.go``: ``ValidateRayJobSpec``,
-    ``validateDeletionConfiguration``, ``validateDeletionRules``), for the fields these RayJobs set."""
-    spec = manifests[name]["spec"]
-    assert spec["submitterConfig"]["backoffLimit"] >= 1, "the submitter pod is retried"
-    assert spec["submissionMode"] == "K8sJobMode", "submitterConfig applies to the K8s submitter Job"
-    assert 0 < spec["preRunningDeadlineSeconds"] < spec["activeDeadlineSeconds"]
-    rules = spec["deletionStrategy"]["deletionRules"]
-    assert "onSuccess" not in spec["deletionStrategy"] and "onFailure" not in spec["deletionStrategy"], "rules or legacy, not both"
-    assert spec["shutdownAfterJobFinishes"] is False and not spec.get("ttlSecondsAfterFinished"), \
-        "deletionRules and shutdownAfterJobFinishes (and its TTL) are mutually exclusive"
-    autoscaling = spec["rayClusterSpec"].get("enableInTreeAutoscaling", False)
-    seen = {}
-    for r in rules:
-        cond = r["condition"]
-        assert ("jobStatus" in cond) != ("jobDeploymentStatus" in cond), f"one of jobStatus / jobDeploymentStatus: {cond}"
-        assert not (autoscaling and r["policy"] == "DeleteWorkers"), "DeleteWorkers is refused with autoscaling"
-        key = (cond.get("jobStatus", ""), r["policy"])
-        assert key not in seen, f"duplicate rule {key}"
-        seen[key] = cond.get("ttlSeconds", 0)
-    order = ["DeleteWorkers", "DeleteCluster", "DeleteSelf"]  # TTLs non-decreasing along this order per status
-    for status in {s for s, _ in seen}:
-        ttls = [seen[(status, p)] for p in order if (status, p) in seen]
-        assert ttls == sorted(ttls), f"{status}: TTLs {ttls} must not decrease along {order}"
-    by_status = {cond: t for (cond, p), t in seen.items() if p == "DeleteCluster"}
-    assert set(by_status) == {"SUCCEEDED", "FAILED", ""}, "the cluster goes away on every outcome"
-    assert by_status["FAILED"] > by_status["SUCCEEDED"], "a failed cluster stays longer (its logs)"
-
-
-def test_validator_rejects_bad_rayjob_lifecycle_fields(manifests, validators):
-    """Negative controls for the RayJob fields above: the CRD schema catches these mistakes."""
+def test_validator_rejects_bad_rayjob_lifecycle_fields(rendered, validators):
+    """Negative controls for the RayJob fields: the CRD schema catches these mistakes."""
     v = validators["RayJob"]
-    good = manifests["rayjob-sweep.yaml"]
+    good = ray_docs(rendered, "1x8")["patterneval-25"]
     assert not schema_errors(v, good)
     for path, value, where in [
         (("preRunningDeadlineSeconds",), 0, "preRunningDeadlineSeconds"),           # minimum 1
@@ -333,25 +180,200 @@ def test_validator_rejects_bad_rayjob_lifecycle_fields(manifests, validators):
         assert any(where in e for e in schema_errors(v, bad)), (path, value)
 
 
-def _serve_config(manifests) -> dict:
-    return yaml.safe_load(manifests["rayservice-reward.yaml"]["spec"]["serveConfigV2"])
+# ------------------------------------------------------------------ hardware values ----------------------
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_hardware_values_reach_every_gpu_group_and_the_train_entrypoint(overlay, rendered):
+    hw = hardware_values(overlay)
+    docs = ray_docs(rendered, overlay)
+    gpu_groups = 0
+    for name, doc in docs.items():
+        for group, is_head, pod in pod_specs(doc):
+            c = pod["containers"][0]
+            if is_head:
+                assert c["resources"] == hw["headPod"]["resources"], f"{overlay}/{name}/head"
+            elif group == "cpu":
+                assert c["resources"] == hw["cpuPod"]["resources"], f"{overlay}/{name}/cpu"
+            else:
+                assert group == "gpu", f"{overlay}/{name}: unexpected group {group}"
+                gpu_groups += 1
+                assert c["resources"] == hw["gpuPod"]["resources"] and c["image"] == hw["gpuPod"]["image"]
+                assert pod["nodeSelector"] == hw["gpuPod"]["nodeSelector"]
+                dshm = {v["name"]: v for v in pod["volumes"]}["dshm"]
+                assert dshm["emptyDir"]["sizeLimit"] == hw["gpuPod"]["shmSizeLimit"]
+                g = [w for w in cluster_spec(doc)["workerGroupSpecs"] if w["groupName"] == "gpu"][0]
+                assert g["maxReplicas"] == hw["gpuNodes"]
+    assert gpu_groups == 3, "RayCluster, sweep RayJob and GRPO RayJob each have one gpu group; the RayService none"
+    train = shlex.split(docs["patternrl-grpo"]["spec"]["entrypoint"])
+    assert train == ["python", "-m", "ray_jobs.train_grpo", "--config", hw["train"]["config"],
+                     "--accelerator-type", hw["train"]["rayAcceleratorType"]]
+    sweep = shlex.split(docs["patterneval-25"]["spec"]["entrypoint"])
+    assert sweep == ["python", "-m", "ray_jobs.sweep", "--config", hw["sweep"]["config"]]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_train_config_of_the_overlay_loads_with_its_accelerator(overlay, repo_root: Path):
+    from howeval.training.grpo import load_train_config
+    from ray_jobs.train_grpo import cli_overrides
+
+    hw = hardware_values(overlay)
+    cfg = load_train_config(str(repo_root / hw["train"]["config"]),
+                            overrides=cli_overrides(None, hw["train"]["rayAcceleratorType"]))
+    assert cfg.scaling.elastic, "the cluster recipes are elastic (min_workers/max_workers)"
+    assert cfg.scaling.accelerator_type is None if hw["train"]["rayAcceleratorType"] == "any" else True
+    gpus = hw["node"]["gpus"] * hw["node"]["count"]
+    if gpus:
+        assert cfg.scaling.use_gpu and cfg.scaling.max_workers == gpus, (cfg.scaling.max_workers, gpus)
+    else:
+        assert not cfg.scaling.use_gpu
+
+
+# ------------------------------------------------------------------ cluster layout ----------------------
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_ray_version_matches_the_pinned_ray(overlay, rendered, repo_root: Path):
+    deps = tomllib.loads((repo_root / "pyproject.toml").read_text())["project"]["dependencies"]
+    pins = [d for d in deps if re.match(r"^ray(\[.*\])?==", d)]
+    assert pins and all(p.endswith("==" + RAY_VERSION) for p in pins), f"pyproject ray pin {pins}"
+    for name, doc in ray_docs(rendered, overlay).items():
+        assert cluster_spec(doc)["rayVersion"] == RAY_VERSION, name
+        n = doc["metadata"]["name"]
+        assert DNS_1035.match(n) and len(n) <= 50, f"metadata.name {n!r}: KubeRay derives Service names from it"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_gcs_fault_tolerance_uses_the_redis_of_the_overlay(overlay, rendered):
+    objs = {(d["kind"], d["metadata"]["name"]): d for d in rendered[overlay]}
+    svc = objs[("Service", "howeval-redis")]
+    port = svc["spec"]["ports"][0]["port"]
+    redis = objs[("Deployment", "howeval-redis")]["spec"]["template"]["spec"]["containers"][0]
+    assert "--requirepass" in redis["command"] and "--appendonly" in redis["command"]
+    secret = [e for e in redis["env"] if e["name"] == "REDIS_PASSWORD"][0]["valueFrom"]["secretKeyRef"]
+    for name, doc in ray_docs(rendered, overlay).items():
+        spec = cluster_spec(doc)
+        ft = spec["gcsFaultToleranceOptions"]
+        assert ft["redisAddress"] == f"howeval-redis:{port}", name
+        assert ft["redisPassword"]["valueFrom"]["secretKeyRef"] == secret, name
+        # what KubeRay's ValidateRayClusterSpec refuses next to gcsFaultToleranceOptions
+        head = spec["headGroupSpec"]
+        assert "redis-password" not in head["rayStartParams"] and "redis-username" not in head["rayStartParams"]
+        env = {e["name"] for e in head["template"]["spec"]["containers"][0].get("env", [])}
+        assert not env & {"REDIS_PASSWORD", "RAY_REDIS_ADDRESS", "REDIS_USERNAME"}, name
+        assert "ray.io/ft-enabled" not in (doc["metadata"].get("annotations") or {}), name
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_cpu_head_runs_no_tasks_and_groups_autoscale(overlay, rendered):
+    for name, doc in ray_docs(rendered, overlay).items():
+        spec = cluster_spec(doc)
+        assert spec["enableInTreeAutoscaling"] is True
+        assert spec["headGroupSpec"]["rayStartParams"]["num-cpus"] == "0"
+        head = spec["headGroupSpec"]["template"]["spec"]["containers"][0]
+        assert "nvidia.com/gpu" not in head["resources"].get("limits", {}), "the head is CPU-only"
+        for g in spec["workerGroupSpecs"]:
+            assert g["minReplicas"] <= g.get("replicas", 0) <= g["maxReplicas"], (name, g["groupName"])
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_containers_pin_resources_images_and_gpu_scheduling(overlay, rendered):
+    for name, doc in ray_docs(rendered, overlay).items():
+        for group, _, pod in pod_specs(doc):
+            for c in pod["containers"]:
+                lim, req = c["resources"].get("limits", {}), c["resources"].get("requests", {})
+                assert lim.get("cpu") and lim.get("memory"), f"{name}/{group}: set cpu and memory limits"
+                assert req == lim, f"{name}/{group}: requests equal limits (Guaranteed QoS, predictable fit)"
+                assert c["image"].startswith("registry.example.com/howeval:"), f"{name}/{group}: image {c['image']!r}"
+                if lim.get("nvidia.com/gpu"):
+                    assert c["image"].endswith("-gpu"), f"{name}/{group}: GPU pods need the gpu image"
+                    assert any(t.get("key") == "nvidia.com/gpu" for t in pod.get("tolerations", [])), f"{name}/{group}"
+                else:
+                    assert c["image"].endswith("-cpu"), f"{name}/{group}: CPU pods use the cpu image"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_keys_come_from_secrets_never_literals(overlay, rendered):
+    text = rendered_path(overlay).read_text()
+    assert not re.search(r"\bsk-[A-Za-z0-9]{8,}", text), "looks like a literal API key"
+    for name, doc in ray_docs(rendered, overlay).items():
+        for group, _, pod in pod_specs(doc):
+            for c in pod["containers"]:
+                for e in c.get("env", []):
+                    if re.search(r"(_API_KEY|_TOKEN|_SECRET|_PASSWORD)$", e["name"]):
+                        assert "value" not in e, f"{name}/{group}: {e['name']} has a literal value"
+                        ref = e["valueFrom"]["secretKeyRef"]
+                        assert ref["name"] and ref["key"], f"{name}/{group}: {e['name']}"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_model_weights_are_mounted_read_only(overlay, rendered):
+    for name, doc in ray_docs(rendered, overlay).items():
+        for group, _, pod in pod_specs(doc):
+            vols = {v["name"]: v for v in pod.get("volumes", [])}
+            for c in pod["containers"]:
+                mounts = {m["mountPath"]: m for m in c.get("volumeMounts", [])}
+                assert mounts.get("/models", {}).get("readOnly") is True, f"{name}/{group}: /models must be read-only"
+                assert vols[mounts["/models"]["name"]]["persistentVolumeClaim"].get("readOnly") is True
+
+
+# ------------------------------------------------------------------ what the manifests name -------------
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_rayjob_entrypoints_name_modules_and_configs_that_exist(overlay, rendered, repo_root: Path):
+    for name in ("patterneval-25", "patternrl-grpo"):
+        argv = shlex.split(ray_docs(rendered, overlay)[name]["spec"]["entrypoint"])
+        assert argv[:2] == ["python", "-m"] and "--config" in argv, argv
+        module, config = argv[2], argv[argv.index("--config") + 1]
+        assert (repo_root / (module.replace(".", "/") + ".py")).exists(), f"{name}: module {module} does not exist"
+        assert (repo_root / config).exists(), f"{name}: config {config} does not exist"
+
+
+@pytest.mark.parametrize("name", ["patterneval-25", "patternrl-grpo"])
+def test_rayjob_runtime_env_driver_and_lifecycle(name, rendered, repo_root: Path):
+    """What the operator checks beyond the schema (KubeRay v1.7.0 ``utils/validation.go``:
+    ``ValidateRayJobSpec``, ``validateDeletionConfiguration``, ``validateDeletionRules``)."""
+    spec = ray_docs(rendered, "1x8")[name]["spec"]
+    env = yaml.safe_load(spec["runtimeEnvYAML"])
+    assert isinstance(env, dict) and set(env) <= {"working_dir", "env_vars", "pip", "py_modules"}, env
+    assert f"WORKDIR {env['working_dir']}" in (repo_root / "k8s" / "Dockerfile").read_text()
+    assert spec["entrypointNumCpus"] >= 1, "the driver needs a CPU: off the num-cpus-0 head, so a head restart spares it"
+    assert spec["submissionMode"] == "K8sJobMode" and spec["submitterConfig"]["backoffLimit"] >= 1
+    assert 0 < spec["preRunningDeadlineSeconds"] < spec["activeDeadlineSeconds"]
+    rules = spec["deletionStrategy"]["deletionRules"]
+    assert spec["shutdownAfterJobFinishes"] is False and not spec.get("ttlSecondsAfterFinished"), \
+        "deletionRules and shutdownAfterJobFinishes (and its TTL) are mutually exclusive"
+    seen = {}
+    for r in rules:
+        cond = r["condition"]
+        assert r["policy"] != "DeleteWorkers", "DeleteWorkers is refused with autoscaling"
+        key = (cond.get("jobStatus", ""), r["policy"])
+        assert key not in seen, f"duplicate rule {key}"
+        seen[key] = cond.get("ttlSeconds", 0)
+    by_status = {cond: t for (cond, p), t in seen.items() if p == "DeleteCluster"}
+    assert set(by_status) == {"SUCCEEDED", "FAILED", ""}, "the cluster goes away on every outcome"
+    assert by_status["FAILED"] > by_status["SUCCEEDED"], "a failed cluster stays longer (its logs)"
+
+
+def _serve_config(rendered) -> dict:
+    return yaml.safe_load(ray_docs(rendered, "1x8")["patternrm-reward"]["spec"]["serveConfigV2"])
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # Ray Serve's own pydantic-v1-style Field extras
-def test_rayservice_serve_config_is_valid_for_ray_serve(manifests):
+def test_rayservice_serve_config_is_valid_and_serves_the_embedded_patternrm_on_cpu(rendered, repo_root: Path):
     from ray.serve.schema import ServeDeploySchema
 
-    cfg = _serve_config(manifests)
-    ServeDeploySchema.model_validate(cfg) if hasattr(ServeDeploySchema, "model_validate") else ServeDeploySchema.parse_obj(cfg)
+    cfg = _serve_config(rendered)
+    ServeDeploySchema.model_validate(cfg)
     apps = {a["name"]: a for a in cfg["applications"]}
     routed = [a for a in apps.values() if a.get("route_prefix") == "/"]
     assert len(routed) == 1 and routed[0]["import_path"].startswith("reward_server.app:"), "one app at /"
-    assert all(a.get("deployments") for a in apps.values()), "deployment settings (replicas, autoscaling, batching) belong in the config"
     assert cfg["http_options"]["host"] == "0.0.0.0", "inside a pod the proxy must listen beyond loopback"
+    prm = apps["patternrm"]
+    assert prm["args"]["patternrm"] == {"kind": "trained", "path": "/app/models/patternrm-minilm", "device": "cpu"}
+    assert "COPY build/k8s/patternrm-minilm /app/models/patternrm-minilm" in (repo_root / "k8s" / "Dockerfile").read_text()
+    for app in apps.values():
+        for d in app["deployments"]:
+            assert not d.get("ray_actor_options", {}).get("num_gpus"), f"{d['name']} asks for a GPU"
 
 
-def test_rayservice_import_paths_exist_and_name_real_deployments(manifests, repo_root: Path):
-    for app in _serve_config(manifests)["applications"]:
+def test_rayservice_import_paths_exist_and_name_real_deployments(rendered, repo_root: Path):
+    for app in _serve_config(rendered)["applications"]:
         module, _, attr = app["import_path"].partition(":")
         path = repo_root / (module.replace(".", "/") + ".py")
         assert path.exists(), f"serveConfigV2 import_path {app['import_path']}: {path.relative_to(repo_root)} does not exist"
@@ -360,12 +382,11 @@ def test_rayservice_import_paths_exist_and_name_real_deployments(manifests, repo
         defined = set(re.findall(r"@serve\.deployment\([^)]*\bname=[\"'](\w+)[\"']", source))
         defined |= set(re.findall(r"^class (\w+)", source, re.M))
         for d in app["deployments"]:
-            assert d["name"] in defined, (
-                f"serveConfigV2 app {app['name']!r} configures deployment {d['name']!r}, not defined in {path.name}")
+            assert d["name"] in defined, f"app {app['name']!r} configures {d['name']!r}, not defined in {path.name}"
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
-def test_rayservice_builders_accept_their_args(manifests, monkeypatch):
+def test_rayservice_builders_accept_their_args(rendered, monkeypatch):
     """Each application builds from the manifest's ``args`` (the server's own config validation)."""
     import importlib
     import inspect
@@ -373,12 +394,11 @@ def test_rayservice_builders_accept_their_args(manifests, monkeypatch):
     from ray import serve
 
     monkeypatch.setenv("HOWEVAL_REWARD_TOKEN", "test-token")  # the builder fails fast without it
-    for app in _serve_config(manifests)["applications"]:
+    for app in _serve_config(rendered)["applications"]:
         module, _, attr = app["import_path"].partition(":")
         target = getattr(importlib.import_module(module), attr)
         built = target(app.get("args")) if inspect.isfunction(target) else target
-        assert isinstance(built, serve.Application), (
-            f"{app['import_path']} is a {type(target).__name__}, not a Serve Application or application builder")
+        assert isinstance(built, serve.Application), f"{app['import_path']}: not a Serve Application"
 
 
 def test_dockerfile_base_pins_and_copies(repo_root: Path):
@@ -387,5 +407,7 @@ def test_dockerfile_base_pins_and_copies(repo_root: Path):
     assert "torch==2.13.0" in text and '".[gpu]"' in text
     lines = re.sub(r"\\\n", " ", text).splitlines()
     copies = [ln.split()[1:-1] for ln in lines if ln.startswith("COPY ") and "--from" not in ln]
-    missing = [src for srcs in copies for src in srcs if not (repo_root / src).exists()]
+    made = {"build/k8s/patternrm-minilm"}  # made by `make k8s-image-assets` before docker build
+    missing = [src for srcs in copies for src in srcs if src not in made and not (repo_root / src).exists()]
     assert not missing, f"k8s/Dockerfile copies paths that do not exist in the repo: {missing}"
+    assert "k8s-image-assets:" in (repo_root / "Makefile").read_text()
