@@ -3,7 +3,7 @@ that exist in the repo.
 
 The tests read ``k8s/rendered/<overlay>.yaml`` (``make k8s-render``: ``kubectl kustomize`` of
 ``k8s/overlays/<overlay>``), and check that those files are what kustomize renders today where kubectl is
-installed. Schema conversion, CEL evaluation and rendering helpers: ``kube.py`` beside this file.
+installed. Schema conversion, CEL evaluation and rendering helpers: ``tests/kube.py``.
 """
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_cel_rules_catch_bad_deletion_strategies(rendered, raw_schemas):
     """Negative controls: the CEL rules (not the schema) reject these."""
     pytest.importorskip("celpy", reason="cel-python is in the test extra")
     rules = cel_rules(raw_schemas["RayJob"])
-    assert len(rules) == 12, [r[1] for r in rules]  # 6 transition rules (oldSelf) + 2 managedBy + 4 deletion
+    assert len(rules) == 9, [r[1] for r in rules]  # 3 transition rules (oldSelf) + 2 managedBy + 4 deletion
     good = ray_docs(rendered, "1x8")["patternrl-grpo"]
     both = copy.deepcopy(good)
     both["spec"]["deletionStrategy"]["onSuccess"] = {"policy": "DeleteCluster"}

@@ -1,4 +1,4 @@
-"""Helpers of the k8s tests: CRD schema -> JSON Schema, CEL rules, rendering, resource quantities.
+"""Helpers of tests/cpu/k8s: CRD schema -> JSON Schema, CEL rules, rendering, resource quantities.
 
 The schemas are the ``openAPIV3Schema`` of version ``v1`` of each CRD vendored in ``k8s/crds/`` (KubeRay
 v1.7.0, see its SOURCE.md). Kubernetes' OpenAPI dialect is mapped onto JSON Schema (draft 7) as the API
@@ -23,7 +23,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[1]
 OVERLAYS = ("1x8", "2x4", "cpu-smoke")
 RAY_KINDS = {"RayCluster": "ray.io_rayclusters.yaml", "RayJob": "ray.io_rayjobs.yaml",
              "RayService": "ray.io_rayservices.yaml"}
@@ -139,7 +139,8 @@ def cel_errors(rules: list[tuple[tuple, str, str]], doc: dict) -> tuple[list[str
         program = env.program(env.compile(rule))
         for node in _nodes_at(doc, path):
             evaluated += 1
-            if program.evaluate({"self": celpy.json_to_cel(node)}) is not celpy.celtypes.BoolType(True):
+            result = program.evaluate({"self": celpy.json_to_cel(node)})
+            if isinstance(result, celpy.CELEvalError) or result is not True and result != celpy.celtypes.BoolType(True):
                 errors.append(f"{'.'.join(path)}: {message} ({rule})")
     return errors, evaluated
 
