@@ -177,3 +177,9 @@ test-deepspeed: $(STAMP)
 	$(BIN)/pip install -q deepspeed==0.19.8 -c constraints/cpu.txt
 	$(BIN)/pip check
 	RAY_ADDRESS=$${RAY_ADDRESS:-local} $(BIN)/python -m pytest -q tests/cpu/training/test_deepspeed.py
+
+# On a CUDA machine with the GPU extra (pip install -e '.[gpu,test]' -c constraints/gpu.txt): vLLM engine,
+# a DeepSpeed GRPO step, PatternRM on the GPU; one PASS/FAIL/SKIP line each, exit status = failures
+CHECK_PY ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python)
+check-gpu:
+	RAY_ADDRESS=$${RAY_ADDRESS:-local} $(CHECK_PY) tests/gpu/check_gpu.py
