@@ -166,9 +166,9 @@ k8s-render:
 # What k8s/Dockerfile copies from build/: the embedded trained PatternRM the RayService serves (needs the
 # offline corpus under ../shared/data or HOWEVAL_SHARED_DATA the first time, like `make patternrm`)
 k8s-image-assets: $(STAMP)
-	nice -n 10 $(BIN)/python -m howeval.rewards.patternrm_head
+	nice -n 10 $(BIN)/python -m howeval.judges.patternrm.head
 	rm -rf build/k8s/patternrm-minilm && mkdir -p build/k8s
-	cp -r "$$($(BIN)/python -c 'from howeval.rewards.patternrm_head import default_cache_path; print(default_cache_path())')" build/k8s/patternrm-minilm
+	cp -r "$$($(BIN)/python -c 'from howeval.judges.patternrm.head import default_cache_path; print(default_cache_path())')" build/k8s/patternrm-minilm
 	@du -sh build/k8s/patternrm-minilm
 
 # DeepSpeed on CPU (its CPU accelerator, gloo): one ZeRO-2 GRPO step through Ray Train. deepspeed is in the gpu

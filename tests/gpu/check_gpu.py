@@ -82,8 +82,8 @@ def check_deepspeed_grpo() -> str:
 
 def check_patternrm_gpu() -> str:
     _cuda()
-    from howeval.rewards.patternrm_head import default_cache_path
-    from howeval.rewards.patternrm_model import PatternRM
+    from howeval.judges.patternrm.head import default_cache_path
+    from howeval.judges.patternrm.model import PatternRM
 
     path = next((p for p in (REPO / "build" / "k8s" / "patternrm-minilm", default_cache_path())
                  if (p / "meta.json").exists()), None)
