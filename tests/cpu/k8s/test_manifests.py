@@ -207,7 +207,8 @@ def test_hardware_values_reach_every_gpu_group_and_the_train_entrypoint(overlay,
     assert train == ["python", "-m", "ray_jobs.train_grpo", "--config", hw["train"]["config"],
                      "--accelerator-type", hw["train"]["rayAcceleratorType"]]
     sweep = shlex.split(docs["patterneval-25"]["spec"]["entrypoint"])
-    assert sweep == ["python", "-m", "ray_jobs.sweep", "--config", hw["sweep"]["config"]]
+    assert sweep == ["python", "-m", "ray_jobs.sweep", "--config", hw["sweep"]["config"], "--output", hw["sweep"]["output"]]
+    assert hw["sweep"]["output"].startswith("/data/"), "outputs go to the shared howeval-data PVC"
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
