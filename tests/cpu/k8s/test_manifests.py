@@ -220,7 +220,8 @@ def test_train_config_of_the_overlay_loads_with_its_accelerator(overlay, repo_ro
     cfg = load_train_config(str(repo_root / hw["train"]["config"]),
                             overrides=cli_overrides(None, hw["train"]["rayAcceleratorType"]))
     assert cfg.scaling.elastic, "the cluster recipes are elastic (min_workers/max_workers)"
-    assert cfg.scaling.accelerator_type is None if hw["train"]["rayAcceleratorType"] == "any" else True
+    acc = hw["train"]["rayAcceleratorType"]
+    assert cfg.scaling.accelerator_type == (None if acc == "any" else acc)
     gpus = hw["node"]["gpus"] * hw["node"]["count"]
     if gpus:
         assert cfg.scaling.use_gpu and cfg.scaling.max_workers == gpus, (cfg.scaling.max_workers, gpus)
