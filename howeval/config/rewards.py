@@ -4,7 +4,7 @@ One definition, so a trainer scoring in-process and the server compute the same 
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -41,9 +41,13 @@ class PatternRMConfig(StrictModel):
     max_input_tokens: int = Field(1024, ge=64, description="Prompt tokens kept (left-truncated by the tokenizer).")
     max_response_chars: int | None = Field(4000, ge=64, description="Response characters kept (head + tail) before tokenizing.")
     device: str | None = Field(None, description="torch device; None = cuda when available, else cpu.")
+    engine: Literal["hf", "vllm"] = Field("hf", description="kind=checkpoint: hf = transformers generate in the replica (CPU or GPU, bf16 weights on GPU); vllm = the project's vllm engine (a GPU and the `gpu` extra; continuous batching).")
+    engine_options: dict[str, Any] = Field(default_factory=dict, description="engine=vllm: vllm.EngineArgs fields (howeval.config.engines.VLLMOptions), e.g. gpu_memory_utilization, max_model_len.")
 
     @model_validator(mode="after")
     def _path_for_checkpoint(self) -> "PatternRMConfig":
         if self.kind == "checkpoint" and not self.path:
             raise ValueError("patternrm.path is required when patternrm.kind is 'checkpoint'")
+        if self.kind != "checkpoint" and (self.engine != "hf" or self.engine_options):
+            raise ValueError(f"patternrm.engine={self.engine!r} / engine_options apply to kind 'checkpoint' only (kind is {self.kind!r})")
         return self

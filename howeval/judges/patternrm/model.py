@@ -8,7 +8,8 @@ Backends (a registry, :data:`BACKENDS`):
   per batch.
 - ``rules``: the deterministic rule judge (``howeval.judges.rules.RuleJudge``), the high-precision baseline.
 - ``checkpoint``: a causal LM trained by ``ray_jobs.train_patternrm`` (or any LM that writes the direct
-  format), greedy-decoded in batches with left padding; its output is read by
+  format), greedy-decoded in batches with left padding (``engine: hf``; bf16 weights on a GPU) or by the
+  project's ``vllm`` engine (``engine: vllm``, ``engine_options`` = vLLM engine arguments); its output is read by
   ``howeval.judges.patternrm.format.parse_label_output``. Unparseable output is an error on that row (``labels`` None,
   ``error`` set), never a clean label.
 
@@ -52,10 +53,8 @@ class _CheckpointBackend:
     name = "checkpoint"
 
     def __init__(self, path: str | None = None, max_new_tokens: int = 24, max_input_tokens: int = 1024,
-                 max_response_chars: int | None = 4000, device: str | None = None, **_: Any):
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
+                 max_response_chars: int | None = 4000, device: str | None = None, engine: str = "hf",
+                 engine_options: dict | None = None, **_: Any):
         if not path:
             raise ValueError("patternrm kind 'checkpoint' needs a path (a trained checkpoint folder, or 'embedded')")
         if path == "embedded":  # the untrained embedded SmolLM2: a format smoke test, not a reward model
@@ -64,18 +63,34 @@ class _CheckpointBackend:
             path = embedded_checkpoint()
         self.path = path
         self.version = f"checkpoint@{path}"
+        self.max_new_tokens = max_new_tokens
+        self.max_input_tokens = max_input_tokens
+        self.max_response_chars = max_response_chars
+        self.engine = None
+        if engine != "hf":  # the project's engine interface (vllm: continuous batching on a GPU)
+            from howeval.engines.registry import build_engine
+
+            # vLLM rejects prompts longer than max_model_len (that row gets an error): 4096 unless engine_options says
+            self.engine = build_engine(engine, path, {"max_model_len": 4096, **(engine_options or {})}
+                                       if engine == "vllm" else dict(engine_options or {}))
+            self.version = f"checkpoint@{path}#{engine}"
+            return
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.tok = AutoTokenizer.from_pretrained(path)
         self.tok.padding_side = "left"
         if self.tok.pad_token is None:
             self.tok.pad_token = self.tok.eos_token
-        self.model = AutoModelForCausalLM.from_pretrained(path).to(self.device).eval()
-        self.max_new_tokens = max_new_tokens
-        self.max_input_tokens = max_input_tokens
-        self.max_response_chars = max_response_chars
+        # fp32 on CPU (fastest there); on a GPU the checkpoint's own dtype (bf16 for train_patternrm's GPU config)
+        dtype = "auto" if str(self.device).startswith("cuda") else torch.float32
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(self.device).eval()
         self._torch = torch
 
     def generate(self, items: Sequence[dict]) -> list[str]:
+        if self.engine is not None:
+            return self._generate_engine(items)
         prompts = [
             self.tok.apply_chat_template(patternrm_messages(it.get("question") or "", it["response"], self.max_response_chars),
                                          tokenize=False, add_generation_prompt=True)
@@ -88,9 +103,24 @@ class _CheckpointBackend:
                                       pad_token_id=self.tok.pad_token_id)  # (B, T + new)
         return self.tok.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
 
+    def _generate_engine(self, items: Sequence[dict]) -> list[str | Exception]:
+        """Greedy decoding through the engine, one request per item; an engine error stays on its row."""
+        from howeval.engines.base import ChatRequest
+
+        reqs = [ChatRequest(messages=patternrm_messages(it.get("question") or "", it["response"], self.max_response_chars),
+                            max_tokens=self.max_new_tokens, temperature=0.0, request_id=str(i))
+                for i, it in enumerate(items)]
+        done = self.engine.generate(reqs)
+        if len(done) != len(reqs):
+            raise RuntimeError(f"engine returned {len(done)} completions for {len(reqs)} requests")
+        return [RuntimeError(c.error) if c.error else (c.raw if c.raw is not None else c.text) for c in done]
+
     def label(self, items: Sequence[dict]) -> list[dict]:
         out = []
         for raw in self.generate(items):
+            if isinstance(raw, Exception):
+                out.append({"labels": None, "error": f"patternrm_engine_error: {raw}", "raw": None})
+                continue
             try:
                 out.append({"labels": parse_label_output(raw), "error": None, "raw": raw})
             except PatternRMParseError as e:
