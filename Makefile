@@ -172,7 +172,7 @@ k8s-image-assets: $(STAMP)
 	@du -sh build/k8s/patternrm-minilm
 
 # DeepSpeed on CPU (its CPU accelerator, gloo): one ZeRO-2 GRPO step through Ray Train. deepspeed is in the gpu
-# extra, so `make test` skips this; here it goes into .venv (~15 s, pip check clean), first run ~110 s on 2 cores
+# extra, so `make test` skips this; here it goes into .venv (~15 s, pip check clean), 107-123 s on 2 cores
 test-deepspeed: $(STAMP)
 	$(BIN)/pip install -q deepspeed==0.19.8 -c constraints/cpu.txt
 	$(BIN)/pip check

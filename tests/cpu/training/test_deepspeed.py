@@ -4,7 +4,7 @@ DeepSpeed's CPU accelerator (no CUDA: "Setting accelerator to CPU") with the glo
 sets up, ``configs/deepspeed/zero2.json`` (the PatternRL recipe's file, "auto" values filled by transformers),
 the tiny test LM, rewards in-process with the rule PatternRM. Measured on the 2-core machine (December 2026,
 deepspeed 0.19.8): 107 s wall the first time (Ray start, building DeepSpeed's shm comm op once into
-~/.cache/torch_extensions, the step), then the TRL step itself 2.6 s. The checkpoint is DeepSpeed's
+~/.cache/torch_extensions, the step), 123 s in a later run under load; the TRL step itself 2.6 s. The checkpoint is DeepSpeed's
 (``global_step1/`` with the ZeRO optimizer shard), which is what shows the engine ran.
 
 deepspeed is in the ``gpu`` extra, not in ``make install``: without it the test skips (``make test-deepspeed``
