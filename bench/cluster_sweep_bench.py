@@ -38,7 +38,7 @@ from fakes.judge_server import FakeJudgeServer  # noqa: E402
 from howeval.benchmarks.loaders import load_samples  # noqa: E402
 from howeval.config import BenchmarkConfig, SweepConfig, load_sweep_config  # noqa: E402
 from howeval.records import RESPONSE_SCHEMA  # noqa: E402
-from howeval.store import join, read_table  # noqa: E402
+from howeval.store import join, read_jsonl, read_table  # noqa: E402
 
 
 def write_inputs(d: Path, n: int, configs: int) -> tuple[Path, list[Path]]:
@@ -48,7 +48,7 @@ def write_inputs(d: Path, n: int, configs: int) -> tuple[Path, list[Path]]:
     request) cannot answer one config's rows from another's: every response costs one judge call."""
     demo = REPO / "datasets" / "demo"
     d.mkdir(parents=True, exist_ok=True)
-    base = [json.loads(line) for line in (demo / "manifest.jsonl").open()]
+    base = read_jsonl(demo / "manifest.jsonl")
     manifest, recorded = d / "manifest.jsonl", [d / f"recorded{c:02d}.jsonl" for c in range(configs)]
     rows = []
     with manifest.open("w") as m:

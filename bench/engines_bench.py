@@ -31,7 +31,9 @@ sys.path.insert(0, str(REPO / "tests"))
 
 def prompts(n: int) -> list[str]:
     """``n`` distinct text prompts from the demo set's questions (question i gets the suffix ``(#i)``)."""
-    rows = [json.loads(x) for x in (REPO / "datasets" / "demo" / "manifest.jsonl").read_text().splitlines()]
+    from howeval.store import read_jsonl
+
+    rows = read_jsonl(REPO / "datasets" / "demo" / "manifest.jsonl")
     from howeval.engines.prompts import format_question
 
     base = [format_question(r["question"], r.get("options"), None) for r in rows]

@@ -28,15 +28,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 def load_eval(data_root: Path) -> tuple[dict[str, dict], dict[str, str]]:
     from howeval.judges.calibration import item_key, labels_of
+    from howeval.store import read_jsonl
 
     human, texts = {}, {}
-    rows = [json.loads(x) for x in (REPO / "tests" / "fixtures" / "human_labels.jsonl").read_text().splitlines() if x.strip()]
+    rows = read_jsonl(REPO / "tests" / "fixtures" / "human_labels.jsonl")
     recorded: dict[str, str] = {}
     for f in sorted((data_root / "responses").glob("*.jsonl")):
-        for line in f.read_text().splitlines():
-            if line.strip():
-                r = json.loads(line)
-                recorded[item_key({"source": f.name, "id": r["id"], "model": r.get("model")})] = r["response"]
+        for r in read_jsonl(f):
+            recorded[item_key({"source": f.name, "id": r["id"], "model": r.get("model")})] = r["response"]
     for r in rows:
         k = item_key(r)
         human[k] = labels_of(r)

@@ -26,11 +26,11 @@ and every disagreement and unresolved item with our reviewed judgement of who is
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from howeval.judges.verify import VerifyResult, verify
+from howeval.store import read_jsonl
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -118,38 +118,28 @@ class Row:
 
 def load_rows(data: Path) -> list[Row]:
     """Every labelled response joined to its manifest item, verified by the rules."""
-    manifest = {}
-    with open(data / "manifest.jsonl", encoding="utf-8") as fh:
-        for line in fh:
-            item = json.loads(line)
-            manifest[item["uid"]] = item
+    manifest = {item["uid"]: item for item in read_jsonl(data / "manifest.jsonl")}
     rows: list[Row] = []
     for source, (rel, prefix, unescape) in SOURCES.items():
-        with open(data / rel, encoding="utf-8") as fh:
-            for line in fh:
-                rec = json.loads(line)
-                uid = f"{prefix}{rec['id']}"
-                if uid not in manifest:
-                    raise ValueError(f"{rel}: id {rec['id']!r} has no manifest item {uid!r}")
-                item = manifest[uid]
-                response = rec["response"].replace("\\n", "\n") if unescape else rec["response"]
-                res = verify(response, item["answer"], item["answer_type"], item["options"], item["source"])
-                rows.append(Row(source, str(rec["id"]), rec.get("model", ""), str(item["answer"]), bool(rec["correct"]), res,
-                                bool(response.strip())))
-    with open(data / MR_GSM8K, encoding="utf-8") as fh:
-        for line in fh:
-            rec = json.loads(line)
-            response = "\n".join(rec["model_output_steps"])
-            res = verify(response, str(rec["reference_answer"]), "free_form", None, "MR-GSM8K")
-            rows.append(Row("MR-GSM8K", rec["uuid"][:8], "MR-GSM8K solutions", str(rec["reference_answer"]),
-                            rec["answer_correctness"] == "correct", res, bool(response.strip())))
-    with open(HARD_CASES, encoding="utf-8") as fh:
-        for line in fh:
-            rec = json.loads(line)
-            res = verify(rec["response"], rec["answer"], rec["answer_type"], rec["options"])
-            rows.append(Row("hard cases (ours)", rec["id"], "", str(rec["answer"]), rec["expected"], res, rec["states_answer"]))
-            JUDGEMENTS[("hard cases (ours)", rec["id"], "")] = (
-                "open" if rec["expected"] is None or res.correct is None else "verifier", rec["why"])
+        for rec in read_jsonl(data / rel):
+            uid = f"{prefix}{rec['id']}"
+            if uid not in manifest:
+                raise ValueError(f"{rel}: id {rec['id']!r} has no manifest item {uid!r}")
+            item = manifest[uid]
+            response = rec["response"].replace("\\n", "\n") if unescape else rec["response"]
+            res = verify(response, item["answer"], item["answer_type"], item["options"], item["source"])
+            rows.append(Row(source, str(rec["id"]), rec.get("model", ""), str(item["answer"]), bool(rec["correct"]), res,
+                            bool(response.strip())))
+    for rec in read_jsonl(data / MR_GSM8K):
+        response = "\n".join(rec["model_output_steps"])
+        res = verify(response, str(rec["reference_answer"]), "free_form", None, "MR-GSM8K")
+        rows.append(Row("MR-GSM8K", rec["uuid"][:8], "MR-GSM8K solutions", str(rec["reference_answer"]),
+                        rec["answer_correctness"] == "correct", res, bool(response.strip())))
+    for rec in read_jsonl(HARD_CASES):
+        res = verify(rec["response"], rec["answer"], rec["answer_type"], rec["options"])
+        rows.append(Row("hard cases (ours)", rec["id"], "", str(rec["answer"]), rec["expected"], res, rec["states_answer"]))
+        JUDGEMENTS[("hard cases (ours)", rec["id"], "")] = (
+            "open" if rec["expected"] is None or res.correct is None else "verifier", rec["why"])
     return rows
 
 

@@ -10,11 +10,18 @@ Every stage reads the keys already written and only computes the rest: that is r
 A file that does not parse as Parquet (a writer killed mid-file) is moved aside to ``*.parquet.corrupt``
 and reported, so its rows are recomputed and no key is counted twice; a file that cannot be read (an I/O
 or network error) raises :class:`StoreReadError` naming it and is left alone.
+
+The project's one JSON Lines reader lives here too (:func:`iter_jsonl`, :func:`read_jsonl`): manifests,
+corpora, replay files, caches and logs are all read through it, local or fsspec, with ``file:line`` errors.
 """
 from __future__ import annotations
 
+import json
 import logging
+import os
 import posixpath
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import fsspec
 import pyarrow as pa
@@ -31,6 +38,66 @@ def fs_and_path(uri: str) -> tuple[fsspec.AbstractFileSystem, str]:
 
 def join(uri: str, *parts: str) -> str:
     return posixpath.join(uri.rstrip("/"), *parts)
+
+
+class JSONLinesError(ValueError):
+    """A line of a JSON Lines file that is not JSON: ``path``, ``line`` (1-based) and ``reason`` name it.
+
+    The message reads ``<path>:<line>: invalid JSON (<reason>)``.
+    """
+
+    def __init__(self, path: str, line: int, reason: str) -> None:
+        super().__init__(f"{path}:{line}: invalid JSON ({reason})")
+        self.path, self.line, self.reason = path, line, reason
+
+
+def iter_jsonl(path: str | os.PathLike, *, storage_options: dict[str, Any] | None = None,
+               on_error: Callable[[JSONLinesError], None] | None = None) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` for each non-blank line of a JSON Lines file (local path or fsspec URL).
+
+    Line numbers are 1-based and count blank lines, so they point into the file.
+
+    Args:
+        storage_options: fsspec options for ``path`` (e.g. credentials).
+        on_error: called with the :class:`JSONLinesError` of a line that is not JSON, and the line is
+            skipped (e.g. a manifest keeping bad rows, a cache tolerating a torn last line); None raises.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        JSONLinesError (a ValueError): a line is not JSON and ``on_error`` is None.
+    """
+    path = os.fspath(path)
+    with fsspec.open(path, "rt", encoding="utf-8", **(storage_options or {})) as f:
+        for i, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as e:
+                err = JSONLinesError(path, i, f"{e.msg} at column {e.colno}")
+                if on_error is None:
+                    raise err from None
+                on_error(err)
+                continue
+            yield i, value
+
+
+def read_jsonl(path: str | os.PathLike, *, limit: int | None = None,
+               storage_options: dict[str, Any] | None = None) -> list[Any]:
+    """The values of a JSON Lines file's non-blank lines, in order (at most ``limit`` of them).
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        JSONLinesError (a ValueError): a line is not JSON; the message names ``path:line``.
+    """
+    rows: list[Any] = []
+    if limit is not None and limit <= 0:
+        return rows
+    for _, value in iter_jsonl(path, storage_options=storage_options):
+        rows.append(value)
+        if limit is not None and len(rows) >= limit:
+            break
+    return rows
 
 
 class StoreReadError(OSError):

@@ -27,11 +27,11 @@ from pathlib import Path
 import yaml
 
 from howeval.judges.calibration import (calibration_scores, calibration_table, item_key, labels_of, load_human,
-                                        predictions_from_jsonl, read_jsonl, sample_calibration_set)
+                                        predictions_from_jsonl, sample_calibration_set)
 from howeval.config import ConfigError, JudgesConfig, validate
 from howeval.judges.verdict import PatternVerdict, make_verdict
 from howeval.records import JUDGMENT_SCHEMA
-from howeval.store import join, read_table, write_json
+from howeval.store import join, read_jsonl, read_table, write_json
 
 log = logging.getLogger("howeval")
 

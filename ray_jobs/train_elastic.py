@@ -36,6 +36,8 @@ import threading
 import time
 from pathlib import Path
 
+from howeval.store import read_jsonl
+
 START = "[train_grpo] start "
 
 
@@ -175,8 +177,7 @@ def run_elastic(config: str, storage: str, steps: int, kill_at: int, add_at: int
     rs = resizes(starts)
     if not any(r["after"] < r["before"] for r in rs):
         raise RuntimeError(f"the worker group never shrank (starts: {starts}); was a node removed? {removed}")
-    with open(run_dir / "metrics.jsonl", encoding="utf-8") as f:
-        history = [json.loads(x) for x in f if x.strip()]
+    history = read_jsonl(run_dir / "metrics.jsonl")
     got = check_steps(history, steps)
     return {"final_step": got[-1], "resizes": rs, "steps": got, "grew": any(r["after"] > r["before"] for r in rs),
             "seconds": time.time() - t0}

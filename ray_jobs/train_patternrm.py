@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import Field
 
 from howeval.config import StrictModel, load_yaml_config
+from howeval.store import read_jsonl
 
 log = logging.getLogger("howeval")
 
@@ -56,17 +57,6 @@ def load_config(path: str, overrides: dict[str, Any] | None = None) -> TrainPatt
     return load_yaml_config(path, TrainPatternRMConfig, overrides)
 
 
-def _read_jsonl(path: str, limit: int | None = None) -> list[dict]:
-    rows = []
-    with open(path) as f:
-        for line in f:
-            if line.strip():
-                rows.append(json.loads(line))
-                if limit is not None and len(rows) >= limit:
-                    break
-    return rows
-
-
 def to_prompt_completion(rec: dict) -> dict:
     """``{"messages": [..., assistant]}`` -> ``{"prompt": [...], "completion": [assistant]}`` (loss on the answer only)."""
     msgs = rec.get("messages")
@@ -85,7 +75,7 @@ def train(cfg: TrainPatternRMConfig) -> str:
     from howeval.config.engines import HFOptions
 
     model = resolve_model_path(cfg.model, HFOptions())
-    rows = [to_prompt_completion(r) for r in _read_jsonl(cfg.corpus, cfg.max_rows)]
+    rows = [to_prompt_completion(r) for r in read_jsonl(cfg.corpus, limit=cfg.max_rows)]
     if not rows:
         raise ValueError(f"corpus {cfg.corpus} has no records")
     log.info("PatternRM SFT: %d records from %s, base model %s", len(rows), cfg.corpus, model)
@@ -113,7 +103,7 @@ def calibrate(ckpt: str, cal: CalibrationConfig, out_dir: str) -> dict:
     from howeval.judges.patternrm.model import PatternRM
     from howeval.judges.calibration import calibration_scores, calibration_table, load_human, predictions_from_jsonl
 
-    rows = _read_jsonl(cal.path, cal.max_items)
+    rows = read_jsonl(cal.path, limit=cal.max_items)
     if not rows:
         raise ValueError(f"calibration file {cal.path} has no rows")
     out = Path(out_dir)

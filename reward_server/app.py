@@ -256,10 +256,6 @@ class _Metrics:
                                          tag_keys=("route",))
 
 
-class _Overloaded(Exception):
-    pass
-
-
 @serve.deployment(name="RewardIngress", max_ongoing_requests=32, max_queued_requests=64,
                   backpressure_config={"status_code": 503, "retry_after_s": 1},
                   ray_actor_options={"num_cpus": 0.5})

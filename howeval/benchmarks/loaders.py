@@ -7,13 +7,13 @@ carried on the row, so workers need no access to the original files.
 """
 from __future__ import annotations
 
-import json
 import posixpath
 from dataclasses import dataclass, field
 
 import fsspec
 
 from howeval.judges.images import BadImage, check_image
+from howeval.store import JSONLinesError, iter_jsonl
 
 ANSWER_TYPES = (
     "multiple_choice", "integer_number", "decimal_number", "extractive_text", "boolean_text",
@@ -55,22 +55,20 @@ class LoadResult:
     bad_rows: list[dict] = field(default_factory=list)
 
 
-def _read_rows(path: str) -> list[dict]:
+def _read_rows(path: str) -> list[tuple[int, dict | BadRowError]]:
+    """``(line number, row)`` of each row in file order; a line that is not JSON is its BadRowError."""
     if path.endswith(".parquet"):
         import pyarrow.parquet as pq
 
         with fsspec.open(path, "rb") as f:
-            return pq.read_table(f).to_pylist()
-    rows = []
-    with fsspec.open(path, "rt", encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                rows.append(None)
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                rows.append(BadRowError(path, i, None, "<json>", f"not valid JSON ({e.msg} at col {e.colno})"))
+            return list(enumerate(pq.read_table(f).to_pylist(), 1))
+    rows: list[tuple[int, dict | BadRowError]] = []
+
+    def bad(e: JSONLinesError) -> None:
+        rows.append((e.line, BadRowError(path, e.line, None, "<json>", f"not valid JSON ({e.reason})")))
+
+    for i, row in iter_jsonl(path, on_error=bad):  # on_error runs in file order, between the rows
+        rows.append((i, row))
     return rows
 
 
@@ -153,9 +151,7 @@ def load_benchmark(path: str, *, name: str | None = None, limit: int | None = No
     base = posixpath.dirname(path)
     benchmark = name or posixpath.basename(base) or "benchmark"
     samples, bad, seen = [], [], set()
-    for i, row in enumerate(_read_rows(path), 1):
-        if row is None:
-            continue
+    for i, row in _read_rows(path):
         try:
             if isinstance(row, BadRowError):
                 raise row

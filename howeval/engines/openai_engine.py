@@ -24,7 +24,6 @@ answer.
 from __future__ import annotations
 
 import email.utils
-import json
 import logging
 import os
 import threading
@@ -315,8 +314,3 @@ class OpenAIEngine:
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0, completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
             latency_s=self.clock() - t0, tool_calls=calls, raw=content, request_id=req.request_id,
         )
-
-
-def dumps_tool_arguments(args: dict) -> str:
-    """Tool-call arguments as the JSON string the OpenAI format carries."""
-    return json.dumps(args, separators=(",", ":"))

@@ -7,14 +7,13 @@ system's judges and metrics, or to test the pipeline without a model. Each line 
 """
 from __future__ import annotations
 
-import json
 import time
 
-import fsspec
 
 from howeval.engines.base import ChatRequest, Completion
 from howeval.config.engines import ReplayOptions
 from howeval.parsing.reasoning import split_reasoning
+from howeval.store import iter_jsonl
 
 
 class ReplayEngine:
@@ -27,15 +26,11 @@ class ReplayEngine:
         self.options = options
         self.model_name = model or f"replay:{options.path}"
         self.table: dict[tuple[str, str | None], dict] = {}
-        with fsspec.open(options.path, "rt", encoding="utf-8") as f:
-            for i, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                row = json.loads(line)
-                sid = row.get("sample_id") or row.get("uid") or row.get("id")
-                if sid is None or "response" not in row:
-                    raise ValueError(f"{options.path}:{i}: each line needs sample_id (or uid/id) and response")
-                self.table[(str(sid), row.get("mode"))] = row
+        for i, row in iter_jsonl(options.path):
+            sid = row.get("sample_id") or row.get("uid") or row.get("id")
+            if sid is None or "response" not in row:
+                raise ValueError(f"{options.path}:{i}: each line needs sample_id (or uid/id) and response")
+            self.table[(str(sid), row.get("mode"))] = row
 
     def generate(self, requests: list[ChatRequest]) -> list[Completion]:
         out = []

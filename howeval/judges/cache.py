@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from howeval.engines.base import ChatRequest, Completion
+from howeval.store import JSONLinesError, iter_jsonl
 
 __all__ = ["JudgeCache", "CachingEngine", "request_key", "judge_cache_dir"]
 
@@ -68,15 +69,15 @@ class JudgeCache:
         self._lock = threading.Lock()
         self._fh = None
         self.path = self.directory / f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
+        not_json: list[JSONLinesError] = []  # lines cut by a kill mid-write
         torn = 0
         for seg in sorted(self.directory.glob("*.jsonl")):
-            with open(seg, encoding="utf-8") as fh:
-                for line in fh:
-                    try:
-                        rec = json.loads(line)
-                        self._data[rec["key"]] = rec["completion"]
-                    except (json.JSONDecodeError, KeyError, TypeError):
-                        torn += 1  # a line cut by a kill mid-write
+            for _, rec in iter_jsonl(seg, on_error=not_json.append):
+                try:
+                    self._data[rec["key"]] = rec["completion"]
+                except (KeyError, TypeError):
+                    torn += 1  # a line cut by a kill mid-write
+        torn += len(not_json)
         if torn:
             log.warning("judge cache %s: skipped %d unreadable line(s)", self.directory, torn)
 

@@ -22,13 +22,13 @@ competent judge saw a pattern). Seeded and order-independent (items are sorted b
 """
 from __future__ import annotations
 
-import json
 import random
 from typing import Mapping
 
 from howeval.judges.consensus import consensus
 from howeval.judges.verdict import PatternVerdict
 from howeval.records import LABELS
+from howeval.store import iter_jsonl
 
 TRIGGER = "trigger"
 """Name of the fifth score row: the any-label trigger indicator."""
@@ -254,26 +254,10 @@ def sample_calibration_set(verdicts_by_judge_by_item: Mapping[str, Mapping[str, 
     }
 
 
-def read_jsonl(path: str) -> list[dict]:
-    """Rows of a JSON Lines file (local or fsspec URL); blank lines skipped; errors name file:line."""
-    import fsspec
-
-    rows = []
-    with fsspec.open(path, "rt", encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{i}: not JSON: {e}") from None
-    return rows
-
-
 def load_human(path: str) -> tuple[dict[str, dict[str, bool]], dict[str, dict]]:
     """``(labels by item key, label rows by item key)``. Raises on a duplicate item or a row without labels."""
     human, rows = {}, {}
-    for i, r in enumerate(read_jsonl(path), 1):
+    for i, r in iter_jsonl(path):
         k = item_key(r)
         if k in human:
             raise ValueError(f"{path}:{i}: item {k!r} labelled twice")
@@ -287,7 +271,7 @@ def load_human(path: str) -> tuple[dict[str, dict[str, bool]], dict[str, dict]]:
 def predictions_from_jsonl(path: str) -> dict[str, dict[str, dict | None]]:
     """judge -> item key -> labels (None on judge_error) from rows ``{item key..., judge, labels | cot.., judge_error?}``."""
     out: dict[str, dict[str, dict | None]] = {}
-    for i, r in enumerate(read_jsonl(path), 1):
+    for i, r in iter_jsonl(path):
         if not r.get("judge"):
             raise ValueError(f"{path}:{i}: prediction row needs a 'judge' name")
         preds = out.setdefault(str(r["judge"]), {})

@@ -62,23 +62,6 @@ def breakdown_table(metrics: dict, key: str, config: str | None = None) -> str:
     return _table(["config", "mode", label, "n", "Acc", "Trigger", "CoT", "Rep", "Con", "PR"], rows)
 
 
-def render_report(metrics: dict, *, title: str, notes: list[str] | None = None,
-                  bad_rows: list[dict] | None = None, extra_sections: list[str] | None = None) -> str:
-    """A plain Markdown report of ``metrics`` (title, notes, the long table, gaps, breakdowns, extra sections,
-    skipped rows). The run report proper is ``howeval.report.page``; this is for metrics without a run."""
-    out = [f"# {title}", ""]
-    out += [f"> {n}" for n in notes or []] + ([""] if notes else [])
-    out += ["## PatternEval: accuracy and response patterns", "", ACC_NOTE, "", mode_table(metrics), "",
-            "## Paired gaps (T vs NT on the same prompts)", "", GAPS_NOTE, "", gaps_table(metrics), ""]
-    for key, label in (("by_family", "family"), ("by_category", "category")):
-        out += [f"## By {label}", "", breakdown_table(metrics, key), ""]
-    for sec in extra_sections or []:
-        out += [sec, ""]
-    if bad_rows:
-        out += [bad_rows_section(bad_rows), ""]
-    return "\n".join(out)
-
-
 ACC_NOTE = ("Acc = verifier accuracy; Trigger = share of responses with at least one pattern; CoT, Rep, Con, PR = "
             "per-label rates (SPEC §1). All in %. n = responses; scored / labelled = rows with a verdict / with "
             "labels. Acc is over the scored rows: 'unresolved' answers (the rules could not decide; no LLM fallback "

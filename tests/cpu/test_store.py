@@ -74,3 +74,25 @@ def test_parse_errors_are_only_caught_around_in_memory_bytes(monkeypatch, run):
     monkeypatch.setattr(store, "_parse_parquet", lambda data: (_ for _ in ()).throw(OSError("Couldn't deserialize thrift")))
     _, bad = read_table(str(run / "t"), SCHEMA)
     assert bad == [join(str(run / "t"), "a.parquet")]
+
+
+def test_jsonl_reader_counts_lines_skips_blanks_and_names_bad_lines(tmp_path):
+    from howeval.store import JSONLinesError, iter_jsonl, read_jsonl
+
+    p = tmp_path / "x.jsonl"
+    p.write_text('{"a": 1}\n\n[2]\n{"a": \n3\n', encoding="utf-8")
+    with pytest.raises(JSONLinesError, match=r"x\.jsonl:4: invalid JSON"):
+        read_jsonl(p)
+    bad: list[JSONLinesError] = []
+    assert list(iter_jsonl(str(p), on_error=bad.append)) == [(1, {"a": 1}), (3, [2]), (5, 3)]
+    assert [e.line for e in bad] == [4] and isinstance(bad[0], ValueError)
+    assert read_jsonl(p, limit=2) == [{"a": 1}, [2]]  # stops before the bad line
+    assert read_jsonl(p, limit=0) == []
+
+
+def test_jsonl_reader_reads_fsspec_urls():
+    from howeval.store import read_jsonl
+
+    with fsspec.open("memory://jsonl-test/m.jsonl", "wt") as f:
+        f.write('{"uid": "a"}\n{"uid": "b"}\n')
+    assert [r["uid"] for r in read_jsonl("memory://jsonl-test/m.jsonl")] == ["a", "b"]

@@ -18,7 +18,6 @@ the line and the field.
 from __future__ import annotations
 
 import io
-import json
 import posixpath
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +26,7 @@ import fsspec
 from PIL import Image
 
 from howeval.benchmarks.adapt.tools import check_box
+from howeval.store import iter_jsonl
 
 ALIASES = {"I": "image", "Q": "question", "A": "answer", "E": "evidence_boxes", "K": "key_steps", "sample_id": "uid", "id": "uid"}
 """Alternative field names -> canonical ones."""
@@ -73,41 +73,34 @@ def load_adapt_items(
     stem = posixpath.splitext(posixpath.basename(path))[0]
     items: list[AdaptItem] = []
     seen: dict[str, int] = {}
-    with fsspec.open(path, "rt", encoding="utf-8", **opts) as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
+    for lineno, row in iter_jsonl(path, storage_options=opts):
+        where = f"{path}:{lineno}"
+        if not isinstance(row, dict):
+            raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
+        item = parse_item(row, where=where, default_uid=f"{stem}:{lineno}", require_answer=require_answer)
+        if item.uid in seen:
+            raise ValueError(f"{where}: field 'uid': duplicate {item.uid!r} (first on line {seen[item.uid]})")
+        seen[item.uid] = lineno
+        img_path = item.image
+        if "://" not in img_path and not posixpath.isabs(img_path):
+            img_path = posixpath.join(base, img_path) if base else img_path
+        try:
+            with fsspec.open(img_path, "rb", **opts) as fi:
+                data = fi.read()
+        except FileNotFoundError as e:
+            raise FileNotFoundError(f"{where}: field 'image': file not found: {img_path}") from e
+        item.image, item.image_path = data, img_path
+        if check_boxes and item.evidence_boxes:
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{where}: invalid JSON ({e.msg} at column {e.colno})") from e
-            if not isinstance(row, dict):
-                raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
-            item = parse_item(row, where=where, default_uid=f"{stem}:{lineno}", require_answer=require_answer)
-            if item.uid in seen:
-                raise ValueError(f"{where}: field 'uid': duplicate {item.uid!r} (first on line {seen[item.uid]})")
-            seen[item.uid] = lineno
-            img_path = item.image
-            if "://" not in img_path and not posixpath.isabs(img_path):
-                img_path = posixpath.join(base, img_path) if base else img_path
-            try:
-                with fsspec.open(img_path, "rb", **opts) as fi:
-                    data = fi.read()
-            except FileNotFoundError as e:
-                raise FileNotFoundError(f"{where}: field 'image': file not found: {img_path}") from e
-            item.image, item.image_path = data, img_path
-            if check_boxes and item.evidence_boxes:
+                size = Image.open(io.BytesIO(data)).size
+            except OSError as e:
+                raise ValueError(f"{where}: field 'image': not a readable image ({img_path}): {e}") from e
+            for k, box in enumerate(item.evidence_boxes):
                 try:
-                    size = Image.open(io.BytesIO(data)).size
-                except OSError as e:
-                    raise ValueError(f"{where}: field 'image': not a readable image ({img_path}): {e}") from e
-                for k, box in enumerate(item.evidence_boxes):
-                    try:
-                        check_box(box, size)
-                    except (TypeError, ValueError) as e:
-                        raise ValueError(f"{where}: field 'evidence_boxes'[{k}]: {e}") from e
-            items.append(item)
+                    check_box(box, size)
+                except (TypeError, ValueError) as e:
+                    raise ValueError(f"{where}: field 'evidence_boxes'[{k}]: {e}") from e
+        items.append(item)
     return items
 
 

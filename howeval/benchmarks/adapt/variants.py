@@ -18,6 +18,7 @@ import fsspec
 from PIL import Image
 
 from howeval.benchmarks.adapt.tools import make_variant, transform_boxes
+from howeval.store import read_jsonl
 
 
 def variant_record(row: dict, img: Image.Image, kind: str, degrees: float = 90, factor: float = 0.3
@@ -52,9 +53,7 @@ def write_variants(manifest: str, out_dir: str, kinds=("rotate", "low_contrast")
     fs, root = fsspec.core.url_to_fs(out_dir)
     fs.makedirs(posixpath.join(root, "images"), exist_ok=True)
     lines = []
-    with fsspec.open(manifest, "rt", encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    for row in rows:
+    for row in read_jsonl(manifest):
         if not row.get("image") or not row.get("evidence_boxes"):
             continue
         with fsspec.open(posixpath.join(base, row["image"]), "rb") as fh:

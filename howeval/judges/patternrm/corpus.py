@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from howeval.records import LABELS
+from howeval.store import read_jsonl
 
 __all__ = ["Base", "load_bases", "heldout_keys", "build_offline_corpus", "INJECTORS", "corpus_counts"]
 
@@ -68,11 +69,6 @@ CLEAN = {k: 0 for k in LABELS}
 UNKNOWN: dict[str, int | None] = {k: None for k in LABELS}
 
 
-def _jsonl(path: Path) -> list[dict]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def _listish(v: Any) -> list[str]:
     if isinstance(v, list):
         return [str(x) for x in v]
@@ -90,7 +86,7 @@ _ANSWER_LINES = ("The answer is {a}.", "So the answer is {a}.", "Answer: {a}", "
 
 def heldout_keys(human_labels: str | Path) -> set[str]:
     """``source|id|model`` keys of the hand-labelled evaluation responses (never used for training)."""
-    return {f"{r['source']}|{r['id']}|{r.get('model') or ''}" for r in _jsonl(Path(human_labels))}
+    return {f"{r['source']}|{r['id']}|{r.get('model') or ''}" for r in read_jsonl(Path(human_labels))}
 
 
 def load_bases(data_root: str | Path, human_labels: str | Path, demo_manifest: str | Path | None = None,
@@ -113,16 +109,16 @@ def load_bases(data_root: str | Path, human_labels: str | Path, demo_manifest: s
             body = body + "\n" + rng.choice(_ANSWER_LINES).format(a=ans)
         out.append(Base(uid, q, body, ans, origin, dict(CLEAN)))
 
-    for r in _jsonl(root / "vqa" / "tabmwp_subset.jsonl"):
+    for r in read_jsonl(root / "vqa" / "tabmwp_subset.jsonl"):
         q = r["question"] + ("\n" + r["table_text"] if r.get("table_text") else "")
         add_clean(f"tabmwp:{r['id']}", q, r.get("solution") or "", str(r["answer"]), "tabmwp_solution")
-    for r in _jsonl(root / "vqa" / "mathv_testmini_subset.jsonl"):
+    for r in read_jsonl(root / "vqa" / "mathv_testmini_subset.jsonl"):
         if r.get("solution") not in (None, "None", ""):
             add_clean(f"mathv:{r['id']}", r["question"], r["solution"], str(r["answer"]), "mathv_solution")
-    for r in _jsonl(root / "vqa" / "puzzlevqa_subset.jsonl"):
+    for r in read_jsonl(root / "vqa" / "puzzlevqa_subset.jsonl"):
         body = "\n".join(str(r.get(k) or "") for k in ("caption", "explanation", "deduction"))
         add_clean(f"puzzlevqa:{r['id']}", r["question"], body, str(r["answer"]), "puzzlevqa_chain")
-    gsm = _jsonl(root / "steps" / "mr_gsm8k_labeled_wrong_solutions.jsonl")
+    gsm = read_jsonl(root / "steps" / "mr_gsm8k_labeled_wrong_solutions.jsonl")
     for r in gsm:
         add_clean(f"gsm8k:{r['uuid']}", r["question"], r["reference_solution"], str(r["reference_answer"]), "gsm8k_reference")
         steps = _listish(r.get("model_output_steps"))
@@ -135,7 +131,7 @@ def load_bases(data_root: str | Path, human_labels: str | Path, demo_manifest: s
         if steps:
             add_clean(f"crystal:{i}", str(ex.get("question") or ""), "\n".join(steps), str(ex.get("answer") or ""), "crystal_reference")
     if demo_manifest is not None:
-        for r in _jsonl(Path(demo_manifest)):
+        for r in read_jsonl(Path(demo_manifest)):
             steps = _listish(r.get("reference_steps"))
             if steps:
                 add_clean(r["uid"], r["question"], " ".join(steps), str(r["answer"]), "demo_reference")
@@ -146,7 +142,7 @@ def load_bases(data_root: str | Path, human_labels: str | Path, demo_manifest: s
         out.append(Base(b.uid + ":bare", b.question, form.format(a=b.answer), b.answer, "bare_answer", dict(CLEAN)))
     # real model responses, evaluation set left out: carriers only (labels unknown)
     for fname in ("mathv_model_responses.jsonl", "tabmwp_gpt3_cot_responses.jsonl"):
-        for r in _jsonl(root / "responses" / fname):
+        for r in read_jsonl(root / "responses" / fname):
             if f"{fname}|{r['id']}|{r.get('model') or ''}" in held:
                 continue
             ans = str(r.get("model_answer") or r.get("prediction") or "")
