@@ -112,7 +112,7 @@ def run_elastic(config: str, storage: str, steps: int, kill_at: int, add_at: int
     if not 0 < kill_at < add_at < steps:
         raise ValueError(f"need 0 < --kill-at ({kill_at}) < --add-at ({add_at}) < --steps ({steps})")
     storage = os.path.abspath(storage)
-    from howeval.training.grpo import load_train_config
+    from howeval.training.config import load_train_config
 
     cfg = load_train_config(config)
     run_dir = Path(storage) / cfg.run_name

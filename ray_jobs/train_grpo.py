@@ -12,7 +12,7 @@ Without ``--resume`` an existing run folder is an error, so a run is never conti
 
 Rewards: ``reward.source: server`` scores through ``howeval.rewards.client.RewardClient`` (URL from the env
 var ``reward.url_env``, token from ``reward.token_env``; both forwarded to the workers), ``inprocess``
-with ``howeval.training.grpo.InProcessScorer`` (the same ``howeval.rewards.functions`` functions as the server).
+with ``howeval.training.rewards.InProcessScorer`` (the same ``howeval.rewards.functions`` functions as the server).
 
 Per-step metrics (printed as one JSON line per log step by rank 0, kept in every checkpoint's
 ``trainer_state.json`` and written to ``<run>/metrics.jsonl`` at the end): TRL's ``reward``,
@@ -32,7 +32,8 @@ import time
 from typing import Any
 from pathlib import Path
 
-from howeval.training.grpo import TrainConfig, load_train_config
+from howeval.config import with_changes
+from howeval.training.config import TrainConfig, load_train_config
 
 log = logging.getLogger("howeval.train_grpo")
 
@@ -80,7 +81,7 @@ def _make_callback():
 
 def _scorer(cfg: TrainConfig, url: str | None):
     if cfg.reward.source == "inprocess":
-        from howeval.training.grpo import InProcessScorer
+        from howeval.training.rewards import InProcessScorer
 
         return InProcessScorer(cfg.reward)
     from howeval.rewards.client import RewardClient
@@ -116,11 +117,12 @@ def scratch_dir(run_name: str, rank: int, parent: str | None = None) -> str:
 def train_loop_per_worker(loop_config: dict) -> None:
     """One Ray Train worker: build the dataset and GRPOTrainer, resume from Ray's checkpoint, train."""
     import ray.train
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
-    from howeval.training.grpo import GRPOReward, curriculum_rows, images_dataset
+    from howeval.training.prompts import curriculum_rows, images_dataset
+    from howeval.training.rewards import GRPOReward
 
-    cfg = TrainConfig.model_validate(loop_config["cfg"])
+    cfg: TrainConfig = loop_config["cfg"]
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     rows = loop_config["rows"]
@@ -133,7 +135,7 @@ def train_loop_per_worker(loop_config: dict) -> None:
     # the end: Ray Train has persisted every reported checkpoint to storage by then. A worker killed before
     # that (a lost node, a preemption) leaves its folder; the next worker of the run on that node removes it.
     try:
-        args = GRPOConfig(output_dir=out_dir, **cfg.grpo_kwargs())
+        args = cfg.grpo_args(out_dir)  # built again here: this worker's world size and device
         rollout_log = None
         if cfg.reward.rollout_log_dir:
             rollout_log = os.path.join(cfg.reward.rollout_log_dir, f"rollouts.rank{rank}.jsonl")
@@ -176,7 +178,7 @@ def _abs_storage(path: str) -> str:
 def build_rows_for(cfg: TrainConfig) -> list[dict]:
     """Training prompt rows: the benchmark loader, the hash split, ``build_rows``, ``limit``."""
     from howeval.benchmarks.loaders import load_benchmark
-    from howeval.training.grpo import build_rows, train_split
+    from howeval.training.prompts import build_rows, train_split
 
     res = load_benchmark(cfg.data.path, skip_bad_rows=cfg.data.skip_bad_rows)
     samples = train_split(res.samples, cfg.data.train_fraction, cfg.data.split_seed, cfg.data.split)
@@ -187,6 +189,26 @@ def build_rows_for(cfg: TrainConfig) -> list[dict]:
     if not samples:
         raise ValueError(f"no training prompts: {cfg.data.path} split={cfg.data.split} fraction={cfg.data.train_fraction}")
     return build_rows(samples, cfg.data.system_prompt, cfg.reward.kind, images=cfg.data.images)
+
+
+def tensorboard_env(cfg: TrainConfig, storage: str) -> dict[str, str]:
+    """Worker env for TensorBoard (``grpo.report_to`` names ``tensorboard``): ``TENSORBOARD_LOGGING_DIR``, which
+    transformers' TensorBoard callback (rank 0) writes its event files to. ``$TENSORBOARD_LOGGING_DIR`` of the
+    driver if set, else ``<storage>/<run>/tensorboard``: not the workers' scratch folders, which are removed.
+    {} when TensorBoard is off.
+
+    Raises:
+        ValueError: TensorBoard is on, storage is a URL and ``$TENSORBOARD_LOGGING_DIR`` is unset (the
+            writer needs a folder every rank-0 node can reach).
+    """
+    if "tensorboard" not in cfg.report_to:
+        return {}
+    if os.environ.get("TENSORBOARD_LOGGING_DIR"):
+        return {"TENSORBOARD_LOGGING_DIR": os.environ["TENSORBOARD_LOGGING_DIR"]}
+    if "://" in storage:
+        raise ValueError(f"grpo.report_to=tensorboard with storage {storage}: set $TENSORBOARD_LOGGING_DIR to a "
+                         "folder the workers share (the event files are written locally)")
+    return {"TENSORBOARD_LOGGING_DIR": os.path.join(storage, cfg.run_name, "tensorboard")}
 
 
 def run(cfg: TrainConfig, storage_path: str | None = None, max_steps: int | None = None, resume: bool = False):
@@ -202,13 +224,13 @@ def run(cfg: TrainConfig, storage_path: str | None = None, max_steps: int | None
     from ray_jobs.common import init_ray
 
     if max_steps is not None:
-        cfg = TrainConfig.model_validate({**cfg.model_dump(), "grpo": {**cfg.grpo, "max_steps": max_steps}})
+        cfg = with_changes(cfg, "--max-steps", grpo={**cfg.grpo, "max_steps": max_steps})
     ds = cfg.grpo.get("deepspeed")
     if isinstance(ds, str):  # read here: workers may not share the driver's working folder
         if not os.path.exists(ds):
             raise FileNotFoundError(f"grpo.deepspeed={ds!r}: no such file (paths are relative to the current folder)")
         with open(ds, encoding="utf-8") as f:
-            cfg = TrainConfig.model_validate({**cfg.model_dump(), "grpo": {**cfg.grpo, "deepspeed": json.load(f)}})
+            cfg = with_changes(cfg, f"grpo.deepspeed={ds}", grpo={**cfg.grpo, "deepspeed": json.load(f)})
     storage = _abs_storage(storage_path or cfg.storage.path)
     exists = _run_exists(storage, cfg.run_name)
     if exists and not resume:
@@ -217,8 +239,8 @@ def run(cfg: TrainConfig, storage_path: str | None = None, max_steps: int | None
     if resume and not exists:
         raise FileNotFoundError(f"--resume: no run at {storage}/{cfg.run_name}")
 
-    from howeval.engines.hf import resolve_model_path
     from howeval.config.engines import HFOptions
+    from howeval.engines.hf import resolve_model_path
 
     model = resolve_model_path(cfg.model, HFOptions())  # an embedded model is made once here, not raced by workers
     url = None
@@ -229,13 +251,14 @@ def run(cfg: TrainConfig, storage_path: str | None = None, max_steps: int | None
             raise ValueError(f"reward.source=server: set ${cfg.reward.url_env} (or reward.url)")
         if os.environ.get(cfg.reward.token_env):
             env_vars[cfg.reward.token_env] = os.environ[cfg.reward.token_env]
+    env_vars |= tensorboard_env(cfg, storage)
     rows = build_rows_for(cfg)
     log.info("%d training prompts from %s (%s split)", len(rows), cfg.data.path, cfg.data.split)
 
     init_ray(cfg.ray)
     trainer = TorchTrainer(
         train_loop_per_worker,
-        train_loop_config={"cfg": cfg.model_dump(), "rows": rows, "model": model, "url": url},
+        train_loop_config={"cfg": cfg, "rows": rows, "model": model, "url": url},
         scaling_config=ScalingConfig(**cfg.scaling.ray_kwargs()),
         run_config=RunConfig(
             name=cfg.run_name, storage_path=storage,

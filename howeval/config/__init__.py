@@ -11,6 +11,7 @@ from howeval.config.base import (
     merge_overrides,
     resolve_path,
     validate,
+    with_changes,
 )
 from howeval.config.sweep import (
     AdaptConfig,
@@ -38,5 +39,5 @@ __all__ = [
     "JudgesConfig", "ModeConfig", "ModelConfig", "PatternJudgeConfig", "RayConfig", "ResourcesConfig",
     "SamplingConfig", "StrictModel", "SweepConfig", "VerifierConfig", "format_validation_error",
     "load_run_config", "load_sweep_config", "load_yaml_config", "merge_overrides", "preflight", "refuse_stale_resume",
-    "require_ready", "resolve_path", "stale_fields", "validate",
+    "require_ready", "resolve_path", "stale_fields", "validate", "with_changes",
 ]

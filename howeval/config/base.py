@@ -53,6 +53,22 @@ def validate(cls: type[M], raw: Any, source: str) -> M:
         raise ConfigError(format_validation_error(e, source)) from None
 
 
+def with_changes(model: M, source: str, **changes: Any) -> M:
+    """``model.model_copy(update=changes)``, checked: the changed fields and the model's validators run again
+    (``model_copy`` alone checks nothing). Unchanged fields keep their typed objects: nothing is dumped to a
+    dict. ``source`` names where the changes came from (a CLI flag) in the error.
+
+    >>> class Ray(StrictModel):
+    ...     num_cpus: int = 1
+    >>> with_changes(Ray(), "--num-cpus", num_cpus=2).num_cpus
+    2
+
+    Raises:
+        ConfigError: a change does not validate (the key path and value named under ``source``).
+    """
+    return validate(type(model), {**dict(model), **changes}, source)
+
+
 def merge_overrides(raw: dict, overrides: Mapping[str, Any] | None) -> dict:
     """``raw`` with ``overrides`` applied at the top level; a mapping given for a mapping key is merged one
     level deep (``{"ray": {"num_cpus": 2}}`` keeps the file's other ``ray`` keys). Returns a new dict."""

@@ -2,7 +2,7 @@
 
 One implementation for every caller (SPEC sections 2 and 3): the reward server's ingress
 (``reward_server.app.RewardIngress``, async, through Serve handles), the in-process GRPO scorer and the
-TRL reward adapter (``howeval.training.grpo``). Three stages, so an async caller can fetch the model
+TRL reward function (``howeval.training.rewards``). Three stages, so an async caller can fetch the model
 parts concurrently and still share every decision:
 
 1. :func:`prepare` (pure): verify each answer (``howeval.judges.verify.verify``), draw the gate

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from howeval.config.rewards import PatternRMConfig
 from howeval.judges.base import JudgeItem, as_judge_items
 from howeval.judges.verdict import PatternVerdict, make_verdict
 
@@ -22,17 +23,16 @@ class PatternRMJudge:
 
     Args:
         name: the judge's configured name (verdicts carry it).
-        patternrm: ``PatternRMConfig`` fields (``kind``, ``path``, ...); default = the embedded trained one.
+        patternrm: which PatternRM (:class:`howeval.config.rewards.PatternRMConfig`); None = the embedded
+            trained one.
         version: config version; the judge version is ``"<version>:<PatternRM version>"``.
     """
 
-    def __init__(self, name: str = "patternrm", patternrm: Mapping[str, Any] | None = None, version: str = "1"):
+    def __init__(self, name: str = "patternrm", patternrm: PatternRMConfig | None = None, version: str = "1"):
         from howeval.judges.patternrm.model import PatternRM
 
         self.name = name
-        from howeval.config.rewards import PatternRMConfig
-
-        self.rm = PatternRM(**PatternRMConfig.model_validate(dict(patternrm or {})).model_dump())
+        self.rm = PatternRM.from_config(patternrm)
         self.version = f"{version}:{self.rm.version}"
 
     def judge_batch(self, items: Sequence[JudgeItem | Mapping[str, Any]]) -> list[PatternVerdict]:

@@ -22,8 +22,9 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from howeval.records import check_columns
+from howeval.config.rewards import PatternRMConfig
 from howeval.judges.patternrm.format import PatternRMParseError, parse_label_output, patternrm_messages
+from howeval.records import check_columns
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +166,17 @@ class PatternRM:
         self.kind = kind
         self.backend = BACKENDS[kind](**backend_kwargs)
         self.version = self.backend.version
+
+    @classmethod
+    def from_config(cls, cfg: PatternRMConfig | None = None) -> PatternRM:
+        """The PatternRM a :class:`howeval.config.rewards.PatternRMConfig` describes (None = the defaults:
+        the embedded trained one).
+
+        Raises:
+            ValueError: the backend refuses its settings (e.g. a missing checkpoint folder).
+        """
+        cfg = cfg or PatternRMConfig()
+        return cls(**dict(cfg))
 
     def label_batch(self, items: Sequence[dict]) -> list[dict]:
         """Label a batch; a row whose output cannot be parsed carries ``error`` and no labels."""

@@ -27,7 +27,7 @@ def test_every_config_class_derives_from_the_one_base():
     from howeval.config import SweepConfig
     from howeval.config.engines import ENGINE_OPTIONS
     from howeval.config.rewards import PatternConfig
-    from howeval.training.grpo import TrainConfig
+    from howeval.training.config import TrainConfig
     from reward_server.config import RewardServerConfig
     from ray_jobs.train_patternrm import TrainPatternRMConfig
 

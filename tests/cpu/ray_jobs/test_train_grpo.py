@@ -37,6 +37,22 @@ def test_scratch_dir_removes_what_dead_workers_left_and_keeps_live_ones(tmp_path
     assert list((root / f"rank0-pid{os.getpid()}").iterdir()) == []
 
 
+def test_tensorboard_logs_go_to_the_run_folder_not_the_scratch(monkeypatch):
+    from howeval.training.config import TrainConfig
+    from ray_jobs.train_grpo import tensorboard_env
+
+    def cfg(**grpo):
+        return TrainConfig.model_validate({"name": "t", "reward": {"kind": "base"}, "grpo": {"num_generations": 2, **grpo}})
+
+    monkeypatch.delenv("TENSORBOARD_LOGGING_DIR", raising=False)
+    assert tensorboard_env(cfg(), "/runs") == {}  # default report_to: none
+    assert tensorboard_env(cfg(report_to="tensorboard"), "/runs") == {"TENSORBOARD_LOGGING_DIR": "/runs/t/tensorboard"}
+    with pytest.raises(ValueError, match="TENSORBOARD_LOGGING_DIR"):
+        tensorboard_env(cfg(report_to=["tensorboard"]), "s3://bucket/runs")
+    monkeypatch.setenv("TENSORBOARD_LOGGING_DIR", "/shared/tb")
+    assert tensorboard_env(cfg(report_to="tensorboard"), "s3://bucket/runs") == {"TENSORBOARD_LOGGING_DIR": "/shared/tb"}
+
+
 @pytest.fixture(scope="module")
 def reward_server():
     for k, v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
@@ -53,7 +69,8 @@ def reward_server():
 @pytest.mark.ray
 @pytest.mark.slow
 def test_grpo_smoke_server_checkpoint_resume(reward_server, tmp_path, repo_root):
-    from howeval.training.grpo import InProcessScorer, load_train_config
+    from howeval.training.config import load_train_config
+    from howeval.training.rewards import InProcessScorer
     from howeval.rewards.client import RewardClient
     from ray_jobs.train_grpo import run
 

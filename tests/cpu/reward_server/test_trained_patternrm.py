@@ -15,7 +15,8 @@ TOKEN = "trained-rm-token"
 def test_grpo_reward_equals_server_reward_with_trained_patternrm():
     from howeval.rewards.client import RewardClient
     from howeval.judges.patternrm.head import embedded_patternrm
-    from howeval.training.grpo import GRPOReward, InProcessScorer, RewardSpec
+    from howeval.training.config import RewardSpec
+    from howeval.training.rewards import GRPOReward, InProcessScorer
 
     embedded_patternrm()  # trained once and cached before a replica loads it
     spec = RewardSpec.model_validate({"source": "inprocess", "kind": "pattern", "pattern": {"p": 0.6, "seed": 0},

@@ -1,0 +1,147 @@
+"""GRPO rewards: the one TRL reward function of the project (:class:`GRPOReward`) and its in-process scorer.
+
+- :class:`GRPOReward`: the TRL reward callable over either scorer, the reward server's HTTP client
+  (``howeval.rewards.client.RewardClient.score``) or :class:`InProcessScorer`; it picks the reward kind by
+  the trainer's global step (curriculum), logs the reward parts through TRL's ``log_metric`` and can
+  append every scored rollout to a JSONL file.
+- :func:`score_items`: the in-process scorer: ``howeval.rewards.pipeline.score_batch``, the pipeline the
+  reward server's ingress runs too, returning the server's result dicts; :class:`InProcessScorer` gives
+  it its PatternRM and step embedder.
+- :func:`reward_parts`: batch means of the reward's parts, for logging.
+
+Pure of Ray (``ray_jobs/train_grpo.py`` holds all Ray Train wiring, STYLE rule 6).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from howeval.config.rewards import CPRConfig, PatternConfig
+from howeval.records import LABELS
+from howeval.rewards.pipeline import KINDS, rollout_items
+from howeval.training.config import CurriculumSpec, RewardSpec
+
+
+def score_items(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, cpr: CPRConfig,
+                label_batch: Callable[[list[dict]], list[dict]] | None = None,
+                step_f1: Callable[[list[dict]], list[float]] | None = None) -> list[dict]:
+    """In-process rewards: ``howeval.rewards.pipeline.score_batch`` (the reward server's own pipeline).
+
+    Args:
+        label_batch: PatternRM ``[{question, response}] -> [{labels, error}]`` (needed for kind pattern).
+        step_f1: ``[{pred, ref}] -> [F1]`` (needed for kind cpr).
+    """
+    from howeval.rewards.pipeline import score_batch
+
+    return score_batch(items, pattern, cpr, label_batch, step_f1)
+
+
+def reward_parts(results: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Batch means of the reward's parts, for logging (keys absent when no row has that part).
+
+    ``accuracy`` = mean s_ver; ``trigger`` = share of PatternRM-labelled rollouts with any pattern
+    (Trigger, SPEC section 1); ``pattern/<label>`` = that label's rate; ``s_pat``, ``z``, ``step_f1``,
+    ``degraded`` = their means.
+
+    >>> reward_parts([{"reward": 1.0, "s_ver": 1.0, "labels": {"cot": True, "rep": False, "con": False, "pr": False},
+    ...                "s_pat": 0.75, "z": 1}, {"reward": 0.0, "s_ver": 0.0, "z": 0}])["trigger"]
+    1.0
+    """
+    if not results:
+        return {}
+    n = len(results)
+    out = {"reward": sum(float(r["reward"]) for r in results) / n, "accuracy": sum(float(r["s_ver"]) for r in results) / n}
+    for key in ("s_pat", "z", "step_f1"):
+        vals = [float(r[key]) for r in results if r.get(key) is not None]
+        if vals:
+            out[key] = sum(vals) / len(vals)
+    out["degraded"] = sum(bool(r.get("degraded")) for r in results) / n
+    labelled = [r["labels"] for r in results if r.get("labels")]
+    if labelled:
+        out["trigger"] = sum(any(bool(lab[k]) for k in LABELS) for lab in labelled) / len(labelled)
+        for k in LABELS:
+            out[f"pattern/{k}"] = sum(bool(lab[k]) for lab in labelled) / len(labelled)
+    return out
+
+
+class GRPOReward:
+    """TRL reward function ``(prompts, completions, answer, answer_type, ..., **kwargs) -> list[float]``.
+
+    Builds one scoring item per completion (prompt text = the last user message, response = the last
+    assistant message, as ``RewardClient.as_trl_reward`` does) and hands them to ``scorer`` (the HTTP
+    client's ``score`` or :func:`score_items`), so the reward a rollout receives is the scorer's
+    ``reward`` for that text, unchanged. With a curriculum the kind is ``phase1_kind`` before
+    ``switch_step`` (TRL passes ``trainer_state``) and ``kind`` from then on. Never returns None.
+
+    Args:
+        scorer: ``list[item] -> list[result dict]`` (``reward, s_ver, labels, s_pat, z, step_f1, degraded``).
+        kind: the reward kind (phase 2 kind under a curriculum).
+        curriculum: the phase switch, or None.
+        rollout_log: a JSONL path to append every scored rollout to, or None.
+    """
+
+    def __init__(self, scorer: Callable[[list[dict]], list[Mapping[str, Any]]], kind: str,
+                 curriculum: CurriculumSpec | None = None, rollout_log: str | None = None):
+        if kind not in KINDS:
+            raise ValueError(f"kind={kind!r} is not one of {list(KINDS)}")
+        self.scorer, self.kind, self.curriculum, self.rollout_log = scorer, kind, curriculum, rollout_log
+        self.__name__ = f"{kind}_curriculum" if curriculum else kind  # TRL logs rewards/<__name__>/mean
+
+    def kind_at(self, step: int) -> str:
+        """The reward kind at global step ``step`` (phase 1 before ``switch_step``)."""
+        if self.curriculum is not None and step < self.curriculum.switch_step:
+            return self.curriculum.phase1_kind
+        return self.kind
+
+    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], answer: Sequence[str],
+                 answer_type: Sequence[str], reference_steps: Sequence[Sequence[str]] | None = None,
+                 options: Sequence[Sequence[str]] | None = None, trainer_state: Any = None,
+                 log_metric: Callable[[str, float], None] | None = None, **_: Any) -> list[float]:
+        n = len(completions)
+        step = int(getattr(trainer_state, "global_step", 0) or 0)
+        kind = self.kind_at(step)
+        items = rollout_items(prompts, completions, answer, answer_type, kind, reference_steps, options)
+        results = list(self.scorer(items))
+        if len(results) != n:
+            raise ValueError(f"scorer returned {len(results)} results for {n} items")
+        rewards = [float(r["reward"]) for r in results]
+        if log_metric is not None:
+            for k, v in reward_parts(results).items():
+                log_metric(f"reward_parts/{k}", v)
+            log_metric("reward_parts/phase", 1.0 if kind != self.kind else 2.0)
+        if self.rollout_log:
+            Path(self.rollout_log).parent.mkdir(parents=True, exist_ok=True)
+            with open(self.rollout_log, "a", encoding="utf-8") as f:
+                for it, r in zip(items, results):
+                    f.write(json.dumps({"step": step, **it, "result": dict(r)}) + "\n")
+        return rewards
+
+
+class InProcessScorer:
+    """``score_items`` with its PatternRM (``howeval.judges.patternrm.model.PatternRM``) and step embedder made lazily."""
+
+    def __init__(self, spec: RewardSpec):
+        self.spec = spec
+        self._rm = None
+        self._emb = None
+
+    def _label_batch(self, items: list[dict]) -> list[dict]:
+        if self._rm is None:
+            from howeval.judges.patternrm.model import PatternRM
+
+            self._rm = PatternRM.from_config(self.spec.patternrm)
+        return self._rm.label_batch(items)
+
+    def _step_f1(self, pairs: list[dict]) -> list[float]:
+        from howeval.rewards.pipeline import step_f1_batch
+
+        if self._emb is None:
+            from howeval.embed import StepEmbedder
+
+            self._emb = StepEmbedder(self.spec.cpr.embedder_path)
+        return step_f1_batch(self._emb, pairs, self.spec.cpr)
+
+    def __call__(self, items: list[dict]) -> list[dict]:
+        return score_items(items, self.spec.pattern, self.spec.cpr, self._label_batch, self._step_f1)
