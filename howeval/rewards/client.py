@@ -1,4 +1,4 @@
-"""HTTP client of the reward server, and a TRL reward function built on it.
+"""HTTP client of the reward server.
 
 ``RewardClient.score(items)`` posts ``{"items": [...]}`` to ``/v1/rewards`` and returns the ``rewards``
 list. Connection errors, timeouts, 429 and 5xx answers are retried, waiting the server's ``Retry-After``
@@ -7,17 +7,17 @@ it raises :class:`RewardServiceError`. It never returns None or a default
 reward: a training step that cannot be scored fails loudly instead of learning from made-up rewards.
 Other 4xx answers (bad token, bad item) raise :class:`RewardRequestError` at once: retrying cannot fix them.
 
-``as_trl_reward(kind)`` adapts it to TRL's reward-function form (``GRPOTrainer(reward_funcs=[...])``)::
+The project's one TRL reward function, ``howeval.training.rewards.GRPOReward``, takes ``score`` as its scorer::
 
     client = RewardClient("http://127.0.0.1:8000")
-    trainer = GRPOTrainer(..., reward_funcs=[client.as_trl_reward("pattern")])
+    trainer = GRPOTrainer(..., reward_funcs=[GRPOReward(client.score, "pattern")])
 """
 from __future__ import annotations
 
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -158,25 +158,3 @@ class RewardClient:
             raise RewardServiceError(f"server answered {str(out)[:200]} for {len(items)} items")
         self.n_degraded += sum(bool(r.get("degraded")) for r in rewards)
         return rewards
-
-    def as_trl_reward(self, kind: str) -> Callable[..., list[float]]:
-        """A TRL reward function ``(prompts, completions, answer, answer_type, reference_steps=None, **kw)``.
-
-        Completions may be strings or chat lists (the last assistant message is scored); prompts may be
-        strings or chat lists (the last user message is the prompt text, which is also part of the
-        gate key). Returns one float per completion; never None.
-        """
-        if kind not in KINDS:
-            raise ValueError(f"kind={kind!r} is not one of {list(KINDS)}")
-
-        def reward(prompts: Sequence[Any], completions: Sequence[Any], answer: Sequence[str],
-                   answer_type: Sequence[str], reference_steps: Sequence[Sequence[str]] | None = None,
-                   options: Sequence[Sequence[str]] | None = None, **kwargs: Any) -> list[float]:
-            from howeval.rewards.pipeline import rollout_items
-
-            items = rollout_items(prompts, completions, answer, answer_type, kind, reference_steps, options)
-            return [float(r["reward"]) for r in self.score(items)]
-
-        reward.__name__ = f"remote_{kind}_reward"
-        reward.__qualname__ = reward.__name__
-        return reward

@@ -2,9 +2,8 @@
 
 Pure functions (STYLE rule 5): no I/O, no global state, no randomness; the Bernoulli gate is a hash of
 the rollout's key, so the reward server and the GRPO trainer compute the same z for the same rollout.
-Scalar functions score one rollout; the TRL-style wrappers (``pattern_rewards``, ``cpr_rewards``) take
-``(completions, **kwargs) -> list[float]`` with the parts precomputed by the verifier, PatternRM and the
-step embedder, passed as dataset columns.
+Scalar functions score one rollout; ``howeval.rewards.pipeline`` applies them to a batch, and the one TRL
+reward function over that pipeline is ``howeval.training.rewards.GRPOReward``.
 
 Sources: SPEC.md section 2 ("PatternRM and PatternRL", s_pat and the gate reconstructed) and section 3
 ("CRYSTAL", CPR reward; CRYSTAL arXiv 2603.13099).
@@ -12,8 +11,7 @@ Sources: SPEC.md section 2 ("PatternRM and PatternRL", s_pat and the gate recons
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from howeval.records import LABELS  # CoT leakage, Repetition, Contradiction, Performative
 
@@ -144,44 +142,3 @@ def cpr_reward(correct: bool, step_f1: float, a_w: float = 0.65, s_w: float = 0.
         if v < 0:
             raise ValueError(f"{name}={v!r} must be >= 0")
     return a_w + s_w * step_f1 if correct else s_w * step_f1 * lam
-
-
-def _column(kwargs: Mapping[str, Any], name: str, n: int) -> Sequence[Any]:
-    if name not in kwargs:
-        raise ValueError(f"missing column {name!r}; got columns {sorted(kwargs)}")
-    col = kwargs[name]
-    if len(col) != n:
-        raise ValueError(f"column {name!r} has {len(col)} values for {n} completions")
-    return col
-
-
-def pattern_rewards(completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
-    """TRL reward: PatternRL reward per completion from precomputed parts (SPEC section 2).
-
-    ``(completions, **kwargs) -> list[float]``; kwargs must hold, one value per completion:
-    ``s_ver`` (verifier reward, or None where it does not apply: that completion gets None), ``s_pat``
-    (pattern score or None), ``z`` (gate, 0/1). The completions themselves are not read.
-
-    >>> r = pattern_rewards(["a", "b", "c"], s_ver=[1.0, 1.0, 0.0], s_pat=[0.5, None, 1.0], z=[1, 0, 1])
-    >>> [round(x, 6) for x in r]
-    [0.95, 1.0, 0.0]
-    """
-    n = len(completions)
-    s_ver, s_pat, z = (_column(kwargs, c, n) for c in ("s_ver", "s_pat", "z"))
-    return [None if v is None else pattern_reward(v, p, g) for v, p, g in zip(s_ver, s_pat, z)]
-
-
-def cpr_rewards(completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
-    """TRL reward: CPR per completion from precomputed parts (SPEC section 3).
-
-    ``(completions, **kwargs) -> list[float]``; kwargs must hold ``correct`` (bool, or None where it does
-    not apply: that completion gets None) and ``step_f1`` (float), one per completion, and may hold
-    scalar ``a_w``, ``s_w``, ``lam`` overrides.
-
-    >>> cpr_rewards(["a", "b"], correct=[True, False], step_f1=[1.0, 1.0])
-    [1.0, 0.105]
-    """
-    n = len(completions)
-    correct, f1 = _column(kwargs, "correct", n), _column(kwargs, "step_f1", n)
-    weights = {k: kwargs[k] for k in ("a_w", "s_w", "lam") if k in kwargs}
-    return [None if c is None else cpr_reward(c, f, **weights) for c, f in zip(correct, f1)]

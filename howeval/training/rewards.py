@@ -70,7 +70,7 @@ class GRPOReward:
     """TRL reward function ``(prompts, completions, answer, answer_type, ..., **kwargs) -> list[float]``.
 
     Builds one scoring item per completion (prompt text = the last user message, response = the last
-    assistant message, as ``RewardClient.as_trl_reward`` does) and hands them to ``scorer`` (the HTTP
+    assistant message: ``howeval.rewards.pipeline.rollout_items``) and hands them to ``scorer`` (the HTTP
     client's ``score`` or :func:`score_items`), so the reward a rollout receives is the scorer's
     ``reward`` for that text, unchanged. With a curriculum the kind is ``phase1_kind`` before
     ``switch_step`` (TRL passes ``trainer_state``) and ``kind`` from then on. Never returns None.

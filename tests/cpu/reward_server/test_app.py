@@ -291,10 +291,11 @@ def test_pathological_items_are_unresolved_or_422_never_5xx(server):
 
 def test_trl_reward_function_against_server(server, monkeypatch):
     from howeval.rewards.client import RewardClient
+    from howeval.training.rewards import GRPOReward
 
     monkeypatch.setenv("HOWEVAL_REWARD_TOKEN", TOKEN)
-    fn = RewardClient(server).as_trl_reward("pattern")
-    assert fn.__name__ == "remote_pattern_reward"
+    fn = GRPOReward(RewardClient(server).score, "pattern")
+    assert fn.__name__ == "pattern"
     prompts = [[{"role": "user", "content": "What is 2+2?"}]] * 2
     completions = [[{"role": "assistant", "content": CLEAN}], [{"role": "assistant", "content": TWO_PATTERNS}]]
     out = fn(prompts=prompts, completions=completions, answer=["4", "4"], answer_type=["free_form"] * 2)

@@ -88,8 +88,10 @@ def test_trl_reward_function_shapes():
         bodies.append(json.loads(req.content))
         return _ok(req)
 
-    fn = _client(handler).as_trl_reward("cpr")
-    assert fn.__name__ == "remote_cpr_reward"
+    from howeval.training.rewards import GRPOReward
+
+    fn = GRPOReward(_client(handler).score, "cpr")
+    assert fn.__name__ == "cpr"
     out = fn(prompts=["q1", [{"role": "system", "content": "s"}, {"role": "user", "content": "q2"}]],
              completions=["a1", [{"role": "assistant", "content": [{"type": "text", "text": "a2"}]}]],
              answer=["1", "2"], answer_type=["free_form"] * 2, reference_steps=[["s1"], ["s2", "s3"]], extra_col=[0, 0])
@@ -101,7 +103,7 @@ def test_trl_reward_function_shapes():
     with pytest.raises(ValueError, match="reference_steps"):
         fn(prompts=["q"], completions=["a"], answer=["1"], answer_type=["free_form"])
     with pytest.raises(ValueError, match="kind"):
-        _client(handler).as_trl_reward("nope")
+        GRPOReward(_client(handler).score, "nope")
 
 
 def test_message_text_errors():

@@ -9,9 +9,7 @@ from howeval.rewards import functions as rewards
 from howeval.rewards.functions import (
     bernoulli_gate,
     cpr_reward,
-    cpr_rewards,
     pattern_reward,
-    pattern_rewards,
     pattern_score,
 )
 
@@ -150,29 +148,12 @@ def test_cpr_reward_errors(args, kwargs):
         cpr_reward(*args, **kwargs)
 
 
-def test_trl_wrappers():
-    completions = [[{"role": "assistant", "content": "x"}]] * 3  # conversational form: content not read
-    r = pattern_rewards(completions, s_ver=[1.0, 1.0, 0.0], s_pat=[0.5, None, 1.0], z=[1, 0, 1], prompts=["p"] * 3)
-    assert r == pytest.approx([0.95, 1.0, 0.0])
-    r = cpr_rewards(["a", "b", "c"], correct=[True, False, None], step_f1=[0.5, 0.5, 0.5])
-    assert r[:2] == pytest.approx([0.825, 0.0525]) and r[2] is None
-    r = cpr_rewards(["a"], correct=[True], step_f1=[0.5], a_w=0.6, s_w=0.4)
-    assert r == pytest.approx([0.8])
-    assert pattern_rewards(["a"], s_ver=[None], s_pat=[None], z=[0]) == [None]
-
-
-@pytest.mark.parametrize(
-    "fn, kwargs, match",
-    [
-        (pattern_rewards, {"s_ver": [1.0], "z": [1]}, "missing column 's_pat'"),
-        (pattern_rewards, {"s_ver": [1.0, 1.0], "s_pat": [1.0], "z": [1]}, "2 values for 1"),
-        (cpr_rewards, {"correct": [True]}, "missing column 'step_f1'"),
-        (pattern_rewards, {"s_ver": [1.0], "s_pat": [None], "z": [1]}, "s_pat is None"),
-    ],
-)
-def test_trl_wrapper_errors(fn, kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        fn(["a"], **kwargs)
+def test_batch_values():
+    assert [pattern_reward(v, p, z) for v, p, z in [(1.0, 0.5, 1), (1.0, None, 0), (0.0, 1.0, 1)]] == pytest.approx([0.95, 1.0, 0.0])
+    assert [cpr_reward(c, 0.5) for c in (True, False)] == pytest.approx([0.825, 0.0525])
+    assert cpr_reward(True, 0.5, a_w=0.6, s_w=0.4) == pytest.approx(0.8)
+    with pytest.raises(ValueError, match="s_pat is None"):
+        pattern_reward(1.0, None, 1)
 
 
 def test_doctests():
