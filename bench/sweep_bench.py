@@ -128,7 +128,7 @@ def run_naive(a, n: int, max_tokens: int, engine: str | None = None) -> dict:
 def run_ray(a, cfg, model, samples, tmp: str, tag: str) -> dict:
     import pyarrow.parquet as pq
 
-    from howeval.config import SweepConfig
+    from howeval.config import with_changes
     from ray_jobs.stages import generate
 
     if a.engine == "vllm":  # one actor: vLLM binds its threads to both cores
@@ -139,7 +139,7 @@ def run_ray(a, cfg, model, samples, tmp: str, tag: str) -> dict:
             "options": {"batch_size": a.batch_size, "torch_threads": 1},
             "resources": model.resources.model_copy(update={"replicas": 2, "batch_size": a.batch_size, "num_cpus": 0.75})})
     out = f"{tmp}/{tag}"
-    sweep = SweepConfig.model_validate({**cfg.model_dump(), "output_uri": out, "models": [m.model_dump()]})
+    sweep = with_changes(cfg, "sweep_bench", output_uri=out, models=[m])
     t0 = time.perf_counter()
     generate(sweep, m, samples)
     dt = time.perf_counter() - t0

@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from howeval.benchmarks.loaders import load_samples
-from howeval.config import AdaptConfig, SweepConfig, load_run_config
+from howeval.config import AdaptConfig, SweepConfig, load_run_config, with_changes
 from howeval.report.run import write_report
 from ray_jobs.common import init_ray
 from ray_jobs.stages import adapt_episodes, adapt_settings as settings  # noqa: F401  (settings re-exported)
@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     p.add_argument("--run", required=True)
     a = p.parse_args(argv)
     cfg = load_run_config(a.run)
-    cfg = SweepConfig.model_validate({**cfg.model_dump(), "adapt": cfg.adapt or AdaptConfig()})
+    cfg = with_changes(cfg, "adapt", adapt=cfg.adapt or AdaptConfig())
     samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
     summaries = run_adapt(cfg, samples)
     write_report(cfg)

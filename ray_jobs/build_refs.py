@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 from howeval.benchmarks.loaders import load_samples
-from howeval.config import BuildRefsConfig, ConfigError, load_sweep_config
+from howeval.config import BuildRefsConfig, ConfigError, load_sweep_config, with_changes
 from howeval.benchmarks.delphi import build_reference, checker_messages, parse_checker
 from howeval.engines.base import ChatRequest
 from howeval.engines.prompts import CRYSTAL_INSTRUCTION
@@ -104,13 +104,10 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     try:
         cfg = load_sweep_config(a.config, cls=BuildRefsConfig)
-        raw = cfg.model_dump()
         if a.output:
-            raw["output_uri"] = a.output
+            cfg = with_changes(cfg, "--output", output_uri=a.output)
         if a.limit:
-            for b in raw["benchmarks"]:
-                b["limit"] = a.limit
-        cfg = BuildRefsConfig.model_validate(raw)
+            cfg = with_changes(cfg, "--limit", benchmarks=[with_changes(b, "--limit", limit=a.limit) for b in cfg.benchmarks])
         records = run(cfg)
     except (ConfigError, FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

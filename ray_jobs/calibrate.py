@@ -28,7 +28,7 @@ import yaml
 
 from howeval.judges.calibration import (calibration_scores, calibration_table, item_key, labels_of, load_human,
                                         predictions_from_jsonl, sample_calibration_set)
-from howeval.config import ConfigError, JudgesConfig, validate
+from howeval.config import ConfigError, JudgesConfig, RulesJudgeConfig, validate
 from howeval.judges.verdict import PatternVerdict, make_verdict
 from howeval.records import JUDGMENT_SCHEMA
 from howeval.store import join, read_jsonl, read_table, write_json
@@ -86,7 +86,7 @@ def judge_items(judges: JudgesConfig, items: list[dict]) -> dict[str, dict[str, 
 def load_judges(path: str | None) -> JudgesConfig:
     """The judges to run in-process: a YAML with ``judges:`` or ``pattern:``; default the rule judge."""
     if path is None:
-        return JudgesConfig.model_validate({"pattern": [{"name": "rules", "kind": "rules"}]})
+        return JudgesConfig(pattern=[RulesJudgeConfig(name="rules")])
     with open(path) as f:
         doc = yaml.safe_load(f) or {}
     doc = doc.get("judges", doc) if isinstance(doc, dict) else doc

@@ -14,7 +14,7 @@ import sys
 
 from howeval.benchmarks.crystal import crystal_settings
 from howeval.benchmarks.loaders import load_samples
-from howeval.config import SweepConfig, load_run_config
+from howeval.config import CrystalConfig, SweepConfig, load_run_config, with_changes
 from howeval.report.run import write_report
 from howeval.store import join, write_json
 from ray_jobs.common import init_ray
@@ -34,8 +34,8 @@ def main(argv=None) -> int:
     p.add_argument("--order", choices=["lis", "kendall"])
     a = p.parse_args(argv)
     cfg = load_run_config(a.run)
-    crystal = {**(cfg.crystal.model_dump() if cfg.crystal else {}), **{k: v for k, v in (("tau", a.tau), ("alpha", a.alpha), ("order", a.order)) if v is not None}}
-    cfg = SweepConfig.model_validate({**cfg.model_dump(), "crystal": crystal})
+    flags = {k: v for k, v in (("tau", a.tau), ("alpha", a.alpha), ("order", a.order)) if v is not None}
+    cfg = with_changes(cfg, "crystal", crystal=with_changes(cfg.crystal or CrystalConfig(), "--tau/--alpha/--order", **flags))
     settings(cfg)  # unknown keys fail before any work
     samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
     # the run now reports at these settings (rows at earlier settings stay stored, keyed by them)

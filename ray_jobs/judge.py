@@ -16,7 +16,7 @@ import sys
 import yaml
 
 from howeval.benchmarks.loaders import load_samples
-from howeval.config import ConfigError, JudgesConfig, SweepConfig, load_run_config, require_ready
+from howeval.config import ConfigError, JudgesConfig, SweepConfig, load_run_config, require_ready, validate, with_changes
 from howeval.judges.pipeline import merge_judges
 from howeval.report.run import write_report
 from howeval.store import join, write_json
@@ -50,12 +50,11 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         cfg = load_run_config(args.run)
-        raw = cfg.model_dump()
         if args.judges:
             with open(args.judges) as f:
                 doc = yaml.safe_load(f) or {}
-            raw["judges"] = merge_judges(cfg.judges, JudgesConfig.model_validate(doc.get("judges", doc))).model_dump()
-        cfg = SweepConfig.model_validate(raw)
+            new = validate(JudgesConfig, doc.get("judges", doc), args.judges)
+            cfg = with_changes(cfg, args.judges, judges=merge_judges(cfg.judges, new))
         require_ready(cfg.judges, args.judges or f"{args.run}/run_config.json", only=args.only)  # keys, URLs: before Ray
         if args.judges:
             write_json(join(args.run, "run_config.json"), cfg.model_dump_json(indent=2))

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from howeval.benchmarks.loaders import BadRowError, load_samples
-from howeval.config import BenchmarkConfig, ConfigError, SweepConfig, load_sweep_config, require_ready
+from howeval.config import BenchmarkConfig, ConfigError, SweepConfig, load_sweep_config, require_ready, with_changes
 from howeval.report.run import write_report
 from howeval.store import join, write_json
 from ray_jobs.common import init_ray
@@ -96,25 +96,26 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def config_from_args(args: argparse.Namespace) -> SweepConfig:
-    """The sweep config with command-line overrides applied (validated again)."""
+    """The sweep config with command-line overrides applied (``model_copy(update=...)``, each change checked:
+    ``howeval.config.with_changes``)."""
     cfg = load_sweep_config(args.config)
-    raw = cfg.model_dump()
+    changes: dict = {}
+    benchmarks = cfg.benchmarks
     if args.data:
-        raw["benchmarks"] = [BenchmarkConfig(path=str(Path(d).resolve()) if "://" not in d else d).model_dump()
-                             for d in args.data]
+        benchmarks = [BenchmarkConfig(path=str(Path(d).resolve()) if "://" not in d else d) for d in args.data]
     if args.limit:
-        for b in raw["benchmarks"]:
-            b["limit"] = args.limit
+        benchmarks = [with_changes(b, "--limit", limit=args.limit) for b in benchmarks]
+    if args.data or args.limit:
+        changes["benchmarks"] = benchmarks
     if args.output:
-        raw["output_uri"] = args.output
+        changes["output_uri"] = args.output
     if args.max_tokens:
-        for m in raw["models"]:
-            m["sampling"]["max_tokens"] = args.max_tokens
-            for mc in m["modes"].values():
-                mc["max_tokens"] = None
+        changes["models"] = [with_changes(m, "--max-tokens", sampling=with_changes(m.sampling, "--max-tokens", max_tokens=args.max_tokens),
+                                          modes={k: mc.model_copy(update={"max_tokens": None}) for k, mc in m.modes.items()})
+                             for m in cfg.models]
     if args.skip_bad_rows:
-        raw["skip_bad_rows"] = True
-    return SweepConfig.model_validate(raw)
+        changes["skip_bad_rows"] = True
+    return with_changes(cfg, "command line", **changes) if changes else cfg
 
 
 def main(argv=None) -> int:

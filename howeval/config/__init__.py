@@ -18,26 +18,33 @@ from howeval.config.sweep import (
     BenchmarkConfig,
     BuildRefsConfig,
     CrystalConfig,
+    PATTERN_JUDGE_CONFIGS,
     JudgeEngineConfig,
     JudgesConfig,
+    LLMJudgeConfig,
     ModeConfig,
     ModelConfig,
+    PatternJudgeBase,
     PatternJudgeConfig,
+    PatternRMJudgeConfig,
     RayConfig,
     ResourcesConfig,
+    RulesJudgeConfig,
     SamplingConfig,
     SweepConfig,
     VerifierConfig,
     load_run_config,
     load_sweep_config,
+    pattern_judge_config,
 )
 from howeval.config.preflight import preflight, require_ready
 from howeval.config.resume import refuse_stale_resume, stale_fields
 
 __all__ = [
-    "AdaptConfig", "BenchmarkConfig", "BuildRefsConfig", "ConfigError", "CrystalConfig", "JudgeEngineConfig",
-    "JudgesConfig", "ModeConfig", "ModelConfig", "PatternJudgeConfig", "RayConfig", "ResourcesConfig",
-    "SamplingConfig", "StrictModel", "SweepConfig", "VerifierConfig", "format_validation_error",
+    "PATTERN_JUDGE_CONFIGS", "AdaptConfig", "BenchmarkConfig", "BuildRefsConfig", "ConfigError", "CrystalConfig",
+    "JudgeEngineConfig", "JudgesConfig", "LLMJudgeConfig", "ModeConfig", "ModelConfig", "PatternJudgeBase",
+    "PatternJudgeConfig", "PatternRMJudgeConfig", "RayConfig", "ResourcesConfig", "RulesJudgeConfig",
+    "SamplingConfig", "StrictModel", "SweepConfig", "VerifierConfig", "format_validation_error", "pattern_judge_config",
     "load_run_config", "load_sweep_config", "load_yaml_config", "merge_overrides", "preflight", "refuse_stale_resume",
     "require_ready", "resolve_path", "stale_fields", "validate", "with_changes",
 ]

@@ -7,10 +7,12 @@ greater than or equal to 1 (got 0)``. Unknown keys are errors (``extra="forbid"`
 from __future__ import annotations
 
 import json
+import typing
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Discriminator, Field, Tag, TypeAdapter, field_validator, model_validator
 
 from howeval.config.base import StrictModel, load_yaml_config, resolve_path, validate
 from howeval.config.engines import ENGINE_OPTIONS
@@ -113,25 +115,101 @@ class JudgeEngineConfig(StrictModel):
         return self
 
 
-class PatternJudgeConfig(StrictModel):
-    """One pattern judge: the rule-based one, an LLM rubric judge, or PatternRM."""
+class PatternJudgeBase(StrictModel):
+    """Fields every pattern judge has; each kind is one subclass with ``kind: Literal["<kind>"]``, registered
+    in :data:`PATTERN_JUDGE_CONFIGS` (the one list of kinds; ``howeval.judges.registry`` builds each)."""
 
     name: str = Field(..., pattern=r"^[A-Za-z0-9_.\-]+$")
-    kind: Literal["rules", "llm", "patternrm"] = "rules"
-    llm: JudgeEngineConfig | None = Field(None, description="Required when kind=llm.")
-    patternrm: dict[str, Any] | None = Field(None, description="kind=patternrm: which PatternRM, howeval.config.rewards.PatternRMConfig fields (None = the embedded trained one); validated at load.")
-    with_image: bool = Field(True, description="LLM judge sees the image (the paper's image-aware judge).")
+    kind: str
     version: str = Field("1", description="Bump to invalidate cached judgments.")
 
-    @model_validator(mode="after")
-    def _llm_needs_engine(self) -> "PatternJudgeConfig":
-        if self.kind == "llm" and self.llm is None:
-            raise ValueError(f"judge {self.name!r}: kind 'llm' needs an 'llm:' block (model, options)")
-        if self.patternrm is not None:
-            if self.kind != "patternrm":
-                raise ValueError(f"judge {self.name!r}: a 'patternrm:' block needs kind 'patternrm', got {self.kind!r}")
-            PatternRMConfig.model_validate(self.patternrm)
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _blocks_of_other_kinds(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict):
+            return raw
+        raw = dict(raw)
+        if "patternrm" in raw and raw["patternrm"] is None:
+            del raw["patternrm"]  # None = the embedded trained PatternRM, the default
+        for block in ("llm", "patternrm", "with_image"):
+            if block in raw and block not in cls.model_fields:
+                if raw[block] is None or block == "with_image":
+                    del raw[block]  # what a run config stored before per-kind models carries: meant nothing here
+                else:
+                    raise ValueError(f"judge {raw.get('name')!r}: a '{block}:' block needs kind '{block}', "
+                                     f"got {raw.get('kind', 'rules')!r}")
+        return raw
+
+
+PATTERN_JUDGE_CONFIGS: dict[str, type[PatternJudgeBase]] = {}
+"""Pattern judge kind -> its config model: the one list of kinds (a sweep's ``judges.pattern`` items are
+validated as their union, discriminated by ``kind``)."""
+
+
+def _judge_kind(cls: type[PatternJudgeBase]) -> type[PatternJudgeBase]:
+    (kind,) = typing.get_args(cls.model_fields["kind"].annotation)
+    if kind in PATTERN_JUDGE_CONFIGS:
+        raise ValueError(f"pattern judge kind {kind!r} already registered; registered: {sorted(PATTERN_JUDGE_CONFIGS)}")
+    PATTERN_JUDGE_CONFIGS[kind] = cls
+    return cls
+
+
+@_judge_kind
+class RulesJudgeConfig(PatternJudgeBase):
+    """``kind: rules``: the rule-based pattern judge (deterministic surface cues)."""
+
+    kind: Literal["rules"] = "rules"
+
+
+@_judge_kind
+class LLMJudgeConfig(PatternJudgeBase):
+    """``kind: llm``: an LLM rubric judge behind an OpenAI-compatible endpoint."""
+
+    kind: Literal["llm"] = "llm"
+    llm: JudgeEngineConfig = Field(..., description="The judge's model and endpoint (model, options).")
+    with_image: bool = Field(True, description="LLM judge sees the image (the paper's image-aware judge).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _llm_block_given(cls, raw: Any) -> Any:
+        if isinstance(raw, dict) and raw.get("llm") is None:
+            raise ValueError(f"judge {raw.get('name')!r}: kind 'llm' needs an 'llm:' block (model, options)")
+        return raw
+
+
+@_judge_kind
+class PatternRMJudgeConfig(PatternJudgeBase):
+    """``kind: patternrm``: PatternRM as a pattern judge (default: the embedded trained one)."""
+
+    kind: Literal["patternrm"] = "patternrm"
+    patternrm: PatternRMConfig = Field(default_factory=PatternRMConfig, description="Which PatternRM (default: the embedded trained one).")
+
+
+def _judge_tag(raw: Any) -> str | None:
+    return raw.get("kind", "rules") if isinstance(raw, dict) else getattr(raw, "kind", None)
+
+
+PatternJudgeConfig = Annotated[
+    Union[tuple(Annotated[cls, Tag(kind)] for kind, cls in PATTERN_JUDGE_CONFIGS.items())],  # noqa: UP007
+    Discriminator(_judge_tag, custom_error_type="judge_kind",
+                  custom_error_message=f"unknown pattern judge kind; registered: {sorted(PATTERN_JUDGE_CONFIGS)}"),
+]
+"""One pattern judge, any registered kind (``kind`` picks the model; default ``rules``)."""
+
+
+def pattern_judge_config(raw: Mapping[str, Any]) -> PatternJudgeBase:
+    """The config model of one pattern judge from its mapping (``kind`` picks the model; default ``rules``).
+
+    >>> type(pattern_judge_config({"name": "r"})).__name__
+    'RulesJudgeConfig'
+
+    Raises:
+        pydantic.ValidationError: unknown kind, or the kind's model refuses the fields.
+    """
+    return _PATTERN_JUDGE.validate_python(dict(raw))
+
+
+_PATTERN_JUDGE: TypeAdapter[PatternJudgeBase] = TypeAdapter(PatternJudgeConfig)
 
 
 class VerifierConfig(StrictModel):
@@ -143,7 +221,7 @@ class VerifierConfig(StrictModel):
 
 class JudgesConfig(StrictModel):
     verifier: VerifierConfig = Field(default_factory=VerifierConfig)
-    pattern: list[PatternJudgeConfig] = Field(default_factory=lambda: [PatternJudgeConfig(name="rules")])
+    pattern: list[PatternJudgeConfig] = Field(default_factory=lambda: [RulesJudgeConfig(name="rules")])
     primary: str | None = Field(None, description="Pattern judge whose labels go into metrics; default the first.")
     num_cpus: float = Field(0.25, gt=0, description="CPUs per judge actor.")
     replicas: int = Field(1, ge=1)

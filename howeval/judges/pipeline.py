@@ -13,7 +13,7 @@ import dataclasses
 import json
 from typing import Any, Mapping
 
-from howeval.config import JudgesConfig, PatternJudgeConfig
+from howeval.config import JudgesConfig, PatternJudgeBase, with_changes
 from howeval.judges.base import JudgeItem
 from howeval.judges.registry import build_pattern_judge, default_engine_builder
 from howeval.judges.verdict import PatternVerdict
@@ -21,7 +21,7 @@ from howeval.judges.verify import VerifyResult
 from howeval.records import LABELS, check_columns
 
 
-def judge_id(cfg: PatternJudgeConfig) -> str:
+def judge_id(cfg: PatternJudgeBase) -> str:
     """Cache id of a pattern judge: ``<name>@<version>``."""
     return f"{cfg.name}@{cfg.version}"
 
@@ -31,10 +31,8 @@ def merge_judges(old: JudgesConfig, new: JudgesConfig) -> JudgesConfig:
     judgments stay reportable), a judge of the same name is replaced, the verifier is ``new``'s, and the
     primary is ``new.primary`` if given, else the old primary."""
     names = {j.name for j in new.pattern}
-    merged = new.model_dump()
-    merged["pattern"] = [j.model_dump() for j in old.pattern if j.name not in names] + merged["pattern"]
-    merged["primary"] = new.primary or old.primary_name
-    return JudgesConfig.model_validate(merged)
+    return with_changes(new, "merged judges", pattern=[j for j in old.pattern if j.name not in names] + list(new.pattern),
+                        primary=new.primary or old.primary_name)
 
 
 def verifier_id(cfg: JudgesConfig) -> str:

@@ -8,7 +8,9 @@ module only when built, so a kind is known without importing every judge:
 - ``patternrm``: :class:`howeval.judges.patternrm.PatternRMJudge` (default: the embedded trained PatternRM;
   ``cfg.patternrm`` picks another).
 
-A new kind adds one decorated builder (see ``_patternrm`` below).
+The kinds themselves, one config model each, are listed once: ``howeval.config.PATTERN_JUDGE_CONFIGS``
+(a sweep's judge blocks validate as their union, discriminated by ``kind``). A new kind adds one config
+model there and one decorated builder here (see ``_patternrm`` below); a test checks the two match.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 from howeval.judges.base import PatternJudge
 
 if TYPE_CHECKING:
-    from howeval.config import PatternJudgeConfig
+    from howeval.config import LLMJudgeConfig, PatternJudgeBase, PatternRMJudgeConfig
     from howeval.engines.base import Engine
 
 __all__ = ["PATTERN_JUDGES", "EngineBuilder", "JudgeBuilder", "Registry", "build_pattern_judge",
@@ -28,7 +30,7 @@ T = TypeVar("T")
 EngineBuilder = Callable[[str, dict], "Engine"]
 """``(model, options) -> Engine`` for judges that call a model (tests inject fakes)."""
 
-JudgeBuilder = Callable[["PatternJudgeConfig", EngineBuilder], PatternJudge]
+JudgeBuilder = Callable[["PatternJudgeBase", EngineBuilder], PatternJudge]
 """``(judge config, engine builder) -> judge``."""
 
 
@@ -97,7 +99,7 @@ def default_engine_builder(model: str, options: dict[str, Any]) -> "Engine":
     return build_engine("openai", model, options)
 
 
-def build_pattern_judge(cfg: "PatternJudgeConfig", engine_builder: EngineBuilder | None = None) -> PatternJudge:
+def build_pattern_judge(cfg: "PatternJudgeBase", engine_builder: EngineBuilder | None = None) -> PatternJudge:
     """The pattern judge configured by ``cfg`` (``cfg.kind`` picks the builder).
 
     Raises:
@@ -111,25 +113,23 @@ def build_pattern_judge(cfg: "PatternJudgeConfig", engine_builder: EngineBuilder
 
 
 @register_pattern_judge("rules")
-def _rules(cfg: "PatternJudgeConfig", engine_builder: EngineBuilder) -> PatternJudge:
+def _rules(cfg: "PatternJudgeBase", engine_builder: EngineBuilder) -> PatternJudge:
     from howeval.judges.rules import RuleJudge
 
     return RuleJudge()
 
 
 @register_pattern_judge("llm")
-def _llm(cfg: "PatternJudgeConfig", engine_builder: EngineBuilder) -> PatternJudge:
+def _llm(cfg: "LLMJudgeConfig", engine_builder: EngineBuilder) -> PatternJudge:
     from howeval.judges.llm import LLMPatternJudge
 
-    if cfg.llm is None:
-        raise ValueError(f"judge {cfg.name!r}: kind 'llm' needs an 'llm:' block (model, options)")
     return LLMPatternJudge(engine_builder(cfg.llm.model, cfg.llm.options), name=cfg.name, version=cfg.version,
                            with_image=cfg.with_image, max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature,
                            structured_output=cfg.llm.structured_output)
 
 
 @register_pattern_judge("patternrm")
-def _patternrm(cfg: "PatternJudgeConfig", engine_builder: EngineBuilder) -> PatternJudge:
+def _patternrm(cfg: "PatternRMJudgeConfig", engine_builder: EngineBuilder) -> PatternJudge:
     from howeval.judges.patternrm.judge import PatternRMJudge
 
     return PatternRMJudge(name=cfg.name, patternrm=cfg.patternrm, version=cfg.version)

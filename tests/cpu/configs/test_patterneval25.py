@@ -119,7 +119,7 @@ def test_env_vars_named_by_the_sweep_are_provided_by_the_sweep_rayjob(cfg, repo_
         if m.engine == "openai":
             o = m.engine_options()
             needed |= {o.base_url_env, o.api_key_env}
-    for llm in [cfg.judges.verifier.llm_fallback] + [p.llm for p in cfg.judges.pattern if p.llm]:
+    for llm in [cfg.judges.verifier.llm_fallback] + [p.llm for p in cfg.judges.pattern if p.kind == "llm"]:
         needed |= {llm.options["base_url_env"], llm.options.get("api_key_env", "OPENAI_API_KEY")}
     missing = sorted(v for v in needed if f"name: {v}" not in text)
     assert not missing, f"k8s/base/rayjob-sweep.yaml does not set {missing}"

@@ -244,13 +244,13 @@ def test_openai_engine_unset_env_is_a_clear_error(monkeypatch):
 def test_openai_engine_without_its_key_fails_at_start_naming_the_variable(monkeypatch):
     # issue 12: a judge (or the verifier's LLM fallback) whose key variable is unset fails when built
     from howeval.judges.registry import build_pattern_judge
-    from howeval.config import PatternJudgeConfig
+    from howeval.config import LLMJudgeConfig
 
     monkeypatch.delenv("HOWEVAL_TEST_NO_KEY", raising=False)
     opts = {"base_url": "https://judge.example.com/v1", "api_key_env": "HOWEVAL_TEST_NO_KEY"}
     with pytest.raises(ValueError, match="HOWEVAL_TEST_NO_KEY is not set"):
         build_engine("openai", "m", opts)
-    cfg = PatternJudgeConfig(name="j", kind="llm", llm={"model": "m", "options": opts})
+    cfg = LLMJudgeConfig(name="j", llm={"model": "m", "options": opts})
     with pytest.raises(ValueError, match="HOWEVAL_TEST_NO_KEY"):
         build_pattern_judge(cfg)
     monkeypatch.setenv("HOWEVAL_TEST_NO_KEY", "k")

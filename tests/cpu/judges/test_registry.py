@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from howeval.config import PatternJudgeConfig
+from howeval.config import PATTERN_JUDGE_CONFIGS, PatternRMJudgeConfig, RulesJudgeConfig, pattern_judge_config
 from howeval.judges import registry
 from howeval.judges.llm import LLMPatternJudge
 from howeval.judges.registry import PATTERN_JUDGES, build_pattern_judge, register_pattern_judge
@@ -19,9 +19,9 @@ class _Engine:
 
 def test_builtin_kinds():
     assert {"rules", "llm"} <= set(PATTERN_JUDGES)
-    assert isinstance(build_pattern_judge(PatternJudgeConfig(name="rules")), RuleJudge)
+    assert isinstance(build_pattern_judge(RulesJudgeConfig(name="rules")), RuleJudge)
     seen = []
-    cfg = PatternJudgeConfig.model_validate(
+    cfg = pattern_judge_config(
         {"name": "j1", "kind": "llm", "version": "7", "with_image": False,
          "llm": {"model": "m", "options": {"base_url": "http://127.0.0.1:1/v1"}, "max_tokens": 64}})
     judge = build_pattern_judge(cfg, lambda model, options: seen.append((model, options)) or _Engine())
@@ -39,7 +39,7 @@ def test_register_a_new_kind_and_reject_duplicates(monkeypatch):
         return RuleJudge()
 
     assert registry.PATTERN_JUDGES["const"] is _const and "const" not in PATTERN_JUDGES
-    assert isinstance(build_pattern_judge(PatternJudgeConfig(name="c").model_copy(update={"kind": "const"})), RuleJudge)
+    assert isinstance(build_pattern_judge(RulesJudgeConfig(name="c").model_copy(update={"kind": "const"})), RuleJudge)
     with pytest.raises(ValueError, match=r"kind 'const' already registered; registered: \[.*'const'.*\]"):
         register_pattern_judge("const")(_const)
 
@@ -51,7 +51,7 @@ def test_registry_doctests():
 
 
 def test_unknown_kind_lists_registered():
-    cfg = PatternJudgeConfig(name="x").model_copy(update={"kind": "oracle"})  # bypasses the config's Literal
+    cfg = RulesJudgeConfig(name="x").model_copy(update={"kind": "oracle"})  # bypasses the config's Literal
     with pytest.raises(ValueError, match=r"judge 'x': unknown pattern judge kind 'oracle'; registered: \['llm', 'patternrm', 'rules'"):
         build_pattern_judge(cfg)
 
@@ -59,12 +59,28 @@ def test_unknown_kind_lists_registered():
 def test_patternrm_kind_builds_a_protocol_judge():
     from howeval.judges.base import PatternJudge
 
-    cfg = PatternJudgeConfig(name="prm", kind="patternrm", patternrm={"kind": "rules"})
+    cfg = PatternRMJudgeConfig(name="prm", patternrm={"kind": "rules"})
     j = build_pattern_judge(cfg)
     assert isinstance(j, PatternJudge) and j.name == "prm" and j.version.startswith("1:rules@")
     (v,) = j.judge_batch([{"question": "q", "response": "Wait, no. The answer is 3."}])
     assert v.ok and v.labels["cot"] and v.judge == "prm"
     with pytest.raises(ValueError, match="needs kind 'patternrm'"):
-        PatternJudgeConfig(name="x", kind="rules", patternrm={"kind": "rules"})
+        pattern_judge_config({"name": "x", "kind": "rules", "patternrm": {"kind": "rules"}})
     with pytest.raises(ValueError, match="kind"):
-        PatternJudgeConfig(name="x", kind="patternrm", patternrm={"kind": "oracle"})
+        pattern_judge_config({"name": "x", "kind": "patternrm", "patternrm": {"kind": "oracle"}})
+
+
+def test_one_config_model_per_kind_and_a_builder_for_each():
+    assert set(PATTERN_JUDGE_CONFIGS) == set(PATTERN_JUDGES) == {"rules", "llm", "patternrm"}
+    for kind, cls in PATTERN_JUDGE_CONFIGS.items():
+        assert cls.model_fields["kind"].default == kind
+    with pytest.raises(ValueError, match=r"unknown pattern judge kind; registered: \['llm', 'patternrm', 'rules'\]"):
+        pattern_judge_config({"name": "x", "kind": "oracle"})
+    with pytest.raises(ValueError, match="kind 'llm' needs an 'llm:' block"):
+        pattern_judge_config({"name": "x", "kind": "llm"})
+
+
+def test_a_run_config_stored_before_per_kind_models_still_loads():
+    old = {"name": "x", "kind": "rules", "llm": None, "patternrm": None, "with_image": True, "version": "2"}
+    assert pattern_judge_config(old) == RulesJudgeConfig(name="x", version="2")
+    assert pattern_judge_config({**old, "kind": "patternrm"}) == PatternRMJudgeConfig(name="x", version="2")
