@@ -109,9 +109,33 @@ def parse_item(
 ) -> AdaptItem:
     """Validate one row (canonical names or aliases) into an :class:`AdaptItem`; ``image`` stays as given.
 
+    Each field has its own checker below (``_image``, ``_uid``, ``_options``, ``_boxes``, ``_key_steps``,
+    ``_domain``); what no checker takes is kept in ``meta``.
+
+    Raises:
+        ValueError: ``"<where>: field '<name>': <what is wrong>"`` (or a missing / null required field).
+
     >>> parse_item({"I": "a.png", "Q": "What?", "A": "B", "category": "ocr"}, default_uid="x").domain
     'ocr'
     """
+    row = _canonical(row, where, require_answer)
+    image = _image(row.pop("image"), where)
+    question = _str(where, "question", row.pop("question"))
+    answer = row.pop("answer")
+    answer = None if answer is None else _str(where, "answer", answer)
+    uid = _uid(row.pop("uid", None), default_uid, where)
+    answer_type = _str(where, "answer_type", row.pop("answer_type", None) or "free_form")
+    options = _options(row.pop("options", None) or [], where)
+    boxes = _boxes(row.pop("evidence_boxes", None) or [], where)
+    steps = _key_steps(row.pop("key_steps", None) or [], where)
+    domain = _domain(row, where)
+    return AdaptItem(uid=uid, image=image, question=question, answer=answer, answer_type=answer_type,
+                     options=options, evidence_boxes=[list(b) for b in boxes], key_steps=list(steps),
+                     domain=domain, meta=row)
+
+
+def _canonical(row: dict[str, Any], where: str, require_answer: bool) -> dict[str, Any]:
+    """A copy of ``row`` with aliases renamed to canonical names; the required fields present and not null."""
     row = dict(row)
     for alias, name in ALIASES.items():
         if alias in row:
@@ -122,60 +146,60 @@ def parse_item(
     nulls = [k for k in REQUIRED if row.get(k, "") is None and (k != "answer" or require_answer)]
     if missing or nulls:
         raise ValueError(f"{where}: missing required field(s) {missing}, null {nulls}; present: {sorted(row)}")
+    return row
 
-    def _str(name: str, value: Any) -> str:
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise ValueError(f"{where}: field {name!r}: expected a string, got {type(value).__name__} {value!r}")
-        return str(value)
 
-    image = row.pop("image")
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _str(where: str, name: str, value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f"{where}: field {name!r}: expected a string, got {type(value).__name__} {value!r}")
+    return str(value)
+
+
+def _image(image: Any, where: str) -> str:
     if not isinstance(image, str) or not image:
         raise ValueError(f"{where}: field 'image': expected a non-empty path string, got {image!r}")
-    question = _str("question", row.pop("question"))
-    answer = row.pop("answer")
-    answer = None if answer is None else _str("answer", answer)
-    uid = row.pop("uid", None)
-    uid = _str("uid", uid) if uid is not None else default_uid
+    return image
+
+
+def _uid(uid: Any, default_uid: str | None, where: str) -> str:
+    uid = _str(where, "uid", uid) if uid is not None else default_uid
     if uid is None:
         raise ValueError(f"{where}: field 'uid' missing and no default given")
-    answer_type = _str("answer_type", row.pop("answer_type", None) or "free_form")
+    return uid
 
-    options = row.pop("options", None) or []
-    ok_opt = lambda o: isinstance(o, str) or (isinstance(o, (int, float)) and not isinstance(o, bool))  # noqa: E731
-    if not isinstance(options, list) or not all(ok_opt(o) for o in options):
+
+def _options(options: Any, where: str) -> list[str]:
+    if not isinstance(options, list) or not all(isinstance(o, str) or _is_number(o) for o in options):
         raise ValueError(f"{where}: field 'options': expected a list of strings (or numbers), got {options!r}")
-    options = [str(o) for o in options]
+    return [str(o) for o in options]
 
-    boxes = row.pop("evidence_boxes", None) or []
+
+def _boxes(boxes: Any, where: str) -> list[list[float]]:
     if not isinstance(boxes, list):
         raise ValueError(f"{where}: field 'evidence_boxes': expected a list of [x0, y0, x1, y1], got {boxes!r}")
     for k, box in enumerate(boxes):
-        ok = isinstance(box, list) and len(box) == 4 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in box)
-        if not ok:
+        if not (isinstance(box, list) and len(box) == 4 and all(_is_number(v) for v in box)):
             raise ValueError(f"{where}: field 'evidence_boxes'[{k}]: expected 4 numbers [x0, y0, x1, y1], got {box!r}")
         if not (box[0] < box[2] and box[1] < box[3]):
             raise ValueError(f"{where}: field 'evidence_boxes'[{k}]: empty or inverted box {box!r} (need x0 < x1, y0 < y1)")
+    return boxes
 
-    steps = row.pop("key_steps", None) or []
+
+def _key_steps(steps: Any, where: str) -> list[str]:
     if not isinstance(steps, list) or not all(isinstance(s, str) for s in steps):
         raise ValueError(f"{where}: field 'key_steps': expected a list of strings, got {steps!r}")
+    return steps
 
+
+def _domain(row: dict[str, Any], where: str) -> str:
+    """``domain`` (popped from ``row``), else ``category`` (left in ``row``, so it stays in ``meta``)."""
     domain = row.pop("domain", None)
     if domain is None:
         domain = row.get("category")
     if domain is None:
         raise ValueError(f"{where}: missing field 'domain' (or 'category'); present: {sorted(row)}")
-    domain = _str("domain", domain)
-
-    return AdaptItem(
-        uid=uid,
-        image=image,
-        question=question,
-        answer=answer,
-        answer_type=answer_type,
-        options=list(options),
-        evidence_boxes=[list(b) for b in boxes],
-        key_steps=list(steps),
-        domain=domain,
-        meta=row,
-    )
+    return _str(where, "domain", domain)
