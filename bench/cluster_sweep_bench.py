@@ -35,6 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from fakes.judge_server import FakeJudgeServer  # noqa: E402
+
 from howeval.benchmarks.loaders import load_samples  # noqa: E402
 from howeval.config import BenchmarkConfig, SweepConfig, load_sweep_config  # noqa: E402
 from howeval.records import RESPONSE_SCHEMA  # noqa: E402

@@ -63,8 +63,8 @@ def main() -> int:
     p.add_argument("--out", default="bench/results/patternrm_calibration.json")
     a = p.parse_args()
     from howeval.judges.calibration import score_judge
-    from howeval.records import LABELS
     from howeval.judges.patternrm.model import PatternRM
+    from howeval.records import LABELS
 
     data_root = Path(os.environ.get("HOWEVAL_SHARED_DATA") or REPO.parent / "shared" / "data")
     human, texts = load_eval(data_root)

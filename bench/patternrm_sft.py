@@ -49,14 +49,14 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
 
     import yaml
+    from patternrm_calibration import load_eval
 
     from howeval.judges.calibration import score_judge
-    from howeval.records import LABELS
     from howeval.judges.patternrm.corpus import build_offline_corpus, corpus_counts, load_bases
     from howeval.judges.patternrm.format import sft_record
     from howeval.judges.patternrm.head import default_sources
     from howeval.judges.patternrm.model import PatternRM
-    from patternrm_calibration import load_eval
+    from howeval.records import LABELS
     from ray_jobs.train_patternrm import main as train_main
 
     src = default_sources()

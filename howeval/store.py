@@ -230,7 +230,7 @@ def compact(uri: str, key: tuple[str, ...], rank=None) -> int:
         try:
             with fs.open(f, "rb") as fh:
                 t = pq.read_table(fh)
-        except Exception:  # unreadable: read_table quarantines it; leave it alone here
+        except PARSE_ERRORS:  # unreadable or not Parquet: read_table quarantines it; leave it alone here
             continue
         tables[f] = t
         cols = [t.column(c).to_pylist() for c in key]
@@ -258,5 +258,5 @@ def _mtime(fs, path: str) -> float:
     try:
         m = fs.modified(path)
         return m.timestamp()
-    except Exception:  # filesystems without modification times: name order decides
+    except (NotImplementedError, AttributeError, KeyError, OSError):  # no modification times here: name order decides
         return 0.0

@@ -18,13 +18,13 @@ import sys
 
 import numpy as np
 
+from howeval.benchmarks.delphi import build_reference, checker_messages, parse_checker
 from howeval.benchmarks.loaders import load_samples
 from howeval.config import BuildRefsConfig, ConfigError, load_sweep_config, with_changes
-from howeval.benchmarks.delphi import build_reference, checker_messages, parse_checker
 from howeval.engines.base import ChatRequest
 from howeval.engines.prompts import CRYSTAL_INSTRUCTION
-from howeval.records import RESPONSE_SCHEMA
 from howeval.parsing.steps import response_steps
+from howeval.records import RESPONSE_SCHEMA
 from howeval.store import join, read_table, write_json
 from ray_jobs.common import init_ray, log
 

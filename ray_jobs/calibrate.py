@@ -26,9 +26,16 @@ from pathlib import Path
 
 import yaml
 
-from howeval.judges.calibration import (calibration_scores, calibration_table, item_key, labels_of, load_human,
-                                        predictions_from_jsonl, sample_calibration_set)
 from howeval.config import ConfigError, JudgesConfig, RulesJudgeConfig, validate
+from howeval.judges.calibration import (
+    calibration_scores,
+    calibration_table,
+    item_key,
+    labels_of,
+    load_human,
+    predictions_from_jsonl,
+    sample_calibration_set,
+)
 from howeval.judges.verdict import PatternVerdict, make_verdict
 from howeval.records import JUDGMENT_SCHEMA
 from howeval.store import join, read_jsonl, read_table, write_json

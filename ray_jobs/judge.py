@@ -16,7 +16,15 @@ import sys
 import yaml
 
 from howeval.benchmarks.loaders import load_samples
-from howeval.config import ConfigError, JudgesConfig, SweepConfig, load_run_config, require_ready, validate, with_changes
+from howeval.config import (
+    ConfigError,
+    JudgesConfig,
+    SweepConfig,
+    load_run_config,
+    require_ready,
+    validate,
+    with_changes,
+)
 from howeval.judges.pipeline import merge_judges
 from howeval.report.run import write_report
 from howeval.store import join, write_json

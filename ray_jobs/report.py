@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from howeval.config import load_run_config
-from howeval.report.run import judge_agreement, joined_rows, write_report  # noqa: F401  (re-exported)
+from howeval.report.run import joined_rows, judge_agreement, write_report  # noqa: F401  (re-exported)
 from howeval.store import join
 
 

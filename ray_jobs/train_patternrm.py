@@ -67,12 +67,12 @@ def to_prompt_completion(rec: dict) -> dict:
 
 def train(cfg: TrainPatternRMConfig) -> str:
     """Run SFT; returns the checkpoint folder."""
-    from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    from howeval.engines.hf import resolve_model_path
+    from datasets import Dataset
     from howeval.config.engines import HFOptions
+    from howeval.engines.hf import resolve_model_path
 
     model = resolve_model_path(cfg.model, HFOptions())
     rows = [to_prompt_completion(r) for r in read_jsonl(cfg.corpus, limit=cfg.max_rows)]
@@ -100,8 +100,8 @@ def calibrate(ckpt: str, cal: CalibrationConfig, out_dir: str) -> dict:
 
     Returns the calibration job's scores for judge ``patternrm`` plus ``parse_failures``.
     """
-    from howeval.judges.patternrm.model import PatternRM
     from howeval.judges.calibration import calibration_scores, calibration_table, load_human, predictions_from_jsonl
+    from howeval.judges.patternrm.model import PatternRM
 
     rows = read_jsonl(cal.path, limit=cal.max_items)
     if not rows:

@@ -40,6 +40,7 @@ from typing import Any
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from pydantic import ValidationError
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
@@ -310,7 +311,7 @@ class RewardIngress:
             try:
                 await asyncio.wait_for(call(), 2.0)
                 return "up"
-            except Exception as e:  # any failure reaching a part means "down" here, reported, not raised
+            except Exception as e:  # noqa: BLE001 - any failure reaching a part means "down" here, reported, not raised
                 return f"down ({type(e).__name__})"
 
         patternrm, steps = await asyncio.gather(probe(lambda: self.rm.stats.remote()),
@@ -355,7 +356,7 @@ class RewardIngress:
                 fields.update({k: obj[k] for k in ("answer", "answer_type", "kind", "reference_steps", "options") if k in obj})
         try:
             return RewardItem(prompt=prompt, response=response, **fields)
-        except Exception as e:  # pydantic ValidationError: a bad label is the caller's error
+        except ValidationError as e:  # a bad label is the caller's error
             raise HTTPException(422, detail=f"labels.{i}: {e}") from None
 
     async def _timed(self, route: str, items: list[RewardItem]) -> list[RewardResult]:
@@ -417,7 +418,7 @@ class RewardIngress:
             if len(out) != n:
                 raise RuntimeError(f"{len(out)} answers for {n} inputs")
             return out
-        except Exception as e:  # down, deleted, timed out, crashed, back-pressured: never a bare 500
+        except Exception as e:  # noqa: BLE001 - down, deleted, timed out, crashed, back-pressured: never a bare 500
             if call is not None:
                 try:
                     call.cancel()

@@ -62,7 +62,7 @@ class RewardItem(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _cpr_needs_steps(self) -> "RewardItem":
+    def _cpr_needs_steps(self) -> RewardItem:
         if self.kind == "cpr" and not self.reference_steps:
             raise ValueError("reference_steps: required and non-empty when kind is 'cpr'")
         if self.reference_steps is not None and any(len(s) > MAX_TEXT for s in self.reference_steps):
@@ -107,7 +107,7 @@ class OpenRLHFRequest(BaseModel):
     labels: list[str] | None = Field(None)
 
     @model_validator(mode="after")
-    def _same_length(self) -> "OpenRLHFRequest":
+    def _same_length(self) -> OpenRLHFRequest:
         for name in ("prompts", "labels"):
             v = getattr(self, name)
             if v is None:

@@ -19,7 +19,7 @@ def summarize_step_rows(rows: list[dict]) -> dict:
     for c, modes in sorted(groups.items()):
         out[c] = {}
         for m, rs in sorted(modes.items()):
-            mean = lambda k: sum(x[k] for x in rs) / len(rs)  # noqa: E731
+            mean = lambda k, rs=rs: sum(x[k] for x in rs) / len(rs)  # noqa: E731
             out[c][m] = {"n": len(rs), "precision": mean("step_precision"), "recall": mean("step_recall"),
                          "f1": mean("step_f1"), "lis": mean("step_lis"), "ordered_f1": mean("step_ordered_f1"),
                          "tau": rs[0]["tau"], "alpha": rs[0]["alpha"], "order": rs[0]["order"],

@@ -13,12 +13,14 @@ from howeval.config.base import (
     validate,
     with_changes,
 )
+from howeval.config.preflight import preflight, require_ready
+from howeval.config.resume import refuse_stale_resume, stale_fields
 from howeval.config.sweep import (
+    PATTERN_JUDGE_CONFIGS,
     AdaptConfig,
     BenchmarkConfig,
     BuildRefsConfig,
     CrystalConfig,
-    PATTERN_JUDGE_CONFIGS,
     JudgeEngineConfig,
     JudgesConfig,
     LLMJudgeConfig,
@@ -37,8 +39,6 @@ from howeval.config.sweep import (
     load_sweep_config,
     pattern_judge_config,
 )
-from howeval.config.preflight import preflight, require_ready
-from howeval.config.resume import refuse_stale_resume, stale_fields
 
 __all__ = [
     "PATTERN_JUDGE_CONFIGS", "AdaptConfig", "BenchmarkConfig", "BuildRefsConfig", "ConfigError", "CrystalConfig",

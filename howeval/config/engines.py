@@ -58,7 +58,7 @@ class OpenAIOptions(StrictModel):
         return self.deadline_s if self.deadline_s is not None else (self.max_retries + 1) * (self.timeout_s + 8.0)
 
     @model_validator(mode="after")
-    def _deadline_covers_one_attempt(self) -> "OpenAIOptions":
+    def _deadline_covers_one_attempt(self) -> OpenAIOptions:
         if self.deadline_s is not None and self.deadline_s < self.timeout_s:
             raise ValueError(f"deadline_s={self.deadline_s} is shorter than timeout_s={self.timeout_s}: one attempt could "
                              "never finish; raise deadline_s or lower timeout_s")
@@ -82,7 +82,7 @@ class VLLMOptions(BaseModel):
                                           "them flat); a key given both ways is an error.")
 
     @model_validator(mode="after")
-    def _check_engine_args(self) -> "VLLMOptions":
+    def _check_engine_args(self) -> VLLMOptions:
         both = sorted(set(self.engine_kwargs) & set(self.model_extra or {}))
         if both:
             raise ValueError(f"vllm options {both} given both flat and under engine_kwargs; give each once")
@@ -125,7 +125,7 @@ def vllm_engine_arg_names() -> frozenset[str] | None:
         return None
     try:
         from vllm.engine.arg_utils import EngineArgs
-    except Exception:  # a broken vllm install: checked again (and reported) when the engine starts
+    except Exception:  # noqa: BLE001 - a broken vllm install fails in many ways: checked again (and reported) when the engine starts
         return None
     return frozenset(f.name for f in dataclasses.fields(EngineArgs))
 

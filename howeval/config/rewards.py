@@ -45,7 +45,7 @@ class PatternRMConfig(StrictModel):
     engine_options: dict[str, Any] = Field(default_factory=dict, description="engine=vllm: vllm.EngineArgs fields (howeval.config.engines.VLLMOptions), e.g. gpu_memory_utilization, max_model_len.")
 
     @model_validator(mode="after")
-    def _path_for_checkpoint(self) -> "PatternRMConfig":
+    def _path_for_checkpoint(self) -> PatternRMConfig:
         if self.kind == "checkpoint" and not self.path:
             raise ValueError("patternrm.path is required when patternrm.kind is 'checkpoint'")
         if self.kind != "checkpoint" and (self.engine != "hf" or self.engine_options):

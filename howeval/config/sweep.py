@@ -78,7 +78,7 @@ class ModelConfig(StrictModel):
         return v
 
     @model_validator(mode="after")
-    def _options_fit_engine(self) -> "ModelConfig":
+    def _options_fit_engine(self) -> ModelConfig:
         ENGINE_OPTIONS[self.engine].model_validate(self.options)  # raises naming the option
         return self
 
@@ -110,7 +110,7 @@ class JudgeEngineConfig(StrictModel):
     structured_output: bool = Field(True, description="Ask pattern judges for their JSON by schema (response_format json_schema; vLLM guided JSON); a server that refuses it is asked again without it, and the repair prompt stays the fallback for unparseable output.")
 
     @model_validator(mode="after")
-    def _opts(self) -> "JudgeEngineConfig":
+    def _opts(self) -> JudgeEngineConfig:
         ENGINE_OPTIONS["openai"].model_validate(self.options)
         return self
 
@@ -227,7 +227,7 @@ class JudgesConfig(StrictModel):
     replicas: int = Field(1, ge=1)
 
     @model_validator(mode="after")
-    def _primary_known(self) -> "JudgesConfig":
+    def _primary_known(self) -> JudgesConfig:
         names = [j.name for j in self.pattern]
         if len(set(names)) != len(names):
             raise ValueError(f"judges.pattern names must be unique, got {names}")
@@ -267,7 +267,7 @@ class AdaptConfig(StrictModel):
     coverage_tau: float = Field(0.35, ge=-1, le=1, description="Cosine threshold of the key-step coverage match.")
     embedder: str | None = Field(None, description="Local sentence-transformers folder for coverage; None = the bundled all-MiniLM-L6-v2.")
 
-    def for_engine(self, engine: str) -> "AdaptConfig":
+    def for_engine(self, engine: str) -> AdaptConfig:
         """This block with ``tool_format`` filled in for ``engine`` (text for hf/replay, openai otherwise)."""
         if self.tool_format is not None:
             return self
@@ -288,7 +288,7 @@ class SweepConfig(StrictModel):
     adapt: AdaptConfig | None = Field(None, description="AdaptMMBench episodes (SPEC section 4); None = off, {} = the defaults.")
 
     @model_validator(mode="after")
-    def _unique_models(self) -> "SweepConfig":
+    def _unique_models(self) -> SweepConfig:
         names = [m.name for m in self.models]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
@@ -312,7 +312,7 @@ class BuildRefsConfig(StrictModel):
     ray: RayConfig = Field(default_factory=RayConfig)
 
     @model_validator(mode="after")
-    def _writers_have_mode(self) -> "BuildRefsConfig":
+    def _writers_have_mode(self) -> BuildRefsConfig:
         names = [w.name for w in self.writers]
         if len(set(names)) != len(names):
             raise ValueError(f"writers: names must be unique, got {names}")

@@ -14,11 +14,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from howeval.engines.base import ChatRequest, Completion
-from howeval.engines.messages import flatten_text, to_template_parts
 from howeval.config.engines import HFOptions
+from howeval.engines.base import ChatRequest, Completion
 from howeval.engines.checkpoints import DEFAULT_GGUF, default_model_dir, embedded_checkpoint
+from howeval.engines.messages import flatten_text, to_template_parts
 from howeval.parsing.reasoning import split_reasoning, template_opens_reasoning
+
 
 def resolve_model_path(model: str | None, options: HFOptions) -> str:
     """The local folder for ``model``: ``None`` = the embedded SmolLM2 (its fp32 copy, or the GGUF folder when
@@ -145,7 +146,7 @@ class HFEngine:
         for i, r in enumerate(reqs):
             try:
                 text, images = self._prompt(r)
-            except Exception as e:  # recorded on the row, never raised past the batch
+            except Exception as e:  # noqa: BLE001 - any prompt failure is recorded on its row, never raised past the batch
                 res[i] = Completion(text="", finish_reason="error", request_id=r.request_id,
                                     error=f"hf prompt failed: {type(e).__name__}: {e}")
                 continue
@@ -184,7 +185,7 @@ class HFEngine:
                 gen_kw.update(do_sample=False, temperature=None, top_p=None, top_k=None)
             with torch.inference_mode():
                 seqs = self.model.generate(**enc, **gen_kw)  # (B, T_prompt + T_new)
-        except Exception as e:  # an engine failure is recorded on each row, never raised past the batch
+        except Exception as e:  # noqa: BLE001 - an engine failure is recorded on each row, never raised past the batch
             return [Completion(text="", finish_reason="error", error=f"hf generate failed: {type(e).__name__}: {e}",
                                request_id=r.request_id) for r in reqs]
         dt = (time.perf_counter() - t0) / len(reqs)

@@ -14,9 +14,9 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from statistics import median
-from typing import Sequence
 
 OCR_ENGINE = "rapidocr-onnxruntime"
 CACHE_VERSION = "1"  # bump when the line grouping changes: the cache key includes it

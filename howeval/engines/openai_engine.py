@@ -28,11 +28,11 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable
 
-from howeval.engines.base import ChatRequest, Completion
 from howeval.config.engines import OpenAIOptions
+from howeval.engines.base import ChatRequest, Completion
 from howeval.parsing.reasoning import split_reasoning
 
 log = logging.getLogger(__name__)
@@ -274,7 +274,7 @@ class OpenAIEngine:
                     delay = 0.0  # the endpoint pause covers it
                 else:
                     delay = self._backoff(attempt)
-            except Exception as e:  # a malformed answer, a client-side bug: on the row, not retried
+            except Exception as e:  # noqa: BLE001 - a malformed answer, a client-side bug: on the row, not retried
                 ep.answered()
                 return self._error(req, t0, f"{type(e).__name__}: {str(e)[:300]}")
             else:

@@ -1,10 +1,10 @@
 """Engine registry: name -> builder (STYLE rule 2). Unknown names raise, listing the registered ones."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from howeval.engines.base import Engine
 from howeval.config.engines import ENGINE_OPTIONS
+from howeval.engines.base import Engine
 
 _BUILDERS: dict[str, Callable[..., Engine]] = {}
 

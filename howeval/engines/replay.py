@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import time
 
-
-from howeval.engines.base import ChatRequest, Completion
 from howeval.config.engines import ReplayOptions
+from howeval.engines.base import ChatRequest, Completion
 from howeval.parsing.reasoning import split_reasoning
 from howeval.store import iter_jsonl
 

@@ -76,8 +76,13 @@ def build_tiny_vlm(out: str | Path, lm_path: str, spec: TinyVLMSpec = TinyVLMSpe
         ValueError: ``lm_path`` is not a Llama-family causal LM (the Idefics3 text backbone).
     """
     import torch
-    from transformers import (AutoModelForCausalLM, AutoTokenizer, Idefics3Config,
-                              Idefics3ForConditionalGeneration, Idefics3Processor)
+    from transformers import (
+        AutoModelForCausalLM,
+        AutoTokenizer,
+        Idefics3Config,
+        Idefics3ForConditionalGeneration,
+        Idefics3Processor,
+    )
     from transformers.models.idefics3.configuration_idefics3 import Idefics3VisionConfig
     from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
 

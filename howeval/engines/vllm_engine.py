@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import time
 
-from howeval.engines.base import ChatRequest, Completion
 from howeval.config.engines import VLLM_CPU_DEFAULTS, VLLMOptions
+from howeval.engines.base import ChatRequest, Completion
 from howeval.parsing.reasoning import split_reasoning
 
 
@@ -120,7 +120,7 @@ class VLLMEngine:
             try:
                 (rid,) = self.llm.enqueue_chat([r.messages], _sampling_params(sampling_kwargs(r)), use_tqdm=False,
                                                chat_template_kwargs=r.chat_template_kwargs or None)
-            except Exception as e:  # vLLM refused this request: its row only
+            except Exception as e:  # noqa: BLE001 - vLLM refused this request: the error is kept on its row only
                 out[i] = Completion(text="", finish_reason="error", error=f"vllm: {_one_line(e)}",
                                     request_id=r.request_id)
                 continue
@@ -130,7 +130,7 @@ class VLLMEngine:
         if queued:
             try:
                 results = self.llm.wait_for_completion(use_tqdm=False)
-            except Exception as e:  # the engine itself failed: every queued row carries the reason
+            except Exception as e:  # noqa: BLE001 - the engine itself failed: every queued row carries the reason
                 for i in set(queued.values()):
                     out[i] = Completion(text="", finish_reason="error", error=f"vllm engine: {_one_line(e)}",
                                         request_id=requests[i].request_id)

@@ -11,13 +11,13 @@ Every judge follows one protocol (``base.py``): ``judge_batch(items: list[JudgeI
 from howeval.judges.base import JudgeItem, PatternJudge
 from howeval.judges.consensus import ConsensusResult, consensus, consensus_table
 from howeval.judges.llm import LLMPatternJudge
+from howeval.judges.registry import build_pattern_judge, register_pattern_judge
 from howeval.judges.rubric import (
     RUBRIC_VERSION,
     build_pattern_messages,
     build_repair_messages,
     parse_pattern_output,
 )
-from howeval.judges.registry import build_pattern_judge, register_pattern_judge
 from howeval.judges.rules import RULES_VERSION, RuleJudge
 from howeval.judges.verdict import LABELS, JudgeParseError, PatternVerdict, make_verdict
 

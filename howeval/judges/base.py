@@ -8,8 +8,9 @@ an item it could not judge (never a default label).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from howeval.judges.verdict import PatternVerdict
 from howeval.records import check_columns
@@ -55,7 +56,7 @@ class JudgeItem:
             object.__setattr__(self, "image_data_urls", tuple(self.image_data_urls or ()))
 
     @classmethod
-    def of(cls, item: "JudgeItem | Mapping[str, Any]") -> "JudgeItem":
+    def of(cls, item: JudgeItem | Mapping[str, Any]) -> JudgeItem:
         """A JudgeItem from itself or a mapping with ``question``, ``response`` (``options``,
         ``image_data_url`` optional; a None question becomes "").
 
@@ -74,7 +75,7 @@ class JudgeItem:
 _REQUIRED = {"question": "the prompt q", "response": "the user-facing response y_m"}
 
 
-def as_judge_items(items: Sequence["JudgeItem | Mapping[str, Any]"]) -> list[JudgeItem]:
+def as_judge_items(items: Sequence[JudgeItem | Mapping[str, Any]]) -> list[JudgeItem]:
     """Every item as a :class:`JudgeItem` (see :meth:`JudgeItem.of`), in order."""
     return [JudgeItem.of(it) for it in items]
 

@@ -33,8 +33,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 __all__ = [
     "DEFAULT_ITEM_BUDGET_S",
@@ -224,7 +225,7 @@ def _worker_main() -> None:  # pragma: no cover - runs in the child process
             chan.send(("ok", _TASKS[name](*args)))
         except RecursionError:
             chan.send(("error", "RecursionError: too deeply nested"))
-        except Exception as e:  # the task's failure is reported to the parent, which records it on the row
+        except Exception as e:  # noqa: BLE001 - any task failure is reported to the parent, which records it on the row
             chan.send(("error", f"{type(e).__name__}: {str(e)[:200]}"))
 
 

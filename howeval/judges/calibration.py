@@ -23,7 +23,7 @@ competent judge saw a pattern). Seeded and order-independent (items are sorted b
 from __future__ import annotations
 
 import random
-from typing import Mapping
+from collections.abc import Mapping
 
 from howeval.judges.consensus import consensus
 from howeval.judges.verdict import PatternVerdict

@@ -6,8 +6,8 @@ Used to split responses into consensus samples (all judges agree on the whole ve
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
 from howeval.judges.verdict import LABELS, PatternVerdict
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import io
-from typing import Sequence
+from collections.abc import Sequence
 
 __all__ = ["ACCEPTED_MIME", "BadImage", "check_image", "sniff_mime", "judge_image_url", "judge_image_urls"]
 

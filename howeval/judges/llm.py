@@ -6,7 +6,8 @@ A text-only judge (``with_image=False``) mirrors how PatternRM is served (SPEC s
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from howeval.engines.base import ChatRequest, Completion, Engine
 from howeval.judges.base import JudgeItem, as_judge_items

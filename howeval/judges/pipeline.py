@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from howeval.config import JudgesConfig, PatternJudgeBase, with_changes
 from howeval.judges.base import JudgeItem
@@ -157,7 +158,7 @@ class Judger:
         return out
 
 
-def as_verify_result(v: "VerifyResult | Mapping[str, Any]") -> VerifyResult:
+def as_verify_result(v: VerifyResult | Mapping[str, Any]) -> VerifyResult:
     """A :class:`VerifyResult` from itself or its fields (``correct, extracted, method, reason``), e.g. a
     ``records.VERIFY_TYPE`` struct value read back from Arrow.
 

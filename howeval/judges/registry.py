@@ -14,7 +14,8 @@ model there and one decorated builder here (see ``_patternrm`` below); a test ch
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from howeval.judges.base import PatternJudge
 
@@ -92,14 +93,14 @@ def register_pattern_judge(kind: str) -> Callable[[JudgeBuilder], JudgeBuilder]:
     return PATTERN_JUDGES.register(kind)
 
 
-def default_engine_builder(model: str, options: dict[str, Any]) -> "Engine":
+def default_engine_builder(model: str, options: dict[str, Any]) -> Engine:
     """The OpenAI-compatible engine for ``model`` (judges are served behind an OpenAI-style endpoint)."""
     from howeval.engines.registry import build_engine
 
     return build_engine("openai", model, options)
 
 
-def build_pattern_judge(cfg: "PatternJudgeBase", engine_builder: EngineBuilder | None = None) -> PatternJudge:
+def build_pattern_judge(cfg: PatternJudgeBase, engine_builder: EngineBuilder | None = None) -> PatternJudge:
     """The pattern judge configured by ``cfg`` (``cfg.kind`` picks the builder).
 
     Raises:
@@ -113,14 +114,14 @@ def build_pattern_judge(cfg: "PatternJudgeBase", engine_builder: EngineBuilder |
 
 
 @register_pattern_judge("rules")
-def _rules(cfg: "PatternJudgeBase", engine_builder: EngineBuilder) -> PatternJudge:
+def _rules(cfg: PatternJudgeBase, engine_builder: EngineBuilder) -> PatternJudge:
     from howeval.judges.rules import RuleJudge
 
     return RuleJudge()
 
 
 @register_pattern_judge("llm")
-def _llm(cfg: "LLMJudgeConfig", engine_builder: EngineBuilder) -> PatternJudge:
+def _llm(cfg: LLMJudgeConfig, engine_builder: EngineBuilder) -> PatternJudge:
     from howeval.judges.llm import LLMPatternJudge
 
     return LLMPatternJudge(engine_builder(cfg.llm.model, cfg.llm.options), name=cfg.name, version=cfg.version,
@@ -129,7 +130,7 @@ def _llm(cfg: "LLMJudgeConfig", engine_builder: EngineBuilder) -> PatternJudge:
 
 
 @register_pattern_judge("patternrm")
-def _patternrm(cfg: "PatternRMJudgeConfig", engine_builder: EngineBuilder) -> PatternJudge:
+def _patternrm(cfg: PatternRMJudgeConfig, engine_builder: EngineBuilder) -> PatternJudge:
     from howeval.judges.patternrm.judge import PatternRMJudge
 
     return PatternRMJudge(name=cfg.name, patternrm=cfg.patternrm, version=cfg.version)

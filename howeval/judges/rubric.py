@@ -7,7 +7,8 @@ PR). ``RUBRIC_VERSION`` names this wording; change it whenever the text changes.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from howeval.judges.verdict import LABELS, JudgeParseError
 from howeval.parsing.text import json_candidates

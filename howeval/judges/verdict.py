@@ -61,7 +61,7 @@ class PatternVerdict:
             self.evidence.setdefault(k, None)
 
     @classmethod
-    def failed(cls, judge: str, judge_version: str, error: str, raw: str | None = None) -> "PatternVerdict":
+    def failed(cls, judge: str, judge_version: str, error: str, raw: str | None = None) -> PatternVerdict:
         """A verdict with no labels: the judge failed on this response (``error`` says why)."""
         if not error:
             raise ValueError("a failed verdict needs a non-empty error reason")

@@ -9,7 +9,7 @@ A truncated thinking response counts as wrong (it gave no answer), never as judg
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 from howeval.records import LABELS, MODES
 

@@ -16,7 +16,7 @@ Pure numpy/scipy, seeded: the same rows and seed always give the same intervals.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from scipy import stats as _st

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-
 Pair = tuple[int, int, float]
 
 DEFAULT_TAU = 0.35

@@ -11,8 +11,18 @@ turns it into ``report.md`` (figures as image links to ``plots/``), ``howeval.re
 from __future__ import annotations
 
 from howeval.report.paper import category_markdown, main_markdown
-from howeval.report.tables import (ACC_NOTE, GAPS_NOTE, _table, bad_rows_section, breakdown_table, gaps_table,
-                                   intervals_section, length_section, mode_table, overview_table)
+from howeval.report.tables import (
+    ACC_NOTE,
+    GAPS_NOTE,
+    _table,
+    bad_rows_section,
+    breakdown_table,
+    gaps_table,
+    intervals_section,
+    length_section,
+    mode_table,
+    overview_table,
+)
 
 FIGURE_CAPTIONS = {
     "radar_NT.png": "Non-thinking Trigger (%) over the task categories, every config overlaid (paper Fig. 4). "

@@ -22,8 +22,16 @@ from howeval.config import SweepConfig
 from howeval.judges.pipeline import judge_id
 from howeval.metrics.patterneval import sweep_metrics
 from howeval.metrics.stats import extend_metrics
-from howeval.records import (ADAPT_SCHEMA, JUDGMENT_SCHEMA, LABELS, RESPONSE_KEY, RESPONSE_SCHEMA, STEPS_SCHEMA,
-                             key_of, latest_attempts)
+from howeval.records import (
+    ADAPT_SCHEMA,
+    JUDGMENT_SCHEMA,
+    LABELS,
+    RESPONSE_KEY,
+    RESPONSE_SCHEMA,
+    STEPS_SCHEMA,
+    key_of,
+    latest_attempts,
+)
 from howeval.report.html import render_html
 from howeval.report.meta import run_metadata
 from howeval.report.page import build_document, to_markdown

@@ -103,7 +103,7 @@ class RewardClient:
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> "RewardClient":
+    def __enter__(self) -> RewardClient:
         return self
 
     def __exit__(self, *exc: Any) -> None:

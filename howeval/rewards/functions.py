@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 
 from howeval.records import LABELS  # CoT leakage, Repetition, Contradiction, Performative
 
-
 _PATTERN_AGGREGATES: dict[str, Callable[[list[int]], float]] = {
     "mean": lambda b: sum(b) / len(b),
     "max": lambda b: float(max(b)),

@@ -28,8 +28,8 @@ from typing import Any
 
 from howeval.config.rewards import CPRConfig, PatternConfig
 from howeval.engines.messages import message_text
-from howeval.rewards.functions import bernoulli_gate, cpr_reward, pattern_reward, pattern_score
 from howeval.judges.patternrm.format import rollout_key
+from howeval.rewards.functions import bernoulli_gate, cpr_reward, pattern_reward, pattern_score
 
 __all__ = ["KINDS", "RewardItemError", "PatternRMUnavailable", "RewardPlan", "prepare", "assemble", "score_batch"]
 
@@ -194,12 +194,12 @@ def score_batch(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, cpr:
     if plan.rm_index:
         try:
             rm = list(label_batch(plan.rm_requests()))  # type: ignore[misc]
-        except Exception as e:  # a dead model is a degraded row, with its reason
+        except Exception as e:  # noqa: BLE001 - a dead model (any failure) is a degraded row, with its reason
             rm = f"{type(e).__name__}: {str(e)[:200]}"
     if plan.step_index:
         try:
             f1 = [float(x) for x in step_f1(plan.step_requests())]  # type: ignore[misc]
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - a dead step scorer (any failure) is a degraded row, with its reason
             f1 = f"{type(e).__name__}: {str(e)[:200]}"
     return assemble(plan, rm, f1, pattern, cpr, on_failure)
 

@@ -22,8 +22,9 @@ and :func:`transform_boxes` carries evidence boxes through a right-angle rotatio
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from PIL import Image, ImageEnhance
 
