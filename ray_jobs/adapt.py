@@ -17,7 +17,7 @@ from howeval.benchmarks.loaders import load_samples
 from howeval.config import AdaptConfig, SweepConfig, load_run_config, with_changes
 from howeval.report.run import write_report
 from ray_jobs.common import init_ray
-from ray_jobs.stages import adapt_episodes  # noqa: F401  (settings re-exported)
+from ray_jobs.stages import adapt_episodes, adapt_settings as settings  # noqa: F401  (settings re-exported)
 
 
 def run_adapt(cfg: SweepConfig, samples: list[dict], verbose: bool = False) -> dict:

@@ -133,8 +133,7 @@ def _register(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 @_register("math_equal")
 def _math_equal_task(gold: str, pred: str) -> bool | None:
     """math-verify equivalence (runs in the child): True/False, or None when either side does not parse."""
-    from math_verify import parse
-    from math_verify import verify as mv_verify
+    from math_verify import parse, verify as mv_verify
 
     def wrap(s: str) -> str:
         s = s.strip()
