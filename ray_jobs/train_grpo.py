@@ -29,8 +29,8 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from howeval.config import with_changes
 from howeval.training.config import TrainConfig, load_train_config

@@ -61,7 +61,7 @@ def check_deepspeed_grpo() -> str:
         import deepspeed
     except ImportError as e:
         raise Skip(f"deepspeed not installed ({e})") from e
-    from howeval.training.grpo import load_train_config
+    from howeval.training.config import load_train_config
     from ray_jobs.train_grpo import run
 
     os.environ.setdefault("RAY_ADDRESS", "local")

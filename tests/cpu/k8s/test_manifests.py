@@ -213,7 +213,7 @@ def test_hardware_values_reach_every_gpu_group_and_the_train_entrypoint(overlay,
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_train_config_of_the_overlay_loads_with_its_accelerator(overlay, repo_root: Path):
-    from howeval.training.grpo import load_train_config
+    from howeval.training.config import load_train_config
     from ray_jobs.train_grpo import cli_overrides
 
     hw = hardware_values(overlay)

@@ -74,7 +74,7 @@ def grpo_gpu_pods(doc: dict, repo_root) -> tuple[int, dict]:
     """GPU-group pods the GRPO job needs for max_workers Ray Train workers + its driver, and the Ray-level plan."""
     import shlex
 
-    from howeval.training.grpo import load_train_config
+    from howeval.training.config import load_train_config
 
     argv = shlex.split(doc["spec"]["entrypoint"])
     cfg = load_train_config(str(repo_root / argv[argv.index("--config") + 1]))

@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 def test_one_grpo_step_with_deepspeed_zero2_on_cpu(tmp_path, repo_root: Path, monkeypatch):
     pytest.importorskip("deepspeed", reason="deepspeed is in the gpu extra; `make test-deepspeed` installs it and runs this")
-    from howeval.training.grpo import load_train_config
+    from howeval.training.config import load_train_config
     from ray_jobs.train_grpo import run
 
     monkeypatch.setenv("RAY_ADDRESS", os.environ.get("RAY_ADDRESS", "local"))
