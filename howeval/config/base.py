@@ -7,10 +7,19 @@ message :func:`format_validation_error` writes one line per bad key path, e.g.::
 
     configs/demo.yaml: 1 config error(s):
       models.0.sampling.max_tokens: Input should be greater than or equal to 1 (got 0)
+
+An unknown key is named with the closest accepted one and the list of accepted keys, at any depth
+(:func:`unknown_key_message`), e.g.
+``models.0.sampling.temperture: unknown key (got 0.7); did you mean 'temperature'? Accepted: max_tokens, ...``.
+Command-line dot-list overrides (``models.0.sampling.temperature=0.7``) are applied to the raw mapping by
+:func:`apply_dotlist` before validation, so they get the same errors.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import difflib
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,22 +34,121 @@ class StrictModel(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    @classmethod
+    def nested_config(cls, field: str, raw: Mapping) -> type[BaseModel] | None:
+        """The config class that validates the plain mapping under ``field`` (e.g. a model's ``options:``,
+        checked against its engine's options model), given this model's raw input; None = the field's own
+        type. Used only to name the accepted keys in error messages (:func:`format_validation_error`)."""
+        return None
+
 
 class ConfigError(ValueError):
     """A config that does not validate; the message names the source and every bad key path."""
 
 
-def format_validation_error(err: ValidationError, source: str) -> str:
+def unknown_key_message(key: str, accepted: Iterable[str]) -> str:
+    """The rule of an unknown config key: the closest accepted key (if any is close) and every accepted key.
+
+    >>> unknown_key_message("temperture", ["max_tokens", "temperature", "top_p"])
+    "unknown key; did you mean 'temperature'? Accepted: max_tokens, temperature, top_p"
+    """
+    accepted = list(accepted)
+    close = difflib.get_close_matches(str(key), accepted, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ";"
+    return f"unknown key{hint} Accepted: {', '.join(accepted)}"
+
+
+def _unwrap(tp: Any) -> Any:
+    """``X`` from ``Annotated[X, ...]``; from ``X | None`` (or a union with one non-None member) that member."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+            if len(args) == 1:
+                tp = args[0]
+            elif len(models) == 1:
+                tp = models[0]
+            else:
+                return tp
+        else:
+            return tp
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def _tagged_member(tp: Any, tag: str) -> Any:
+    """The member of a discriminated union ``tp`` annotated with ``Tag(tag)`` (pydantic puts the tag in an
+    error's path), or None."""
+    if typing.get_origin(tp) not in (typing.Union, types.UnionType):
+        return None
+    for member in typing.get_args(tp):
+        if typing.get_origin(member) is typing.Annotated:
+            inner, *meta = typing.get_args(member)
+            if any(getattr(m, "tag", None) == tag for m in meta):
+                return inner
+    return None
+
+
+def model_at(cls: type[BaseModel], raw: Any, loc: tuple) -> type[BaseModel] | None:
+    """The config class that validates the mapping at key path ``loc`` of ``raw`` (validated as ``cls``), or
+    None where it cannot be told (a plain dict, an untagged union). Follows fields, list items, dict values,
+    the tags of discriminated unions and :meth:`StrictModel.nested_config`."""
+    tp: Any = cls
+    for seg in loc:
+        tp = _unwrap(tp)
+        member = _tagged_member(tp, str(seg))
+        if member is not None:  # a tag segment: the same raw mapping, validated as that member
+            tp = member
+            continue
+        if _is_model(tp):
+            sub = tp.nested_config(str(seg), raw) if issubclass(tp, StrictModel) and isinstance(raw, Mapping) else None
+            if sub is None:
+                field = tp.model_fields.get(str(seg))
+                if field is None:
+                    return None
+                sub = field.annotation
+            tp = sub
+        else:
+            origin, args = typing.get_origin(tp), typing.get_args(tp)
+            if origin in (list, tuple, set, frozenset) and args:
+                tp = args[0]
+            elif origin is dict and len(args) == 2:
+                tp = args[1]
+            else:
+                return None
+        try:
+            raw = raw[seg]
+        except (KeyError, IndexError, TypeError):
+            raw = None
+    tp = _unwrap(tp)
+    return tp if _is_model(tp) else None
+
+
+def format_validation_error(err: ValidationError, source: str, cls: type[BaseModel] | None = None,
+                            raw: Any = None) -> str:
     """One line per error: ``<key.path>: <rule> (got <value, first 80 chars>)``, under a ``<source>:`` header.
 
-    Mappings are shown as ``{...}`` (their keys are in the path already).
+    Mappings are shown as ``{...}`` (their keys are in the path already). With ``cls`` (the class ``raw``
+    was validated as), an unknown key's line says ``unknown key (got ...)``, the closest accepted key and
+    every accepted key (:func:`unknown_key_message`).
     """
     lines = [f"{source}: {len(err.errors())} config error(s):"]
     for e in err.errors():
         loc = ".".join(str(p) for p in e["loc"]) or "<root>"
         got = e.get("input")
         got_s = repr(got) if not isinstance(got, dict) else "{...}"
-        lines.append(f"  {loc}: {e['msg']} (got {got_s[:80]})")
+        parent = model_at(cls, raw, tuple(e["loc"][:-1])) if cls is not None and e["type"] == "extra_forbidden" else None
+        if parent is not None:
+            rule = unknown_key_message(str(e["loc"][-1]), parent.model_fields)
+            head, _, tail = rule.partition(";")
+            lines.append(f"  {loc}: {head} (got {got_s[:80]});{tail}")
+        else:
+            lines.append(f"  {loc}: {e['msg']} (got {got_s[:80]})")
     return "\n".join(lines)
 
 
@@ -50,7 +158,7 @@ def validate(cls: type[M], raw: Any, source: str) -> M:
     try:
         return cls.model_validate(raw)
     except ValidationError as e:
-        raise ConfigError(format_validation_error(e, source)) from None
+        raise ConfigError(format_validation_error(e, source, cls, raw)) from None
 
 
 def with_changes(model: M, source: str, **changes: Any) -> M:

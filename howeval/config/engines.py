@@ -12,20 +12,107 @@ import importlib.metadata
 import importlib.util
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from howeval.config.base import StrictModel
 
 
 class HFOptions(StrictModel):
-    """Options of the ``hf`` engine (transformers, CPU or GPU, batched with left padding)."""
+    """Options of the ``hf`` engine (transformers, CPU or GPU, batched with left padding).
+
+    Besides the engine's own fields (``batch_size``, ``torch_threads``, ``device``), every key is passed to
+    the model's ``from_pretrained`` (lmms-eval's ``--model_args``): the fields below (``dtype``,
+    ``trust_remote_code``, ``attn_implementation``, ``device_map``, ``revision``, ``gguf_file``) and, flat,
+    any other ``from_pretrained`` keyword (``quantization_config``, ``max_memory``, ``subfolder``, ...),
+    checked against transformers' names (:data:`howeval.config.hf_known_args.FROM_PRETRAINED_ARGS`): an
+    unknown key is an error with the closest name. ``trust_remote_code`` and ``revision`` (and the other
+    :data:`~howeval.config.hf_known_args.LOADER_SHARED_ARGS`) also go to the processor / tokenizer;
+    ``processor_kwargs`` (``min_pixels``, ``max_pixels``, ...) go to ``AutoProcessor.from_pretrained`` only,
+    checked when the engine starts against the loaded processor's own arguments. Example::
+
+        options: {trust_remote_code: true, attn_implementation: sdpa, dtype: bfloat16, device_map: auto,
+                  processor_kwargs: {min_pixels: 200704, max_pixels: 1003520}}
+
+    ``torch_dtype`` (transformers' older name) is read as ``dtype``. :meth:`model_kwargs` and
+    :meth:`processor_load_kwargs` are what the engine passes, as recorded in the run's provenance.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
 
     gguf_file: str | None = Field(None, description="GGUF file inside the model folder; None for a regular checkpoint. "
                                   "The embedded default sets it to SmolLM2-135M-Instruct.Q4_1.gguf.")
-    dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="Weights dtype; float32 is fastest on CPU.")
-    device: str = Field("cpu", description="torch device, e.g. 'cpu' or 'cuda'.")
+    dtype: Literal["float32", "bfloat16", "float16", "auto"] = Field(
+        "float32", description="Weights dtype (from_pretrained's dtype; torch_dtype is read as this): float32 is "
+        "fastest on CPU, bfloat16 on recent GPUs; auto = the checkpoint's own.")
+    device: str = Field("cpu", description="torch device the model is moved to, e.g. 'cpu' or 'cuda'; with "
+                        "device_map the model stays where accelerate places it.")
     batch_size: int = Field(16, ge=1, description="Prompts per generate() call; larger is faster until memory runs out.")
     torch_threads: int | None = Field(None, ge=1, description="torch.set_num_threads in the actor; None leaves torch's default.")
+    trust_remote_code: bool = Field(False, description="Run the checkpoint's own modelling / processing code (many "
+                                    "VLMs need it); passed to the model, processor and tokenizer.")
+    attn_implementation: str | None = Field(None, description="Attention kernel: eager, sdpa, flash_attention_2, ...; "
+                                            "None = transformers' default for the model.")
+    device_map: str | dict[str, Any] | None = Field(None, description="accelerate placement (auto, balanced, "
+                                                    "{layer: device}); None = the whole model on `device`.")
+    revision: str | None = Field(None, description="Branch, tag or commit of a hub checkpoint (model and processor); "
+                                 "None = main.")
+    processor_kwargs: dict[str, Any] = Field(default_factory=dict, description="Arguments of the processor "
+                                             "(AutoProcessor.from_pretrained), e.g. min_pixels / max_pixels for "
+                                             "Qwen2-VL; checked against the loaded processor when the engine starts.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _torch_dtype_is_dtype(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "torch_dtype" in data:
+            if "dtype" in data:
+                raise ValueError("give dtype or torch_dtype, not both (torch_dtype is transformers' older name)")
+            data = {**data, "dtype": data["torch_dtype"]}
+            del data["torch_dtype"]
+        return data
+
+    @model_validator(mode="after")
+    def _extras_are_from_pretrained_args(self) -> "HFOptions":
+        from howeval.config.hf_known_args import FROM_PRETRAINED_ARGS, NOT_FROM_YAML, RECORDED_VERSION
+
+        errors = []
+        for k, v in sorted((self.model_extra or {}).items()):
+            if k in NOT_FROM_YAML:
+                msg = ("a from_pretrained argument a config cannot give (a Python object, or it changes what "
+                       "from_pretrained returns)")
+            elif k not in FROM_PRETRAINED_ARGS:
+                accepted = sorted(set(type(self).model_fields) | FROM_PRETRAINED_ARGS - {"torch_dtype"})
+                close = difflib.get_close_matches(k, accepted, n=1, cutoff=0.6)
+                msg = (f"unknown hf option{f'; did you mean {close[0]!r}?' if close else ':'} Neither an engine option "
+                       f"nor a from_pretrained argument (transformers {RECORDED_VERSION}); processor arguments "
+                       f"(min_pixels, ...) go under processor_kwargs. Accepted: {', '.join(accepted)}")
+            else:
+                continue
+            errors.append(InitErrorDetails(type=PydanticCustomError("unknown_option", msg), loc=(k,), input=v))
+        if errors:  # one error per key, at <path>.options.<key>
+            raise ValidationError.from_exception_data(type(self).__name__, errors)
+        if self.device_map is not None and "device" in self.model_fields_set:
+            raise ValueError(f"give device ({self.device!r}) or device_map ({self.device_map!r}), not both")
+        return self
+
+    def model_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of the model's ``from_pretrained``: ``dtype``, the fields set (or not at
+        their default) among the from_pretrained ones, and the flat extras."""
+        out: dict[str, Any] = {"dtype": self.dtype}
+        for k in ("gguf_file", "attn_implementation", "device_map", "revision"):
+            if getattr(self, k) is not None:
+                out[k] = getattr(self, k)
+        if self.trust_remote_code:
+            out["trust_remote_code"] = True
+        return {**out, **(self.model_extra or {})}
+
+    def processor_load_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of the processor's / tokenizer's ``from_pretrained``: the loader arguments the
+        model's share (:data:`~howeval.config.hf_known_args.LOADER_SHARED_ARGS`), then ``processor_kwargs``."""
+        from howeval.config.hf_known_args import LOADER_SHARED_ARGS
+
+        mk = self.model_kwargs()
+        return {**{k: mk[k] for k in LOADER_SHARED_ARGS if k in mk}, **self.processor_kwargs}
 
 
 class OpenAIOptions(StrictModel):
@@ -91,8 +178,11 @@ class VLLMOptions(BaseModel):
         if known is not None:
             unknown = sorted(keys - known)
             if unknown:
+                close = {k: difflib.get_close_matches(k, known, n=1, cutoff=0.6) for k in unknown}
+                hints = "; ".join(f"{k!r}: did you mean {c[0]!r}?" for k, c in close.items() if c)
                 raise ValueError(f"unknown vLLM engine argument(s) {unknown}: not fields of vllm.EngineArgs "
-                                 f"(vllm {_vllm_version()}); check the spelling against vLLM's engine arguments")
+                                 f"(vllm {_vllm_version()}); {hints + '; ' if hints else ''}check the spelling "
+                                 "against vLLM's engine arguments")
         else:  # no vllm here: reject only near-misses of the recorded names (newer vLLM may add fields)
             from howeval.config.vllm_known_args import ENGINE_ARG_NAMES, RECORDED_VERSION
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, Discriminator, Field, Tag, TypeAdapter, field_validator, model_validator
+from pydantic import BaseModel, Discriminator, Field, Tag, TypeAdapter, ValidationInfo, field_validator, model_validator
 
 from howeval.config.base import StrictModel, load_yaml_config, resolve_path, validate
 from howeval.config.engines import ENGINE_OPTIONS
@@ -77,10 +77,18 @@ class ModelConfig(StrictModel):
             raise ValueError("give at least one mode (NT and/or T)")
         return v
 
-    @model_validator(mode="after")
-    def _options_fit_engine(self) -> ModelConfig:
-        ENGINE_OPTIONS[self.engine].model_validate(self.options)  # raises naming the option
-        return self
+    @field_validator("options")
+    @classmethod
+    def _options_fit_engine(cls, v: dict, info: ValidationInfo) -> dict:
+        engine = info.data.get("engine")  # absent when `engine` itself failed (reported there)
+        if engine in ENGINE_OPTIONS:
+            ENGINE_OPTIONS[engine].model_validate(v)  # errors at models.N.options.<key>
+        return v
+
+    @classmethod
+    def nested_config(cls, field: str, raw: Mapping) -> type[BaseModel] | None:
+        """``options`` is validated by the options model of the config's ``engine``."""
+        return ENGINE_OPTIONS.get(raw.get("engine")) if field == "options" else None
 
     @property
     def vision_mode(self) -> Literal["pixels", "ocr", "none"]:
@@ -109,10 +117,16 @@ class JudgeEngineConfig(StrictModel):
     temperature: float = Field(0.0, ge=0)
     structured_output: bool = Field(True, description="Ask pattern judges for their JSON by schema (response_format json_schema; vLLM guided JSON); a server that refuses it is asked again without it, and the repair prompt stays the fallback for unparseable output.")
 
-    @model_validator(mode="after")
-    def _opts(self) -> JudgeEngineConfig:
-        ENGINE_OPTIONS["openai"].model_validate(self.options)
-        return self
+    @field_validator("options")
+    @classmethod
+    def _opts(cls, v: dict) -> dict:
+        ENGINE_OPTIONS["openai"].model_validate(v)  # errors at <path>.options.<key>
+        return v
+
+    @classmethod
+    def nested_config(cls, field: str, raw: Mapping) -> type[BaseModel] | None:
+        """``options`` is validated by the openai engine's options model."""
+        return ENGINE_OPTIONS["openai"] if field == "options" else None
 
 
 class PatternJudgeBase(StrictModel):

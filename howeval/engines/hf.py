@@ -42,33 +42,109 @@ def is_vlm_folder(path: str) -> bool:
     return (p / "processor_config.json").exists() or (p / "preprocessor_config.json").exists()
 
 
+def from_pretrained_arg_names() -> frozenset[str]:
+    """The keyword arguments the installed transformers' ``from_pretrained`` takes (``PreTrainedModel`` and
+    ``AutoModel*``: named parameters and the ``kwargs.pop`` names of their source), minus the ones a config
+    cannot give; what :data:`howeval.config.hf_known_args.FROM_PRETRAINED_ARGS` records (imports transformers)."""
+    import inspect
+    import re
+
+    from transformers import PreTrainedModel
+    from transformers.models.auto.auto_factory import _BaseAutoModelClass
+
+    from howeval.config.hf_known_args import NOT_FROM_YAML
+
+    names: set[str] = set()
+    for f in (PreTrainedModel.from_pretrained, _BaseAutoModelClass.from_pretrained):
+        params = inspect.signature(f).parameters.values()
+        names |= {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+        names |= set(re.findall(r"kwargs\.(?:pop|get)\(\s*[\"'](\w+)", inspect.getsource(f)))
+    return frozenset(n for n in names if not n.startswith("_")) - {"pretrained_model_name_or_path"} - NOT_FROM_YAML
+
+
+def processor_arg_names(proc) -> set[str]:
+    """Arguments a loaded processor takes from ``from_pretrained``: the processor's own ``__init__`` parameters
+    and its image / video processor's (``__init__`` parameters and ``valid_kwargs`` keys), plus ``use_fast``."""
+    import inspect
+
+    def init_params(obj) -> set[str]:
+        ps = inspect.signature(type(obj).__init__).parameters.values()
+        return {p.name for p in ps if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)} - {"self"}
+
+    names = init_params(proc) - {"image_processor", "tokenizer", "video_processor", "feature_extractor"}
+    names.add("use_fast")
+    for attr in ("image_processor", "video_processor"):
+        sub = getattr(proc, attr, None)
+        if sub is None:
+            continue
+        names |= init_params(sub)
+        valid = getattr(type(sub), "valid_kwargs", None)
+        names |= set(getattr(valid, "__required_keys__", ())) | set(getattr(valid, "__optional_keys__", ()))
+    return names
+
+
+def check_processor_kwargs(proc, kwargs: dict) -> None:
+    """Refuse ``options.processor_kwargs`` keys the loaded processor does not take (transformers ignores them
+    silently: a typo'd ``max_pixel`` would leave images at their default size).
+
+    Raises:
+        ValueError: naming each unknown key, the closest accepted one and every accepted one.
+    """
+    import difflib
+
+    accepted = processor_arg_names(proc)
+    unknown = sorted(set(kwargs) - accepted)
+    if unknown:
+        hints = [f"{k!r}" + (f" (did you mean {c[0]!r}?)" if (c := difflib.get_close_matches(k, accepted, n=1, cutoff=0.6))
+                             else "") for k in unknown]
+        who = type(proc).__name__ + "".join(f" / {type(getattr(proc, a)).__name__}" for a in ("image_processor",)
+                                            if getattr(proc, a, None) is not None)
+        raise ValueError(f"options.processor_kwargs: {', '.join(hints)} not taken by this model's processor ({who}). "
+                         f"Accepted: {', '.join(sorted(accepted))}")
+
+
 def load_model_and_tokenizer(model: str | None, options: HFOptions):
     """Load ``(model, tokenizer, processor)``; ``processor`` is None for a text-only model.
 
     ``model=None`` means the embedded SmolLM2 (its cached fp32 copy); ``embedded:tiny-vlm`` the tiny VLM.
-    Tokenizers pad on the left (batched generation).
+    The model gets :meth:`HFOptions.model_kwargs` (dtype, trust_remote_code, attn_implementation, device_map,
+    revision, other from_pretrained arguments), the processor / tokenizer :meth:`HFOptions.processor_load_kwargs`;
+    without ``device_map`` the model is moved to ``options.device``. Tokenizers pad on the left (batched generation).
+
+    Raises:
+        ValueError: ``processor_kwargs`` the processor does not take, or given for a text-only model.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf = options.gguf_file
     path = resolve_model_path(model, options)
-    dtype = getattr(torch, options.dtype)
+    mkw = options.model_kwargs()
+    if mkw["dtype"] != "auto":
+        mkw["dtype"] = getattr(torch, mkw["dtype"])
+    pkw = options.processor_load_kwargs()
+
+    def place(mdl):
+        return (mdl if options.device_map is not None else mdl.to(options.device)).eval()
+
     if gguf is None and is_vlm_folder(path):
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
-        proc = AutoProcessor.from_pretrained(path)
+        proc = AutoProcessor.from_pretrained(path, **pkw)
+        check_processor_kwargs(proc, options.processor_kwargs)  # before the (slow) model load
         proc.tokenizer.padding_side = "left"
         if proc.tokenizer.pad_token is None:
             proc.tokenizer.pad_token = proc.tokenizer.eos_token
-        mdl = AutoModelForImageTextToText.from_pretrained(path, dtype=dtype).to(options.device).eval()
+        mdl = place(AutoModelForImageTextToText.from_pretrained(path, **mkw))
         return mdl, proc.tokenizer, proc
-    kw = {"gguf_file": gguf} if gguf else {}
-    tok = AutoTokenizer.from_pretrained(path, **kw)
+    if options.processor_kwargs:
+        raise ValueError(f"options.processor_kwargs {sorted(options.processor_kwargs)}: {model or 'the embedded model'} "
+                         "has no processor (a text-only model); remove them")
+    tok = AutoTokenizer.from_pretrained(path, **pkw, **({"gguf_file": gguf} if gguf else {}))
     tok.padding_side = "left"
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    mdl = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **kw).to(options.device).eval()
+    mdl = place(AutoModelForCausalLM.from_pretrained(path, **mkw))
     return mdl, tok, None
 
 
@@ -94,6 +170,7 @@ class HFEngine:
             torch.set_num_threads(self.options.torch_threads)
         self.model_name = model or f"embedded:{DEFAULT_GGUF}"
         self.model, self.tokenizer, self.processor = load_model_and_tokenizer(model, self.options)
+        self.device = self.model.device  # inputs go where the model (its first layer, with device_map) is
         self.supports_images = self.processor is not None
 
     def _prompt(self, req: ChatRequest) -> tuple[str, list]:
@@ -123,11 +200,11 @@ class HFEngine:
         text, images = self._prompt(request)
         if self.processor is not None:
             enc = self.processor(text=[text], images=[images] if images else None, return_tensors="pt",
-                                 add_special_tokens=False).to(self.options.device)
+                                 add_special_tokens=False).to(self.device)
             if "pixel_values" in enc:
                 enc["pixel_values"] = enc["pixel_values"].to(self.model.dtype)
         else:
-            enc = self.tokenizer([text], return_tensors="pt", add_special_tokens=False).to(self.options.device)
+            enc = self.tokenizer([text], return_tensors="pt", add_special_tokens=False).to(self.device)
         with torch.inference_mode():
             return self.model(**enc).logits[0, -1].float()  # (V,)
 
@@ -166,9 +243,9 @@ class HFEngine:
         try:
             if self.processor is not None:
                 enc = self.processor(text=prompts, images=images if any(images) else None, return_tensors="pt",
-                                     padding=True, add_special_tokens=False).to(self.options.device)
+                                     padding=True, add_special_tokens=False).to(self.device)
             else:
-                enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.options.device)
+                enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
             r0 = reqs[0]
             max_new = max(r.max_tokens for r in reqs)
             gen_kw = {"max_new_tokens": max_new, "pad_token_id": self.tokenizer.pad_token_id}

@@ -42,7 +42,7 @@ def test_strict_base_forbids_unknown_keys_and_is_frozen():
         validate(_Tiny, {"n": 0, "colour": "red"}, "t.yaml")
     assert str(e.value) == ("t.yaml: 2 config error(s):\n"
                             "  n: Input should be greater than or equal to 1 (got 0)\n"
-                            "  colour: Extra inputs are not permitted (got 'red')")
+                            "  colour: unknown key (got 'red'); Accepted: n, name, sub")
     t = _Tiny()
     with pytest.raises(Exception):
         t.n = 3  # frozen
@@ -89,7 +89,8 @@ def test_crystal_and_adapt_blocks_are_typed_and_validated_at_load(tmp_path):
     with pytest.raises(ConfigError) as e:
         load_sweep_config(p)
     msg = str(e.value)
-    assert "crystal.taus: Extra inputs are not permitted (got 1)" in msg
+    assert ("crystal.taus: unknown key (got 1); did you mean 'tau'? Accepted: tau, alpha, order, embedder, replicas, "
+            "num_cpus") in msg
     assert "adapt.modes.1: Input should be 'text', 'adaptive' or 'oracle' (got 'zoom')" in msg
     assert "adapt.max_turns: Input should be greater than or equal to 1 (got 0)" in msg
 
@@ -103,3 +104,23 @@ def test_crystal_settings_accepts_the_typed_block():
     assert crystal_settings({"alpha": 0.25})["alpha"] == 0.25
     with pytest.raises(ConfigError, match="crystal: 1 config error"):
         crystal_settings({"tua": 0.3})
+
+
+def test_every_unknown_key_gets_the_closest_accepted_one_at_its_full_path(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text(BASE.replace("modes: {NT: {}}", "modes: {NT: {systm_prompt: x}}, sampling: {temperture: 0.7}, "
+                              "options: {batch_sise: 2}")
+                 + "judges: {primry: rules, verifier: {llm_fallback: {model: m, options: {base_ur: x}}}}\n")
+    with pytest.raises(ConfigError) as e:
+        load_sweep_config(p)
+    lines = str(e.value).splitlines()[1:]
+    assert [ln.split(";")[0] for ln in lines] == [
+        "  models.0.options.batch_sise: unknown hf option",
+        "  models.0.modes.NT.systm_prompt: unknown key (got 'x')",
+        "  models.0.sampling.temperture: unknown key (got 0.7)",
+        "  judges.verifier.llm_fallback.options.base_ur: unknown key (got 'x')",
+        "  judges.primry: unknown key (got 'rules')"]
+    assert lines[2].endswith("did you mean 'temperature'? Accepted: max_tokens, temperature, top_p, seed")
+    assert "did you mean 'base_url'? Accepted: base_url, base_url_env, api_key_env," in lines[3]
+    assert lines[0].startswith("  models.0.options.batch_sise: unknown hf option; did you mean 'batch_size'? ")
+    assert "did you mean 'primary'?" in lines[4] and "did you mean 'system_prompt'?" in lines[1]

@@ -97,7 +97,7 @@ def test_a_stored_config_that_no_longer_validates_is_refused(tmp_path):
     raw = _raw(out)
     raw["models"][0]["colour"] = "red"
     (out / "run_config.json").write_text(json.dumps(raw))
-    with pytest.raises(ConfigError, match=r"models.0.colour: Extra inputs are not permitted[\s\S]*use a new output URI"):
+    with pytest.raises(ConfigError, match=r"models.0.colour: unknown key \(got 'red'\); Accepted: name, engine, [\s\S]*use a new output URI"):
         refuse_stale_resume(_cfg(out))
 
 
