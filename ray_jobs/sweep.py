@@ -1,7 +1,12 @@
 """Job: the PatternEval sweep — every config x mode x sample generated at once, judged as it lands, reported.
 
     python -m ray_jobs.sweep --config configs/demo.yaml [--data FILE] [--output URI] [--limit N]
-                             [--max-attempts N] [--verbose]
+                             [--max-attempts N] [--verbose] [key.path=value ...] [--set key.path=value]
+
+Any config value can be overridden on the command line, OmegaConf / Hydra style:
+``models.0.sampling.temperature=0.7 models.0.options.attn_implementation=sdpa ~models.0.options.device_map``
+(positional or ``--set``; values read as YAML). They are validated with the file (a misspelt key gets the
+closest accepted one), recorded in ``run_config.json`` (``overrides``) and compared by the stale-resume check.
 
 Flow (one direction, streamed): benchmark rows -> one PolicyStage actor pool per config, all configs at
 once -> responses/<config>/*.parquet, and each finished batch straight on to a JudgeStage pool ->
@@ -92,29 +97,47 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max-attempts", type=int, default=MAX_ATTEMPTS,
                    help=f"attempts per row whose engine call failed; a rerun retries such rows (default {MAX_ATTEMPTS})")
     p.add_argument("--verbose", action="store_true", help="show Ray's, vLLM's and transformers' own output")
-    return p.parse_args(argv)
+    p.add_argument("--set", dest="set_items", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override one config value (same as a positional KEY.PATH=VALUE; repeatable)")
+    p.add_argument("overrides", nargs="*", metavar="KEY.PATH=VALUE",
+                   help="dot-list overrides, e.g. models.0.sampling.temperature=0.7 (values read as YAML; "
+                        "~KEY.PATH deletes a key)")
+    args = p.parse_intermixed_args(argv)
+    args.dotlist = [*args.overrides, *args.set_items]
+    return args
 
 
 def config_from_args(args: argparse.Namespace) -> SweepConfig:
-    """The sweep config with command-line overrides applied (``model_copy(update=...)``, each change checked:
-    ``howeval.config.with_changes``)."""
-    cfg = load_sweep_config(args.config)
+    """The sweep config with command-line overrides applied: dot-list items first (validated with the file),
+    then ``--data``, ``--limit``, ``--output``, ``--max-tokens``, ``--skip-bad-rows`` (``model_copy(update=...)``,
+    each change checked: ``howeval.config.with_changes``); what the command line changed is recorded in the
+    config's ``overrides`` (written to run_config.json)."""
+    dotlist = list(getattr(args, "dotlist", []) or [])
+    cfg = load_sweep_config(args.config, dotlist=dotlist)
     changes: dict = {}
+    flags: list[str] = []
     benchmarks = cfg.benchmarks
     if args.data:
         benchmarks = [BenchmarkConfig(path=str(Path(d).resolve()) if "://" not in d else d) for d in args.data]
+        flags += [f"--data={d}" for d in args.data]
     if args.limit:
         benchmarks = [with_changes(b, "--limit", limit=args.limit) for b in benchmarks]
+        flags.append(f"--limit={args.limit}")
     if args.data or args.limit:
         changes["benchmarks"] = benchmarks
     if args.output:
         changes["output_uri"] = args.output
+        flags.append(f"--output={args.output}")
     if args.max_tokens:
         changes["models"] = [with_changes(m, "--max-tokens", sampling=with_changes(m.sampling, "--max-tokens", max_tokens=args.max_tokens),
                                           modes={k: mc.model_copy(update={"max_tokens": None}) for k, mc in m.modes.items()})
                              for m in cfg.models]
+        flags.append(f"--max-tokens={args.max_tokens}")
     if args.skip_bad_rows:
         changes["skip_bad_rows"] = True
+        flags.append("--skip-bad-rows")
+    if dotlist or flags:
+        changes["overrides"] = [*dotlist, *flags]
     return with_changes(cfg, "command line", **changes) if changes else cfg
 
 

@@ -5,6 +5,8 @@ models (``sweep``), the checks run before Ray starts (``preflight``) and the sta
 """
 from howeval.config.base import (
     ConfigError,
+    apply_dotlist,
+    dotlist_keys,
     StrictModel,
     format_validation_error,
     load_yaml_config,
@@ -41,7 +43,7 @@ from howeval.config.sweep import (
 )
 
 __all__ = [
-    "PATTERN_JUDGE_CONFIGS", "AdaptConfig", "BenchmarkConfig", "BuildRefsConfig", "ConfigError", "CrystalConfig",
+    "PATTERN_JUDGE_CONFIGS", "AdaptConfig", "apply_dotlist", "dotlist_keys", "BenchmarkConfig", "BuildRefsConfig", "ConfigError", "CrystalConfig",
     "JudgeEngineConfig", "JudgesConfig", "LLMJudgeConfig", "ModeConfig", "ModelConfig", "PatternJudgeBase",
     "PatternJudgeConfig", "PatternRMJudgeConfig", "RayConfig", "ResourcesConfig", "RulesJudgeConfig",
     "SamplingConfig", "StrictModel", "SweepConfig", "VerifierConfig", "format_validation_error", "pattern_judge_config",

@@ -186,6 +186,90 @@ def merge_overrides(raw: dict, overrides: Mapping[str, Any] | None) -> dict:
     return out
 
 
+def parse_dotlist_item(item: str) -> tuple[str, list[str], Any]:
+    """One command-line override, OmegaConf / Hydra style, as ``(op, key path, value)``.
+
+    ``a.b.0.c=value`` sets (``op`` "set"; ``+a.b=value``, Hydra's "add", is the same); ``~a.b`` deletes
+    (``op`` "del"). The value is read as YAML: ``0.7`` a float, ``true`` a bool, ``null`` None, ``[1, 2]``
+    a list, ``{a: 1}`` a mapping, anything else a string; ``key=`` is the empty string.
+
+    >>> parse_dotlist_item("models.0.sampling.temperature=0.7")
+    ('set', ['models', '0', 'sampling', 'temperature'], 0.7)
+    >>> parse_dotlist_item("~models.0.options.device_map")
+    ('del', ['models', '0', 'options', 'device_map'], None)
+
+    Raises:
+        ConfigError: not ``key=value`` / ``~key``, or an empty key segment.
+    """
+    example = "e.g. models.0.sampling.temperature=0.7, or ~key to delete"
+    if item.startswith("~"):
+        op, key, value = "del", item[1:].split("=", 1)[0], None
+    elif "=" in item:
+        key, raw = item.lstrip("+").split("=", 1)
+        op = "set"
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError as e:
+            raise ConfigError(f"override {item!r}: the value is not valid YAML ({str(e).splitlines()[0]}); quote it") from None
+    else:
+        raise ConfigError(f"override {item!r}: expected key.path=value ({example})")
+    path = key.strip().split(".")
+    if not all(path):
+        raise ConfigError(f"override {item!r}: empty key segment in {key!r} ({example})")
+    return op, path, value
+
+
+def apply_dotlist(raw: dict, items: Iterable[str]) -> dict:
+    """``raw`` (a config mapping before validation) with the dot-list overrides ``items`` applied in order
+    (:func:`parse_dotlist_item`); missing or null mappings on the way are created, list items are addressed
+    by index. The result is validated like the file, so a misspelt key gets the same error (with the
+    closest accepted key). Returns a new dict.
+
+    >>> apply_dotlist({"models": [{"sampling": {"temperature": 0.0}}]}, ["models.0.sampling.temperature=0.7", "crystal.tau=0.3"])
+    {'models': [{'sampling': {'temperature': 0.7}}], 'crystal': {'tau': 0.3}}
+
+    Raises:
+        ConfigError: a list index out of range or not a number, a key under a value that is not a mapping, or
+            ``~key`` of a key that is not there; each names the override and what is there instead.
+    """
+    import copy
+
+    out = copy.deepcopy(raw)
+    for item in items:
+        op, path, value = parse_dotlist_item(item)
+        cur: Any = out
+        for i, seg in enumerate(path):
+            here = ".".join(path[:i]) or "the top level"
+            last = i == len(path) - 1
+            if isinstance(cur, list):
+                if not seg.lstrip("-").isdigit() or not -len(cur) <= int(seg) < len(cur):
+                    raise ConfigError(f"override {item!r}: {here} is a list of {len(cur)} item(s); {seg!r} is not an "
+                                      f"index of it (0..{len(cur) - 1})")
+                seg = int(seg)  # type: ignore[assignment]
+            elif not isinstance(cur, dict):
+                raise ConfigError(f"override {item!r}: {here} is {type(cur).__name__} {cur!r}, not a mapping; "
+                                  f"it has no key {seg!r}")
+            if last:
+                if op == "set":
+                    cur[seg] = value
+                elif isinstance(cur, list) or seg in cur:
+                    del cur[seg]
+                else:
+                    raise ConfigError(f"override {item!r}: nothing to delete, {here} has no key {seg!r}")
+            else:
+                if isinstance(cur, dict) and cur.get(seg) is None:
+                    if op == "del":
+                        raise ConfigError(f"override {item!r}: nothing to delete, {here} has no key {seg!r}")
+                    cur[seg] = {}
+                cur = cur[seg]
+    return out
+
+
+def dotlist_keys(items: Iterable[str]) -> dict[str, str]:
+    """Key path -> the override that set or deleted it (the last one wins), for messages that name it."""
+    return {".".join(parse_dotlist_item(it)[1]): it for it in items}
+
+
 def resolve_path(p: str, folder: Path) -> str:
     """A relative local path resolved against ``folder``; absolute paths and URLs (``scheme://``) unchanged."""
     if "://" in p or Path(p).is_absolute():
@@ -194,9 +278,10 @@ def resolve_path(p: str, folder: Path) -> str:
 
 
 def load_yaml_config(path: str | Path, cls: type[M], overrides: Mapping[str, Any] | None = None,
-                     prepare: Callable[[dict, Path], None] | None = None) -> M:
+                     prepare: Callable[[dict, Path], None] | None = None, dotlist: Iterable[str] = ()) -> M:
     """Read a YAML mapping, apply ``overrides`` (:func:`merge_overrides`), let ``prepare(raw, folder)`` resolve
-    file-relative paths in place, validate against ``cls``.
+    file-relative paths in place, apply the command line's ``dotlist`` (:func:`apply_dotlist`; relative paths
+    in it resolve against the current directory, by ``prepare(raw, cwd)``), validate against ``cls``.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
@@ -211,4 +296,9 @@ def load_yaml_config(path: str | Path, cls: type[M], overrides: Mapping[str, Any
     raw = merge_overrides(raw, overrides)
     if prepare is not None:
         prepare(raw, path.parent)
-    return validate(cls, raw, str(path))
+    dotlist = list(dotlist)
+    if dotlist:
+        raw = apply_dotlist(raw, dotlist)
+        if prepare is not None:
+            prepare(raw, Path.cwd())  # paths the file gave are absolute by now: only the command line's resolve
+    return validate(cls, raw, f"{path} with overrides {' '.join(dotlist)}" if dotlist else str(path))

@@ -15,7 +15,8 @@ Counted (a difference refuses the resume), per model config present in both and 
     AdaptMMBench episodes (``adapt.*`` except ``modes``), whose rows are keyed the same way.
 
 Not counted (free to change on a resume):
-    ``judges`` (judgments are keyed by judge ``name@version``), ``ray``, ``resources``, ``name``,
+    ``judges`` (judgments are keyed by judge ``name@version``), ``ray``, ``resources``, ``name``, ``overrides``
+    (the record of the command line; what it changed is compared in the fields above),
     ``skip_bad_rows``, ``crystal`` (step rows are keyed by tau/alpha/order/embedder), ``benchmarks.*.limit``
     (a larger limit adds rows made with the same settings), models, modes or benchmarks *added*
     (new keys), models or modes *removed*, and the options in :data:`NON_RESPONSE_OPTIONS`: throughput,
@@ -95,11 +96,38 @@ def stale_fields(old: SweepConfig, new: SweepConfig, written: set[str] | None = 
     return diffs
 
 
-def stale_message(diffs: list[tuple[str, Any, Any]], output_uri: str, new: SweepConfig) -> str:
-    """The refusal: what differs and the three ways on (new output, new config name, delete the old answers)."""
+def override_of(key: str, overrides: list[str]) -> str | None:
+    """The command-line override (a ``SweepConfig.overrides`` item) that set config key ``key``, or None.
+
+    >>> override_of("models.0.sampling.temperature", ["models.0.sampling.temperature=0.7"])
+    'models.0.sampling.temperature=0.7'
+    >>> override_of("models.1.modes.T.max_tokens", ["--limit=4", "--max-tokens=32"])
+    '--max-tokens=32'
+    """
+    from howeval.config.base import dotlist_keys
+
+    flags = [o for o in overrides if o.startswith("--")]
+    found = dotlist_keys([o for o in overrides if not o.startswith("--")]).get(key)
+    if found is None and key.endswith("max_tokens") and key.startswith("models."):
+        found = next((f for f in reversed(flags) if f.startswith("--max-tokens=")), None)
+    return found
+
+
+def _why(key: str, old: SweepConfig | None, new: SweepConfig) -> str:
+    now = override_of(key, new.overrides)
+    if now is not None:
+        return f" (now set on the command line: {now})"
+    before = override_of(key, old.overrides) if old is not None else None
+    return f" (the stored run set it on its command line: {before}; give it again to resume)" if before else ""
+
+
+def stale_message(diffs: list[tuple[str, Any, Any]], output_uri: str, new: SweepConfig,
+                  old: SweepConfig | None = None) -> str:
+    """The refusal: what differs (and which command-line override of the new or the stored run set it) and the
+    three ways on (new output, new config name, delete the old answers)."""
     lines = [f"{output_uri} holds answers made with other settings; resuming would mix them with the new ones "
              f"({len(diffs)} difference(s) from its run_config.json):"]
-    lines += [f"  {k}: stored {v_old!r}, now {v_new!r}" for k, v_old, v_new in diffs]
+    lines += [f"  {k}: stored {v_old!r}, now {v_new!r}{_why(k, old, new)}" for k, v_old, v_new in diffs]
     names = sorted({new.models[int(k.split(".")[1])].name for k, _, _ in diffs if k.startswith("models.")})
     lines.append("Fix: write to a new output URI (--output or output_uri), or give each changed model config a "
                  "new name (models.N.name) so its answers are kept apart"
@@ -136,4 +164,4 @@ def refuse_stale_resume(new: SweepConfig) -> None:
                    if rfs.isdir(p) and rfs.find(p)}
     diffs = stale_fields(old, new, written)
     if diffs:
-        raise ConfigError(stale_message(diffs, new.output_uri, new))
+        raise ConfigError(stale_message(diffs, new.output_uri, new, old))

@@ -300,6 +300,10 @@ class SweepConfig(StrictModel):
     ray: RayConfig = Field(default_factory=RayConfig)
     crystal: CrystalConfig | None = Field(None, description="CRYSTAL step metrics (SPEC section 3); None = off, {} = the defaults.")
     adapt: AdaptConfig | None = Field(None, description="AdaptMMBench episodes (SPEC section 4); None = off, {} = the defaults.")
+    overrides: list[str] = Field(default_factory=list, description="What the command line changed in the YAML, in the "
+                                 "order applied: dot-list items (models.0.sampling.temperature=0.7) and the --data, "
+                                 "--limit, --output, --max-tokens, --skip-bad-rows flags. Set by ray_jobs.sweep and "
+                                 "recorded in run_config.json (the other fields there already include them).")
 
     @model_validator(mode="after")
     def _unique_models(self) -> SweepConfig:
@@ -342,15 +346,17 @@ def _resolve_benchmarks(raw: dict, folder: Path) -> None:
             b["path"] = resolve_path(b["path"], folder)
 
 
-def load_sweep_config(path: str | Path, overrides: dict[str, Any] | None = None, cls: type[BaseModel] = SweepConfig):
-    """Load and validate a sweep YAML (or another job's with benchmarks, with ``cls``). Relative benchmark
-    paths resolve against the file's folder.
+def load_sweep_config(path: str | Path, overrides: dict[str, Any] | None = None, cls: type[BaseModel] = SweepConfig,
+                      dotlist: list[str] | tuple[str, ...] = ()):
+    """Load and validate a sweep YAML (or another job's with benchmarks, with ``cls``), with the command line's
+    ``dotlist`` overrides applied (``models.0.sampling.temperature=0.7``; ``howeval.config.base.apply_dotlist``).
+    Relative benchmark paths resolve against the file's folder (the dot-list's against the current directory).
 
     Raises:
         FileNotFoundError: the file does not exist.
         ConfigError: the YAML does not validate; the message names each bad key path and value.
     """
-    return load_yaml_config(path, cls, overrides, prepare=_resolve_benchmarks)
+    return load_yaml_config(path, cls, overrides, prepare=_resolve_benchmarks, dotlist=dotlist)
 
 
 def load_run_config(run: str) -> SweepConfig:
