@@ -87,7 +87,12 @@ def check(cfg: BuildRefsConfig, records: list[dict]) -> None:
 
 
 def run(cfg: BuildRefsConfig) -> list[dict]:
-    samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
+    samples, bad = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
+    if bad:  # rows skipped by skip_bad_rows: listed with their reasons beside the output
+        write_json(join(cfg.output_uri, "bad_rows.json"), json.dumps(bad, indent=2))
+    if not samples:
+        raise ValueError(f"no samples to build references for: {len(bad)} bad row(s) skipped (see "
+                         f"{join(cfg.output_uri, 'bad_rows.json')}), or the files are empty")
     init_ray(cfg.ray)
     records = merge(cfg, samples, write_chains(cfg, samples))
     check(cfg, records)

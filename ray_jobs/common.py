@@ -35,6 +35,18 @@ def init_ray(cfg: RayConfig, verbose: bool = True) -> None:
     ctx.execution_options.verbose_progress = False
 
 
+def cluster_summary() -> dict | None:
+    """The Ray cluster this driver is connected to, for the run's provenance: alive nodes, CPUs, GPUs and
+    accelerator types (``accelerator_type:H100`` resources); None when Ray is not initialised."""
+    import ray
+
+    if not ray.is_initialized():
+        return None
+    res = ray.cluster_resources()
+    return {"nodes": sum(1 for n in ray.nodes() if n.get("Alive")), "CPU": res.get("CPU", 0), "GPU": res.get("GPU", 0),
+            "accelerators": sorted(k.split(":", 1)[1] for k in res if k.startswith("accelerator_type:"))}
+
+
 def blocks(table: pa.Table, rows_per_block: int) -> list[pa.Table]:
     """Split a table into blocks of ``rows_per_block`` rows (one Ray Data block each: the resume unit)."""
     return [table.slice(i, rows_per_block) for i in range(0, table.num_rows, rows_per_block)]

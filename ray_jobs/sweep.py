@@ -25,11 +25,12 @@ import logging
 import sys
 from pathlib import Path
 
-from howeval.benchmarks.loaders import BadRowError, load_samples
+from howeval.benchmarks.loaders import BadRowError, bad_rows_summary, load_samples
 from howeval.config import BenchmarkConfig, ConfigError, SweepConfig, load_sweep_config, require_ready, with_changes
+from howeval.report.provenance import record_provenance
 from howeval.report.run import write_report
 from howeval.store import join, write_json
-from ray_jobs.common import init_ray
+from ray_jobs.common import cluster_summary, init_ray
 from ray_jobs.runner import Progress
 from ray_jobs.stages import MAX_ATTEMPTS, adapt_episodes, generate_and_judge, score_run
 
@@ -42,11 +43,12 @@ def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool 
     ``{config or "judge": one-line reason}`` for what failed (also written to ``failures.json``).
     """
     samples, bad = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
+    write_json(join(cfg.output_uri, "bad_rows.json"), json.dumps(bad, indent=2))  # also when no row is left
     if not samples:
-        raise ValueError("no samples to run: every benchmark row was bad or the files are empty")
+        raise ValueError(no_samples_message(bad, cfg.output_uri))
     write_json(join(cfg.output_uri, "run_config.json"), cfg.model_dump_json(indent=2))
-    write_json(join(cfg.output_uri, "bad_rows.json"), json.dumps(bad, indent=2))
     init_ray(cfg.ray, verbose=verbose)
+    record_provenance(cfg, cluster=cluster_summary())  # <run>/provenance.json: code, packages, hardware, arguments
     progress = progress or Progress()
     outcome = generate_and_judge(cfg, samples, list(cfg.models), judges=cfg.judges, max_attempts=max_attempts,
                                  progress=progress, verbose=verbose)
@@ -58,6 +60,15 @@ def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool 
         failures.update({f"adapt:{k}": v for k, v in adapt_failures.items()})
     write_json(join(cfg.output_uri, "failures.json"), json.dumps(failures, indent=2, sort_keys=True))
     return write_report(cfg, bad_rows=bad), failures
+
+
+def no_samples_message(bad: list[dict], output_uri: str) -> str:
+    """Why a sweep has nothing to run: the files are empty, or every row was skipped (reasons summarised,
+    the full list in ``bad_rows.json``)."""
+    if not bad:
+        return "no samples to run: the benchmark files are empty (or --limit/limit is 0)"
+    return (f"no samples to run: all {len(bad)} benchmark row(s) were bad and skipped (--skip-bad-rows):\n"
+            f"{bad_rows_summary(bad)}\nEvery row with its reason: {join(output_uri, 'bad_rows.json')}")
 
 
 def _pct(x) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import fsspec
 
@@ -188,3 +189,21 @@ def load_samples(benchmarks, skip_bad_rows: bool = False) -> tuple[list[dict], l
         samples += res.samples
         bad += res.bad_rows
     return samples, bad
+
+
+def bad_rows_summary(bad_rows: list[dict], limit: int = 3) -> str:
+    """One line per skipped-row reason (``field 'answer': missing or empty: 2 rows``, most frequent first),
+    then up to ``limit`` rows as ``file:line (uid)``; for the message printed when no row is left.
+
+    >>> print(bad_rows_summary([{"path": "/d/m.jsonl", "line": 3, "uid": "a", "field": "answer", "reason": "missing"}]))
+      field 'answer': missing: 1 row(s), e.g. m.jsonl:3 (uid 'a')
+    """
+    from collections import Counter
+
+    by = Counter((b["field"], b["reason"]) for b in bad_rows)
+    lines = []
+    for (fld, why), n in by.most_common():
+        eg = [b for b in bad_rows if (b["field"], b["reason"]) == (fld, why)][:limit]
+        lines.append(f"  field {fld!r}: {why}: {n} row(s), e.g. "
+                     + ", ".join(f"{Path(b['path']).name}:{b['line']} (uid {b['uid']!r})" for b in eg))
+    return "\n".join(lines)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import datetime as _dt
 
+from howeval.report.provenance import relative_to_run
+
 VISION_MODES = ("sent", "OCR text", "none")
 
 
@@ -83,6 +85,7 @@ def _iso(t: float) -> str:
 def run_metadata(cfg, responses: list[dict], n_samples: int | None = None, now: _dt.datetime | None = None) -> dict:
     """The run's metadata for the report header.
 
+    Local paths are relative to the run folder (``output_uri`` is ``.`` for a local run; URLs are kept).
     Returns ``{"name", "output_uri", "configs": [{"name", "engine", "model", "vision", "images",
     "max_tokens": {mode: n}, "modes"}], "judges": {"pattern": [...], "primary", "verifier"},
     "data": {"benchmarks": [...], "n_samples"}, "dates": {"responses_from", "responses_to", "report"}}``.
@@ -90,12 +93,13 @@ def run_metadata(cfg, responses: list[dict], n_samples: int | None = None, now: 
     """
     from howeval.store import join
 
+    out = cfg.output_uri
     vis = vision_modes(cfg, responses)
     imgs = images_summary(responses)
     configs = []
     for m in cfg.models:
         configs.append({"name": m.name, "engine": m.engine,
-                        "model": m.model or ("embedded default" if m.engine == "hf" else "–"),
+                        "model": relative_to_run(m.model, out) or ("embedded default" if m.engine == "hf" else "–"),
                         "vision": vis.get(m.name, "none"), "images": imgs.get(m.name),
                         "modes": sorted(m.modes),
                         "max_tokens": {k: (mc.max_tokens or m.sampling.max_tokens) for k, mc in sorted(m.modes.items())}})
@@ -103,11 +107,11 @@ def run_metadata(cfg, responses: list[dict], n_samples: int | None = None, now: 
     now = now or _dt.datetime.now(_dt.timezone.utc)
     fallback = "with LLM fallback" if cfg.judges.verifier.llm_fallback else "rules only"
     return {
-        "name": cfg.name, "output_uri": cfg.output_uri, "configs": configs,
+        "name": cfg.name, "output_uri": out if "://" in out else ".", "configs": configs,
         "judges": {"pattern": [f"{j.name}@{j.version} ({j.kind})" for j in cfg.judges.pattern],
                    "primary": cfg.judges.primary_name, "verifier": f"rule-based per answer type, {fallback}"},
-        "data": {"benchmarks": [f"{b.name or b.path} ({b.path}{', limit ' + str(b.limit) if b.limit else ''})"
-                                for b in cfg.benchmarks],
+        "data": {"benchmarks": [f"{b.name or rel} ({rel}{', limit ' + str(b.limit) if b.limit else ''})"
+                                for b in cfg.benchmarks for rel in [relative_to_run(b.path, out)]],
                  "n_samples": n_samples if n_samples is not None else len({r["sample_id"] for r in responses})},
         "dates": {"responses_from": _iso(min(times)) if times else None,
                   "responses_to": _iso(max(times)) if times else None,

@@ -5,7 +5,8 @@ without error preferred), computes SPEC §1 metrics with bootstrap intervals, Mc
 length analysis, adds CRYSTAL / AdaptMMBench / judge-agreement sections when the run has them, and writes
 under the run:
 
-- ``metrics.json``; ``report.md`` and ``index.html`` (``howeval.report.page``, ``howeval.report.html``);
+- ``metrics.json`` (with ``run.provenance``: code, packages, hardware, resolved engine arguments, seeds;
+  ``howeval.report.provenance``; every path relative to the run); ``report.md`` and ``index.html`` (``howeval.report.page``, ``howeval.report.html``);
 - ``tables/patterneval.{md,csv,tex}`` and ``tables/patterneval_categories.{md,csv,tex}`` (``howeval.report.paper``);
 - ``plots/radar_NT.png``, ``radar_T.png``, ``length_scatter.png``, ``length_sextiles.png`` (``howeval.report.plots``);
 - ``samples.jsonl`` and ``samples.parquet`` (``howeval.report.samples``).
@@ -15,6 +16,7 @@ Jobs (``ray_jobs.report``, the sweep, re-judging, CRYSTAL, AdaptMMBench) call :f
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from howeval.benchmarks.adapt.metrics import summarize_rows
 from howeval.benchmarks.crystal import crystal_settings, summarize_step_rows
@@ -37,6 +39,7 @@ from howeval.report.meta import run_metadata
 from howeval.report.page import build_document, to_markdown
 from howeval.report.paper import categories_of, write_tables
 from howeval.report.plots import all_plots
+from howeval.report.provenance import provenance_section, relative_to_run, run_provenance
 from howeval.report.samples import write_samples
 from howeval.report.tables import render_adapt, render_agreement, render_crystal
 from howeval.store import fs_and_path, join, read_table, write_bytes, write_json
@@ -107,6 +110,19 @@ def read_bad_rows(run: str) -> list[dict]:
         return json.load(f)
 
 
+def relative_bad_rows(bad_rows: list[dict], run: str) -> list[dict]:
+    """Skipped rows with their file ``path`` (and that path inside ``reason``) relative to the run folder."""
+    out = []
+    for b in bad_rows:
+        rel = relative_to_run(b.get("path"), run)
+        folder = str(Path(b["path"]).parent) if b.get("path") and rel != b["path"] else None
+        reason = b.get("reason")
+        if folder and isinstance(reason, str):
+            reason = reason.replace(folder, str(Path(rel).parent))
+        out.append({**b, "path": rel, "reason": reason})
+    return out
+
+
 def _notes(cfg: SweepConfig, jid: str, vision: dict[str, str]) -> list[str]:
     notes = [f"Pattern judge: `{jid}`; verifier: rule-based per answer type"
              f"{' with LLM fallback' if cfg.judges.verifier.llm_fallback else ''}."]
@@ -148,10 +164,12 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
     metrics = extend_metrics(sweep_metrics(rows), rows)  # + bootstrap CIs, McNemar, length analysis
     meta = run_metadata(cfg, responses)
     vision = {c["name"]: c["vision"] for c in meta["configs"]}
-    metrics["run"] = {"name": cfg.name, "output_uri": out, "pattern_judge": jid,
-                      "benchmarks": [b.path for b in cfg.benchmarks], "n_responses": len(responses),
-                      "vision": vision, "dates": meta["dates"]}
-    bad_rows = read_bad_rows(out) if bad_rows is None else bad_rows
+    # paths relative to the run (never the machine's absolute data path: it differs per machine and leaks)
+    metrics["run"] = {"name": cfg.name, "output_uri": meta["output_uri"], "pattern_judge": jid,
+                      "benchmarks": [relative_to_run(b.path, out) for b in cfg.benchmarks],
+                      "n_responses": len(responses), "vision": vision, "dates": meta["dates"],
+                      "provenance": run_provenance(cfg)}
+    bad_rows = relative_bad_rows(read_bad_rows(out) if bad_rows is None else bad_rows, out)
     metrics["bad_rows"] = bad_rows
     extra = []
     agreement = judge_agreement(judgments)
@@ -182,7 +200,7 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
     doc = build_document(metrics, title=title, meta=meta, vision=vision, notes=_notes(cfg, jid, vision),
                          figures=[f for f in ("radar_NT.png", "radar_T.png", "length_scatter.png",
                                               "length_sextiles.png") if f in pngs],
-                         extra_sections=extra, bad_rows=bad_rows)
+                         extra_sections=[*extra, provenance_section(metrics["run"]["provenance"])], bad_rows=bad_rows)
     write_json(join(out, "report.md"), to_markdown(doc))
     write_json(join(out, "index.html"), render_html(doc, pngs, title))
     write_samples(out, responses, judgments, jid)

