@@ -27,7 +27,7 @@ help:
 	@echo "make patternrm - train the embedded PatternRM (MiniLM + head, cached in ~/.cache/howeval) and score it on the 47 hand labels"
 	@echo "make train-smoke - 2 GRPO steps on CPU, checkpoint, then resume to step 3 (text policy, then the tiny VLM on image prompts)"
 	@echo "make train-elastic - elastic GRPO on a simulated 3-node cluster: a node leaves, one joins, training goes on"
-	@echo "make serve   - the reward server on 127.0.0.1:8000 (embedded defaults)"
+	@echo "make serve [PORT=N] - the reward server on 127.0.0.1:8000, or port N (embedded defaults)"
 	@echo "make submit-local - ray job submit of the demo sweep to a local ray start --head"
 
 $(STAMP): pyproject.toml constraints/cpu.txt
@@ -127,9 +127,17 @@ submit-local: $(STAMP)
 	env -u RAY_ADDRESS RAY_AUTH_MODE=token $(BIN)/ray job submit --address http://127.0.0.1:$(SUBMIT_DASHBOARD) --working-dir . -- \
 	  $(abspath $(BIN))/python -m ray_jobs.sweep --config configs/demo.yaml --limit $(or $(LIMIT),4) --max-tokens 32 --output $(CURDIR)/runs/submit
 
+# PORT=N: the same config with http_options.port = N, written to runs/serve/reward-port-N.yaml
+SERVE_CONFIG ?= configs/serve/reward.yaml
 serve: $(STAMP)
 	@test -n "$$HOWEVAL_REWARD_TOKEN" || { echo "export HOWEVAL_REWARD_TOKEN=<a secret> first (bearer auth)"; exit 2; }
-	$(BIN)/serve run configs/serve/reward.yaml
+ifdef PORT
+	@mkdir -p runs/serve
+	$(BIN)/python -c "import sys, yaml; c = yaml.safe_load(open(sys.argv[1])); c.setdefault('http_options', {})['port'] = int(sys.argv[2]); yaml.safe_dump(c, open(sys.argv[3], 'w'), sort_keys=False)" $(SERVE_CONFIG) $(PORT) runs/serve/reward-port-$(PORT).yaml
+	$(BIN)/serve run runs/serve/reward-port-$(PORT).yaml
+else
+	$(BIN)/serve run $(SERVE_CONFIG)
+endif
 
 bench: bench-sweep bench-cluster bench-crystal bench-reward
 

@@ -283,6 +283,25 @@ def default_sources() -> dict[str, str]:
             "demo_manifest": str(repo / "datasets" / "demo" / "manifest.jsonl")}
 
 
+class PatternRMDataMissing(FileNotFoundError):
+    """The offline corpus's sources (the real samples of ``../shared/data``) are not on this machine."""
+
+
+def require_data_root(data_root: str | Path) -> Path:
+    """``data_root`` if it holds the corpus's sources.
+
+    Raises:
+        PatternRMDataMissing: one line saying what is needed (``HOWEVAL_SHARED_DATA``) and the ways around it.
+    """
+    root = Path(data_root)
+    if not (root / "vqa").is_dir() or not (root / "steps").is_dir():
+        raise PatternRMDataMissing(
+            f"the embedded PatternRM trains on the real samples of ../shared/data (vqa/, steps/), not found at {root}: "
+            "set HOWEVAL_SHARED_DATA=/path/to/shared/data, or copy a trained head into "
+            f"{default_cache_path()}, or use the rule judge (patternrm kind: rules)")
+    return root
+
+
 def build_and_train(out: str | Path, data_root: str | None = None, human_labels: str | None = None,
                     demo_manifest: str | None = None, seed: int = 0, epochs: int = 150,
                     encoder_path: str | None = None, log: Any = print) -> dict[str, Any]:
@@ -293,7 +312,7 @@ def build_and_train(out: str | Path, data_root: str | None = None, human_labels:
     from howeval.judges.patternrm.corpus import build_offline_corpus, corpus_counts, load_bases
 
     src = default_sources()
-    data_root = data_root or src["data_root"]
+    data_root = str(require_data_root(data_root or src["data_root"]))
     human_labels = human_labels or src["human_labels"]
     demo_manifest = demo_manifest or src["demo_manifest"]
     t0 = time.perf_counter()
@@ -329,7 +348,11 @@ def build_and_train(out: str | Path, data_root: str | None = None, human_labels:
 
 
 def embedded_patternrm() -> str:
-    """Folder of the embedded trained PatternRM head; trains it once (a few minutes on 2 cores) if absent."""
+    """Folder of the embedded trained PatternRM head; trains it once (a few minutes on 2 cores) if absent.
+
+    Raises:
+        PatternRMDataMissing: not cached, and the real samples it trains on are not here (one-line reason).
+    """
     out = default_cache_path()
     if not (out / "meta.json").exists():
         build_and_train(out)
@@ -348,5 +371,8 @@ if __name__ == "__main__":  # make patternrm
     if (target / "meta.json").exists() and not a.force:
         print(f"[patternrm] cached: {target} (pass --force to retrain)")
     else:
-        build_and_train(target, epochs=a.epochs)
+        try:
+            build_and_train(target, epochs=a.epochs)
+        except PatternRMDataMissing as e:
+            raise SystemExit(f"[patternrm] cannot train: {e}") from None
         print(f"[patternrm] -> {target}")
