@@ -127,10 +127,10 @@ def build_offline(out: str, targets: tuple[str, ...] = TARGETS, seed: int = 0, m
                   data_root: str | None = None, human_labels: str | None = None, demo_manifest: str | None = None) -> dict[str, Any]:
     """Write the offline corpus (see the module docstring); returns its counts (also ``<out>/counts.json``)."""
     from howeval.judges.patternrm.corpus import build_offline_corpus, corpus_counts, load_bases
-    from howeval.judges.patternrm.head import default_sources
+    from howeval.judges.patternrm.head import default_sources, require_data_root
 
     src = default_sources()
-    bases = load_bases(data_root or src["data_root"], human_labels or src["human_labels"],
+    bases = load_bases(require_data_root(data_root or src["data_root"]), human_labels or src["human_labels"],
                        demo_manifest or src["demo_manifest"], seed=seed)
     records = build_offline_corpus(bases, seed=seed)
     counts: dict[str, Any] = {"bases": len(bases), "corpus": corpus_counts(records), "written": {}}

@@ -112,7 +112,12 @@ def calibrate(labels: str, out: str, run: str | None = None, predictions: str | 
         preds = predictions_from_jsonl(predictions)
         source["predictions"] = predictions
     else:
-        texts = recorded_texts(responses or [DEFAULT_RESPONSES])
+        # recorded texts only for label rows without an inline ``response`` (or when --responses is given)
+        need_texts = responses or any("response" not in r for r in rows.values())
+        if need_texts and not responses and not Path(DEFAULT_RESPONSES).exists():
+            raise FileNotFoundError(f"labelled items without an inline `response` need the recorded responses: "
+                                    f"{DEFAULT_RESPONSES} not found here; give --responses DIR_OR_FILE")
+        texts = recorded_texts(responses or [DEFAULT_RESPONSES]) if need_texts else {}
         questions = {}
         if manifest and Path(manifest).exists():
             questions = {r["uid"]: r.get("question") for r in read_jsonl(manifest)}

@@ -46,7 +46,7 @@ def test_holdout_and_cli_errors(tmp_path):
         build_corpus(str(run), list(JUDGES[:2]), str(tmp_path / "c4"))
 
 
-def test_offline_corpus_written_without_judges(tmp_path):
+def test_offline_corpus_written_without_judges(tmp_path, shared_data):
     """--offline: every record in offline.jsonl; SFT records only where all four labels are known; the
     47 hand-labelled responses are in none of them."""
     from howeval.judges.patternrm.corpus import heldout_keys
