@@ -67,6 +67,10 @@ def main() -> int:
     from howeval.records import LABELS
 
     data_root = Path(os.environ.get("HOWEVAL_SHARED_DATA") or REPO.parent / "shared" / "data")
+    if not (data_root / "responses").is_dir():
+        print(f"patternrm calibration: the 47 hand-labelled responses are read from {data_root}/responses, not found "
+              "here: set HOWEVAL_SHARED_DATA=/path/to/shared/data", file=sys.stderr)
+        return 2
     human, texts = load_eval(data_root)
     keys = sorted(human)
     items = [{"question": "", "response": texts[k]} for k in keys]
