@@ -35,7 +35,8 @@ from howeval.config.base import ConfigError, validate
 from howeval.config.sweep import ModelConfig, SweepConfig
 
 NON_RESPONSE_OPTIONS: dict[str, frozenset[str]] = {
-    "hf": frozenset({"batch_size", "torch_threads"}),
+    "hf": frozenset({"batch_size", "torch_threads", "device", "device_map", "max_memory", "offload_folder",
+                     "offload_buffers", "cache_dir", "local_files_only", "force_download", "token", "proxies"}),
     "openai": frozenset({"base_url", "base_url_env", "api_key_env", "max_concurrency", "qps", "timeout_s", "max_retries"}),
     "vllm": frozenset({"tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization", "enforce_eager",
                        "max_num_seqs", "max_num_batched_tokens", "enable_expert_parallel", "enable_prefix_caching",

@@ -119,3 +119,19 @@ def test_adapt_settings_count_but_its_modes_do_not(tmp_path):
     assert stale_fields(old, grown) == []
     assert stale_fields(old, SweepConfig.model_validate(_raw(tmp_path) | {"adapt": {"max_turns": 2}})) == [
         ("adapt.max_turns", 3, 2)]
+
+
+def test_hf_placement_options_are_free_and_loading_options_count(tmp_path):
+    def cfg(options: dict) -> SweepConfig:
+        return SweepConfig.model_validate({"output_uri": str(tmp_path), "benchmarks": [{"path": "/d/m.jsonl"}],
+                                           "models": [{"name": "q", "engine": "hf", "model": "/m", "modes": {"NT": {}},
+                                                       "options": options}]})
+
+    old = cfg({"attn_implementation": "sdpa", "device": "cpu"})
+    assert stale_fields(old, cfg({"attn_implementation": "sdpa", "device_map": "auto", "max_memory": {"0": "8GiB"},
+                                  "batch_size": 4})) == []
+    assert stale_fields(old, cfg({"attn_implementation": "eager", "revision": "v2",
+                                  "processor_kwargs": {"max_pixels": 1000}})) == [
+        ("models.0.options.attn_implementation", "sdpa", "eager"),
+        ("models.0.options.processor_kwargs", {}, {"max_pixels": 1000}),
+        ("models.0.options.revision", None, "v2")]
