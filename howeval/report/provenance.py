@@ -41,17 +41,34 @@ PROVENANCE_FILE = "provenance.json"
 
 def relative_to_run(path: str | None, run: str) -> str | None:
     """A local absolute path relative to the run folder ``run``; URLs, hub ids and relative paths unchanged.
+    A path that shares no folder with the run (or a remote run) keeps its last two parts after ``.../``.
 
     >>> relative_to_run("/data/bench/m.jsonl", "/data/runs/demo")
     '../../bench/m.jsonl'
+    >>> relative_to_run("/work/repo/datasets/demo/m.jsonl", "/tmp/run")
+    '.../demo/m.jsonl'
     >>> relative_to_run("s3://b/m.jsonl", "/data/runs/demo"), relative_to_run("Qwen/Qwen3-VL-8B", "/r")
     ('s3://b/m.jsonl', 'Qwen/Qwen3-VL-8B')
     """
     if not path or "://" in path or not os.path.isabs(path):
         return path
-    if "://" in run:
-        return Path(path).name  # a remote run: no common root with a local path; keep the file name only
-    return os.path.relpath(path, os.path.abspath(run))
+    run_abs = None if "://" in run else os.path.abspath(run)
+    if run_abs is None or os.path.commonpath([path, run_abs]) == os.path.sep:
+        return ".../" + "/".join(Path(path).parts[-2:])  # no common folder: never the machine's layout
+    return os.path.relpath(path, run_abs)
+
+
+def relative_overrides(overrides: list[str], run: str) -> list[str]:
+    """Command-line overrides with an absolute local path value made relative (:func:`relative_to_run`).
+
+    >>> relative_overrides(["--output=/data/runs/x", "models.0.model=/data/models/q", "a=0.7"], "/data/runs/x")
+    ['--output=.', 'models.0.model=../../models/q', 'a=0.7']
+    """
+    out = []
+    for o in overrides:
+        key, eq, value = o.partition("=")
+        out.append(f"{key}={relative_to_run(value, run)}" if eq and os.path.isabs(value) else o)
+    return out
 
 
 def git_state(root: str | Path | None = None) -> dict[str, Any]:
@@ -166,7 +183,7 @@ def capture(cfg, cluster: dict | None = None, now: _dt.datetime | None = None) -
         hw["cluster"] = cluster
     return {"started": now.strftime("%Y-%m-%d %H:%M:%S UTC"), "git": git_state(), "packages": package_versions(),
             "hardware": hw, "configs": settings(cfg), "seeds": {m.name: m.sampling.seed for m in cfg.models},
-            "overrides": list(cfg.overrides)}
+            "overrides": relative_overrides(list(cfg.overrides), cfg.output_uri)}
 
 
 def read_provenance(run: str) -> list[dict]:
@@ -196,6 +213,7 @@ def run_provenance(cfg) -> dict[str, Any]:
     entries = read_provenance(cfg.output_uri)
     latest = dict(entries[-1]) if entries else {**capture(cfg), "captured_at_report": True}
     latest["configs"], latest["seeds"] = settings(cfg), {m.name: m.sampling.seed for m in cfg.models}
+    latest["overrides"] = relative_overrides(latest.get("overrides") or [], cfg.output_uri)
     if len(entries) > 1:
         latest["invocations"] = [{"started": e.get("started"), **(e.get("git") or {})} for e in entries]
     return latest

@@ -72,6 +72,7 @@ def test_git_state_outside_a_checkout_says_why(tmp_path):
 
 @pytest.mark.parametrize("path,run,want", [("/a/b/m.jsonl", "/a/runs/x", "../../b/m.jsonl"),
                                            ("gs://b/m.jsonl", "/a/r", "gs://b/m.jsonl"), ("m.jsonl", "/a/r", "m.jsonl"),
-                                           ("/a/b/m.jsonl", "s3://bucket/run", "m.jsonl"), (None, "/a", None)])
+                                           ("/a/b/m.jsonl", "s3://bucket/run", ".../b/m.jsonl"), (None, "/a", None),
+                                           ("/w/r/d/m.jsonl", "/tmp/run", ".../d/m.jsonl")])
 def test_relative_to_run(path, run, want):
     assert relative_to_run(path, run) == want
