@@ -1,12 +1,12 @@
 """Keyword arguments of transformers' ``from_pretrained`` (``PreTrainedModel`` and the ``AutoModel*`` classes) in
-transformers 5.24.0, recorded so that a config is checked at load without importing transformers (seconds).
+transformers 5.20.2 (the pin of constraints/cpu.txt and gpu.txt; 5.24.0 has the same set), recorded so that a config is checked at load without importing transformers (seconds).
 
 The ``hf`` engine's options pass these through (``howeval.config.engines.HFOptions``); a key that is none of
 them is an error with the closest name. ``tests/cpu/engines/test_hf_options.py`` checks the list against the
 installed transformers (``howeval.engines.hf.from_pretrained_arg_names``); regenerate it from there when
 transformers is upgraded.
 """
-RECORDED_VERSION = "5.24.0"
+RECORDED_VERSION = "5.20.2"
 
 NOT_FROM_YAML = frozenset({"config", "state_dict", "generation_config", "tqdm_class", "device_mesh",
                            "output_loading_info"})
