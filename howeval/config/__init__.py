@@ -5,9 +5,9 @@ models (``sweep``), the checks run before Ray starts (``preflight``) and the sta
 """
 from howeval.config.base import (
     ConfigError,
+    StrictModel,
     apply_dotlist,
     dotlist_keys,
-    StrictModel,
     format_validation_error,
     load_yaml_config,
     merge_overrides,

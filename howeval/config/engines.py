@@ -72,7 +72,7 @@ class HFOptions(StrictModel):
         return data
 
     @model_validator(mode="after")
-    def _extras_are_from_pretrained_args(self) -> "HFOptions":
+    def _extras_are_from_pretrained_args(self) -> HFOptions:
         from howeval.config.hf_known_args import FROM_PRETRAINED_ARGS, NOT_FROM_YAML, RECORDED_VERSION
 
         errors = []
