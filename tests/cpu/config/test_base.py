@@ -124,3 +124,14 @@ def test_every_unknown_key_gets_the_closest_accepted_one_at_its_full_path(tmp_pa
     assert "did you mean 'base_url'? Accepted: base_url, base_url_env, api_key_env," in lines[3]
     assert lines[0].startswith("  models.0.options.batch_sise: unknown hf option; did you mean 'batch_size'? ")
     assert "did you mean 'primary'?" in lines[4] and "did you mean 'system_prompt'?" in lines[1]
+
+
+def test_unknown_keys_inside_a_judge_kind_name_that_kinds_accepted_keys(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text(BASE + "judges: {pattern: [{name: r, kind: rules, versoin: 2}, "
+                        "{name: l, kind: llm, llm: {model: m, options: {qsp: 1}}}]}\n")
+    with pytest.raises(ConfigError) as e:
+        load_sweep_config(p)
+    lines = str(e.value).splitlines()[1:]
+    assert lines[0] == "  judges.pattern.0.rules.versoin: unknown key (got 2); did you mean 'version'? Accepted: name, kind, version"
+    assert lines[1].startswith("  judges.pattern.1.llm.llm.options.qsp: unknown key (got 1); did you mean 'qps'? Accepted: base_url,")
