@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from howeval.parsing.limits import MAX_NESTING
+from howeval.parsing.limits import MAX_NESTING, nesting_depth
 
 __all__ = [
     "NUMBER_WORDS",
@@ -92,6 +92,8 @@ def json_objects(text: str, *, nested: bool = True) -> list[dict[str, Any]]:
     """
     out: list[dict[str, Any]] = []
     for cand in json_candidates(text, nested=nested):
+        if nesting_depth(cand, stop_at=MAX_NESTING + 1) > MAX_NESTING:
+            continue  # not a reply's object; and whether json.loads would recurse that deep depends on sys's limit
         try:
             obj = json.loads(cand)
         except (json.JSONDecodeError, RecursionError):  # RecursionError: nested deeper than the decoder goes
