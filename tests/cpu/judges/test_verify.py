@@ -429,3 +429,11 @@ def test_plain_numbers_still_read_after_the_power_check():
     assert verify(r"\boxed{8}", "8", "integer_number").correct is True
     assert verify("The answer is $1,250.", "1250", "integer_number").correct is True
     assert verify("The answer is: Donald spent $1.", "1", "integer_number").correct is True
+
+
+@pytest.mark.parametrize("text", ["It fell below 5 in 2003. No other year in the chart is under 5.",
+                                  "It fell below 5 in **2003**.\n\nNo other year in the chart is under 5."])
+def test_a_threshold_restated_after_the_answer_is_never_the_answer(text):
+    res = verify(text, "5", "free_form")
+    assert res.correct is not True and res.extracted != "5", res
+    assert verify(text, "2003", "free_form").correct in (True, None)
