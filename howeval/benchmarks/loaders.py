@@ -65,7 +65,10 @@ def _read_rows(path: str) -> list[tuple[int, dict | BadRowError]]:
     rows: list[tuple[int, dict | BadRowError]] = []
 
     def bad(e: JSONLinesError) -> None:
-        rows.append((e.line, BadRowError(path, e.line, None, "<json>", f"not valid JSON ({e.reason})")))
+        if getattr(e, "what", "invalid JSON") == "not UTF-8":
+            rows.append((e.line, BadRowError(path, e.line, None, "<encoding>", f"not UTF-8 ({e.reason})")))
+        else:
+            rows.append((e.line, BadRowError(path, e.line, None, "<json>", f"not valid JSON ({e.reason})")))
 
     for i, row in iter_jsonl(path, on_error=bad):  # on_error runs in file order, between the rows
         rows.append((i, row))
