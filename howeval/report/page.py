@@ -22,6 +22,7 @@ from howeval.report.tables import (
     length_section,
     mode_table,
     overview_table,
+    thinking_section,
 )
 
 FIGURE_CAPTIONS = {
@@ -79,6 +80,7 @@ def build_document(metrics: dict, *, title: str, meta: dict | None = None, visio
                 "Δpat = Trigger_NT − Trigger_T in points, over the prompts both modes have a verdict (labels) for, so a Δ "
                 "can differ from the difference of the two columns. '–' = no value. The same table with 95% intervals is in "
                 "`tables/patterneval.csv` (and `.tex`).\n\n" + main_markdown(metrics, vision)))
+    doc.append(("md", thinking_section(metrics)))
     doc.append(("md", "## PatternEval by category\n\nThe paper's Appendix B layout; also in "
                 "`tables/patterneval_categories.{md,csv,tex}`.\n\n" + category_markdown(metrics)))
     if figures:

@@ -20,6 +20,16 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def acc_cell(x: dict) -> str:
+    """Acc with its denominator: ``"45.0 (40/42)"`` = 45.0% of the 40 scored rows out of 42; '–' when none."""
+    return "–" if x.get("acc") is None else f"{pct(x['acc'])} ({x['n_scored']}/{x['n']})"
+
+
+def trigger_cell(x: dict) -> str:
+    """Trigger with its denominator: ``"30.0 (40/42)"`` = 30.0% of the 40 labelled rows out of 42."""
+    return "–" if x.get("trigger") is None else f"{pct(x['trigger'])} ({x['n_labeled']}/{x['n']})"
+
+
 def mode_table(metrics: dict) -> str:
     """The long table: one row per config x mode with n, scored/labelled, Acc, Trigger, the label rates,
     unresolved, errors, truncated and mean completion tokens (Acc over the scored rows, SPEC section 1)."""
@@ -29,12 +39,38 @@ def mode_table(metrics: dict) -> str:
             if m not in c:
                 continue
             x = c[m]
-            rows.append([name, m, str(x["n"]), f"{x['n_scored']}/{x['n_labeled']}", pct(x["acc"]), pct(x["trigger"]),
+            rows.append([name, m, str(x["n"]), f"{x['n_scored']}/{x['n_labeled']}", acc_cell(x), trigger_cell(x),
+                         pct(x.get("acc_all_n")), pct(x.get("trigger_all_n")),
                          *[pct(x["labels"][k]) for k in LABELS], str(x["n_unresolved"]), str(x["n_errors"]),
                          str(x["n_truncated"]), str(x.get("n_judge_errors", "–")),
                          "–" if x.get("mean_completion_tokens") is None else f"{x['mean_completion_tokens']:.0f}"])
-    return _table(["config", "mode", "n", "scored/labelled", "Acc", "Trigger", "CoT", "Rep", "Con", "PR",
+    return _table(["config", "mode", "n", "scored/labelled", "Acc (scored)", "Trigger (labelled)", "Acc (all N)",
+                   "Trigger (all N)", "CoT", "Rep", "Con", "PR",
                    "unresolved", "errors", "truncated", "judge errors", "tokens"], rows)
+
+
+def thinking_section(metrics: dict) -> str:
+    """Markdown: per config x mode, the rows with a reasoning channel and the answers the length limit cut,
+    then the warnings (:func:`howeval.metrics.patterneval.thinking_warnings`): T with no reasoning
+    channel compares prompts, not modes."""
+    rows, warns = [], []
+    for name, c in metrics["configs"].items():
+        for m in MODES:
+            x = c.get(m)
+            if not x:
+                continue
+            ok = x["n"] - x.get("n_errors", 0)
+            rows.append([name, m, str(x["n"]), f"{x.get('n_reasoning', 0)}/{ok}", f"{x.get('n_length_cut', 0)}/{ok}",
+                         str(x.get("n_truncated", 0))])
+        warns += c.get("warnings") or []
+    lines = ["## Did T think? Reasoning channel and length limit", "",
+             "Per config and mode: responses with a reasoning channel r_m (what a thinking mode produces), answers "
+             "that stopped at the length limit (finish_reason 'length'), and of those the ones cut inside the "
+             "reasoning (truncated: no answer, scored wrong), over the responses without an engine error.", "",
+             _table(["config", "mode", "n", "with reasoning channel", "cut by the length limit", "truncated"], rows)]
+    if warns:
+        lines += [""] + [f"- **Warning**: {w}." for w in warns]
+    return "\n".join(lines)
 
 
 def gaps_table(metrics: dict) -> str:
@@ -57,15 +93,18 @@ def breakdown_table(metrics: dict, key: str, config: str | None = None) -> str:
             if m not in c:
                 continue
             for g, x in c[m][key].items():
-                rows.append([name, m, g, str(x["n"]), pct(x["acc"]), pct(x["trigger"]),
+                rows.append([name, m, g, str(x["n"]), acc_cell(x), trigger_cell(x),
                              *[pct(x["labels"][k]) for k in LABELS]])
     return _table(["config", "mode", label, "n", "Acc", "Trigger", "CoT", "Rep", "Con", "PR"], rows)
 
 
 ACC_NOTE = ("Acc = verifier accuracy; Trigger = share of responses with at least one pattern; CoT, Rep, Con, PR = "
             "per-label rates (SPEC §1). All in %. n = responses; scored / labelled = rows with a verdict / with "
-            "labels. Acc is over the scored rows: 'unresolved' answers (the rules could not decide; no LLM fallback "
-            "configured) and engine errors are left out of it and counted here, never scored as wrong.")
+            "labels. Acc (scored) is over the scored rows, shown as 'Acc (scored/n)': 'unresolved' answers (the rules "
+            "could not decide; no LLM fallback configured) and engine errors are left out of it and counted here. "
+            "Trigger (labelled) likewise over the labelled rows (truncated, judge-error and engine-error rows left out). "
+            "Acc (all N) and Trigger (all N) are the paper's form, over all n prompts: a row without a verdict counts "
+            "as wrong, a row without labels as not triggered.")
 
 GAPS_NOTE = ("Δacc = Acc_T − Acc_NT; Δpat = Trigger_NT − Trigger_T (positive: thinking mode triggers fewer patterns), "
              "on the prompts both modes have. Intervals: 95% percentile bootstrap resampling prompts. McNemar: "

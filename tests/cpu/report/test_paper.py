@@ -22,7 +22,8 @@ def test_main_table_values_and_missing():
     assert r["trigger_VG_NT"] == 25.0 and r["trigger_OS_NT"] is None  # no OS rows: missing, not 0
     assert (r["delta_acc"], r["delta_acc_lo"], r["delta_pat_lo"]) == (25.0, -50.0, None)
     md = main_markdown(M, {"m_1": "none"})
-    assert md.splitlines()[2].startswith("| m_1 | none | 4 | 50.0 | 75.0 | 25.0 | 0.0 | 25.0 | 0.0 |")
+    # Acc with its denominator (scored/n); Trigger's is unknown in this older metrics dict: the value alone
+    assert md.splitlines()[2].startswith("| m_1 | none | 4 | 50.0 (4/4) | 75.0 (4/4) | 25.0 | 0.0 | – | – | – | – | 25.0 | 0.0 |")
     assert md.splitlines()[2].endswith("| +25.0 | +25.0 |")
     assert r"m\_1 & none & 4" in main_tex(M, {"m_1": "none"})
 
