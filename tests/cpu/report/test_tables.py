@@ -33,3 +33,17 @@ def test_overview_puts_the_three_benchmarks_side_by_side():
     assert t.splitlines()[0] == ("| config | Acc NT | Acc T | Trigger NT | Trigger T | CRYSTAL OMF1 NT | CRYSTAL OMF1 T | "
                                  "Adapt Acc text | Adapt Acc adaptive | Adapt Acc oracle | Adapt MCC |")
     assert t.splitlines()[2] == "| c | 50.0 | 75.0 | 25.0 | 0.0 | 12.5 | – | 50.0 | – | 100.0 | 0.200 |"
+
+
+def test_thinking_section_counts_and_warns():
+    from howeval.metrics.patterneval import sweep_metrics
+    from howeval.report.tables import mode_table, thinking_section
+
+    rows = [{"sample_id": s, "config": "c", "mode": m, "correct": True, "cot": False, "rep": False, "con": False,
+             "pr": False, "finish_reason": "length" if (m, s) == ("T", "b") else "stop",
+             "reasoning": None, "family": "VG", "category": "ocr"} for s in "ab" for m in ("NT", "T")]
+    metrics = sweep_metrics(rows)
+    sec = thinking_section(metrics)
+    assert "| c | T | 2 | 0/2 | 1/2 | 0 |" in sec and "| c | NT | 2 | 0/2 | 0/2 | 0 |" in sec
+    assert "- **Warning**: config 'c': none of its 2 T rows has a reasoning channel" in sec
+    assert "| c | NT | 2 | 2/2 | 100.0 (2/2) | 0.0 (2/2) | 100.0 | 0.0 |" in mode_table(metrics)
