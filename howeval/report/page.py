@@ -26,14 +26,19 @@ from howeval.report.tables import (
 )
 
 FIGURE_CAPTIONS = {
-    "radar_NT.png": "Non-thinking Trigger (%) over the task categories, every config overlaid (paper Fig. 4). "
+    "radar_NT.png": "Non-thinking Trigger (%) over the task categories, every config overlaid (paper Fig. 4), on "
+                    "the same radial scale as the thinking radar; n under each category = its labelled responses. "
                     "A category a config has no labelled response in is left open, not drawn as 0.",
-    "radar_T.png": "Thinking Trigger (%) over the task categories, every config overlaid.",
+    "radar_T.png": "Thinking Trigger (%) over the task categories, every config overlaid, on the non-thinking "
+                   "radar's scale.",
     "length_scatter.png": "Mean response length vs Trigger per config x correctness aggregate, NT and T "
-                          "(paper Fig. 5). A config's correct and wrong points are joined; Pearson r per mode in "
-                          "the legend; unresolved aggregates are open triangles, outside r.",
-    "length_sextiles.png": "Trigger by response-length sextile per mode x correctness group (paper Fig. 6); "
-                           "colour = correctness, line style = mode; n per group in the legend.",
+                          "(paper Fig. 5), axes fitted to the data. A config's correct and wrong points are joined; "
+                          "Pearson r per mode in the legend (not pooled across modes); unresolved aggregates are open "
+                          "triangles, outside r.",
+    "length_sextiles.png": "Trigger by response length per mode x correctness group (paper Fig. 6), on common length "
+                           "edges (the sextiles of all responses) so a bin covers the same lengths in every group; "
+                           "colour = correctness, line style = mode; n per group in the legend; groups too small to "
+                           "cut are named in the title, not drawn.",
 }
 
 

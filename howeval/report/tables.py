@@ -148,27 +148,41 @@ def intervals_section(metrics: dict) -> str:
 
 
 def length_section(la: dict) -> str:
-    """Markdown for ``howeval.metrics.length.length_analysis``: r per mode, exclusions, the bin table."""
+    """Markdown for ``howeval.metrics.length.length_analysis``: r per mode (never pooled across modes),
+    exclusions, and the bin table on common length edges (groups too small to cut listed apart)."""
     c = la["correlation"]
 
     def r_of(x: dict) -> str:
-        return "–" if x.get("r") is None else f"{x['r']:+.3f} (p = {x['p_value']:.3g}, {x['n_points']} aggregates)"
+        if x.get("r") is None:
+            return f"n/a ({x.get('n_points', 0)} aggregates; r needs 3)"
+        return f"{x['r']:+.3f} (p = {x['p_value']:.3g}, {x['n_points']} aggregates)"
 
     by_mode = "; ".join(f"{m}: **{r_of(x)}**" for m, x in (c.get("by_mode") or {}).items()) or "–"
     ex = la.get("excluded") or {}
     excluded = ", ".join(f"{v} {k}" for k, v in ex.items() if v) or "none"
+    edges = la.get("edges") or []
+    small = la.get("too_small") or {}
     lines = ["## Response length and patterns", "",
              f"Length of y_m in {la['unit']}. Pearson r between mean length and Trigger over config x correctness "
-             f"aggregates, per mode: {by_mode}; all modes pooled: {r_of(c)}. Unresolved answers (no verdict) form "
+             f"aggregates, per mode (never pooled across modes): {by_mode}. Unresolved answers (no verdict) form "
              f"their own group and stay out of r ({c.get('n_unresolved_points', 0)} unresolved aggregates). "
              f"Rows used: {la.get('n_used', '–')}; left out: {excluded}.", "",
-             f"Trigger (%) by length bin (equal-count bins, {la['n_bins']} per group; mean length in brackets):", ""]
+             f"Trigger (%) by length bin on common edges (the {la['n_bins']}-quantiles of all rows' lengths, so a bin "
+             "covers the same lengths in every group); rows in brackets:"
+             + (f" edges {', '.join(f'{e:g}' for e in edges)}." if edges else "")
+             + (f" Groups too small to cut (fewer than {la.get('min_rows_per_bin', 2) * la['n_bins']} rows): "
+                + ", ".join(f"{g} (n={n})" for g, n in small.items()) + "." if small else ""), ""]
     nb = max((len(v) for v in la["bins"].values()), default=0)
     rows = []
     for g, bins in la["bins"].items():
-        cells = [f"{100 * b['trigger']:.0f} [{b['mean_len']:.0f}]" for b in bins] + [""] * (nb - len(bins))
-        rows.append([g, str(sum(b["n"] for b in bins)), *cells])
-    lines.append(_table(["group", "n", *(f"bin {i}" for i in range(1, nb + 1))], rows) if rows else "No rows to bin.")
+        cells = ["–" if b.get("trigger") is None else f"{100 * b['trigger']:.0f} ({b['n']})" for b in bins]
+        rows.append([g, str(sum(b["n"] for b in bins)), *cells, *[""] * (nb - len(bins))])
+    if rows:
+        first = next(iter(la["bins"].values()))
+        heads = [f"{b['lo']:g}–{b['hi']:g}" if "lo" in b else f"bin {b['bin']}" for b in first]
+        lines.append(_table(["group", "n", *heads], rows))
+    else:
+        lines.append("No group large enough to cut into bins.")
     return "\n".join(lines)
 
 

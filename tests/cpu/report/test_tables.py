@@ -6,12 +6,20 @@ from howeval.report.tables import intervals_section, length_section
 
 def test_length_section_names_unresolved_and_excluded():
     la = {"unit": "words", "n_bins": 6, "n_used": 3, "excluded": {"error": 2, "truncated": 0, "unlabelled": 1},
-          "bins": {"NT/unresolved": [{"bin": 1, "n": 3, "min_len": 1, "max_len": 5, "mean_len": 3.0, "trigger": 2 / 3}]},
-          "correlation": {"r": None, "p_value": None, "n_points": 0, "n_unresolved_points": 1,
-                          "by_mode": {"NT": {"r": 0.5, "p_value": 0.25, "n_points": 4}}}}
+          "edges": [1, 3, 5], "too_small": {"T/wrong": 2}, "min_rows_per_bin": 2,
+          "bins": {"NT/unresolved": [{"bin": 1, "n": 3, "lo": 1, "hi": 3, "min_len": 1, "max_len": 2, "mean_len": 1.5,
+                                      "trigger": 2 / 3},
+                                     {"bin": 2, "n": 0, "lo": 3, "hi": 5, "min_len": None, "max_len": None,
+                                      "mean_len": None, "trigger": None}]},
+          "correlation": {"n_unresolved_points": 1,
+                          "by_mode": {"NT": {"r": 0.5, "p_value": 0.25, "n_points": 4},
+                                      "T": {"r": None, "p_value": None, "n_points": 2}}}}
     s = length_section(la)
-    assert "NT: **+0.500 (p = 0.25, 4 aggregates)**" in s and "(1 unresolved aggregates)" in s
-    assert "left out: 2 error, 1 unlabelled." in s and "| NT/unresolved | 3 | 67 [3] |" in s
+    assert "NT: **+0.500 (p = 0.25, 4 aggregates)**; T: **n/a (2 aggregates; r needs 3)**" in s
+    assert "pooled:" not in s and "(1 unresolved aggregates)" in s
+    assert "left out: 2 error, 1 unlabelled." in s
+    assert "| group | n | 1–3 | 3–5 |" in s and "| NT/unresolved | 3 | 67 (3) | – |" in s
+    assert "Groups too small to cut (fewer than 12 rows): T/wrong (n=2)." in s
 
 
 def test_intervals_section():
