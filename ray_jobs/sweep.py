@@ -39,6 +39,7 @@ def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool 
     samples, bad = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
     if not samples:
         raise ValueError("no samples to run: every benchmark row was bad or the files are empty")
+    cfg = with_generation_settings(cfg)  # what each engine applies: model defaults + overrides, in run_config.json
     write_json(join(cfg.output_uri, "run_config.json"), cfg.model_dump_json(indent=2))
     write_json(join(cfg.output_uri, "bad_rows.json"), json.dumps(bad, indent=2))
     init_ray(cfg.ray, verbose=verbose)
@@ -53,6 +54,14 @@ def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool 
         failures.update({f"adapt:{k}": v for k, v in adapt_failures.items()})
     write_json(join(cfg.output_uri, "failures.json"), json.dumps(failures, indent=2, sort_keys=True))
     return write_report(cfg, bad_rows=bad), failures
+
+
+def with_generation_settings(cfg: SweepConfig) -> SweepConfig:
+    """``cfg`` with ``generation_settings`` filled in per model config
+    (:func:`howeval.engines.generation.generation_settings`: overrides, the model's own defaults, result)."""
+    from howeval.engines.generation import generation_settings
+
+    return cfg.model_copy(update={"generation_settings": {m.name: generation_settings(m) for m in cfg.models}})
 
 
 def _pct(x) -> str:

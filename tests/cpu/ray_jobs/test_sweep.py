@@ -49,7 +49,7 @@ def test_real_items_both_modes_records_match_metrics(tmp_path, real_manifest):
 
     model = {"name": "smol", "engine": "hf", "vision": False, "options": {"batch_size": 8, "torch_threads": 1},
              "modes": {"NT": {"system_prompt": "Answer briefly."},
-                       "T": {"system_prompt": "Think inside <think></think> tags, then answer."}},
+                       "T": {"system_prompt": "Think inside <think></think> tags, then answer.", "prompted_thinking": True}},
              "sampling": {"max_tokens": 24}, "resources": {"replicas": 1, "num_cpus": 0.75, "batch_size": 8}}
     out = tmp_path / "run"
     assert main(["--config", str(_config(tmp_path, real_manifest, out, model))]) == 0
