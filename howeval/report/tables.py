@@ -214,6 +214,7 @@ def render_adapt(adapt: dict) -> str:
             eff.append([c, mode, *("–" if e[k] is None else f"{e[k]:.1f}" for k in ("tokens", "steps", "tool_calls", "turns")),
                         pct(s["tool_exec_ok_rate"].get(mode)), pct(s.get("key_step_coverage", {}).get(mode))])
     mcc = [[c, "–" if s["mcc"] is None else f"{s['mcc']:.3f}",
+            "–" if s.get("mcc_solvable") is None else f"{s['mcc_solvable']:.3f}",
             " / ".join(str((s["confusion"] or {}).get(k, "–")) for k in ("tp", "fp", "tn", "fn")),
             " / ".join(str((s["labels"] or {}).get(k, "–")) for k in ("required", "redundant", "unsolved")),
             str(sum(s["errors"].values())), str(s.get("unresolved", 0))] for c, s in adapt.items()]
@@ -222,8 +223,12 @@ def render_adapt(adapt: dict) -> str:
         "Accuracy (%) per mode and domain; text = no tools, adaptive = the model may call zoom/rotate/contrast "
         "(executed by the system), oracle = gold evidence crops given (SPEC §4).",
         _table(["config", "mode", "n", "Acc", "by domain"], rows),
-        "Mode selection: MCC of 'called a tool' against the model's own Tool-Required labels (ε = 1e-8).",
-        _table(["config", "MCC", "TP / FP / TN / FN", "required / redundant / unsolved", "errors", "unresolved"], mcc),
+        "Mode selection: MCC of 'called a tool' against the model's own labels (ε = 1e-8): Tool-Redundant when "
+        "its text-mode answer is correct, Tool-Required otherwise, over every item with an adaptive answer (the "
+        "paper's item set: items no mode solves count as Tool-Required). 'MCC, solvable only' leaves those out; "
+        "'unsolved' counts them.",
+        _table(["config", "MCC (paper)", "MCC, solvable only", "TP / FP / TN / FN", "required / redundant / unsolved",
+                "errors", "unresolved"], mcc),
         "Efficiency per item, the share of executed tool calls that ran without error, and key-step coverage "
         "(embedding match of the trajectory's steps against K at τ = 0.35).",
         _table(["config", "mode", "tokens", "steps", "tool calls", "turns", "tool calls that ran", "key-step coverage"], eff),
