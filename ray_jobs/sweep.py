@@ -69,8 +69,10 @@ def _pct(x) -> str:
 
 
 def summary_lines(metrics: dict, output_uri: str, failures: dict[str, str]) -> list[str]:
-    """The closing summary: Acc and Trigger in % (one decimal) with their counts per config x mode, the
-    report paths, and each failed config with its reason."""
+    """The closing summary: Acc (with the paper's all-N form) and Trigger in % (one decimal) with their
+    counts per config x mode, the rows with a reasoning channel and those cut by the length limit, a
+    warning per config whose T rows have no reasoning channel, the report paths, and each failed config
+    with its reason."""
     out = []
     width = max((len(n) for n in metrics.get("configs", {})), default=0)
     for name, c in metrics.get("configs", {}).items():
@@ -80,8 +82,11 @@ def summary_lines(metrics: dict, output_uri: str, failures: dict[str, str]) -> l
             x = c[m]
             extra = f", {x['n_errors']} engine errors" if x.get("n_errors") else ""
             out.append(f"  {name:<{width}}  {m:<2}  Acc {_pct(x['acc']):>6} ({x['n_scored']} scored, "
-                       f"{x.get('n_unresolved', 0)} unresolved{extra})  Trigger {_pct(x['trigger']):>6} "
-                       f"({x['n_labeled']} labelled)  n {x['n']}")
+                       f"{x.get('n_unresolved', 0)} unresolved{extra}; all-N {_pct(x.get('acc_all_n'))})  "
+                       f"Trigger {_pct(x['trigger']):>6} ({x['n_labeled']} labelled)  n {x['n']}  "
+                       f"reasoning {x.get('n_reasoning', 0)}  length-cut {x.get('n_length_cut', 0)}")
+    for c in metrics.get("configs", {}).values():
+        out += [f"warning: {w}" for w in c.get("warnings") or [] if "reasoning channel" in w]
     out.append(f"report: {join(output_uri, 'report.md')}")
     out.append(f"html:   {join(output_uri, 'index.html')}")
     if failures:
