@@ -48,6 +48,7 @@ _VALUE_RE = re.compile(
     r"|\\[dt]?frac\s*\{[^{}]+\}\s*\{[^{}]+\}"
 )
 _PAREN_LETTER_RE = re.compile(r"\(([A-Z])\)")
+_BARE_VALUE_RE = re.compile(r"\$?[-+]?\d[\d,]*(?:\.\d+)?\s*%?|\(?[A-Z]\)?")
 # A number stated as a bound ("under 5", "below 5", "more than 10", "at least 3", "> 2"): a threshold
 # restated from the question, not a value the sentence concludes.
 _BOUND_RE = re.compile(
@@ -195,7 +196,7 @@ def find_final_answer(text: str) -> tuple[str, str] | None:
     if value:
         return value, SOURCE_FINAL_SENTENCE
     earlier = _bold_answer(text, whole_text=True)
-    if earlier and re.search(r"\d|^\(?[A-Z]\)?$", earlier):
+    if earlier and _BARE_VALUE_RE.fullmatch(earlier):  # a bare number or option letter, not "**Step 1**"
         return earlier, SOURCE_BOLD  # "It fell below 5 in **2003**.\n\nNo other year is under 5."
     return None
 

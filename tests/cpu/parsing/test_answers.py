@@ -120,3 +120,8 @@ def test_extract_answer_type_error():
 ])
 def test_a_closing_bound_is_not_read_as_the_answer(text, expected):
     assert find_final_answer(text) == expected
+
+
+def test_an_earlier_bold_span_is_read_only_when_it_is_a_bare_value():
+    assert find_final_answer("**Step 1** read the chart.\n\nNo other year in the chart is under 5.") is None
+    assert find_final_answer("The best is **(B)**.\n\nThe others score under 5.") == ("(B)", "bold")
