@@ -19,7 +19,6 @@ from howeval.config.base import StrictModel, load_yaml_config, resolve_path, val
 from howeval.config.engines import ENGINE_OPTIONS
 from howeval.config.rewards import PatternRMConfig
 
-
 _ANSWER_FORMAT_RE = re.compile(r"\\boxed|answer\s+is\s*[:<]|answer:\s*<|end\s+with\s*:", re.IGNORECASE)
 """An answer-format instruction in a system prompt ("End with: The answer is <answer>.", "\\boxed{}")."""
 _THINK_TAG_RE = re.compile(r"<\s*/?\s*think", re.IGNORECASE)

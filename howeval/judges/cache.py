@@ -28,9 +28,10 @@ import os
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from howeval.engines.base import ChatRequest, Completion
 from howeval.store import JSONLinesError, iter_jsonl
@@ -164,7 +165,7 @@ class CachingEngine:
             return True
         try:
             return bool(self.accept(c))
-        except Exception as e:  # a parser that raises reads nothing: not stored, asked again next run
+        except Exception as e:  # noqa: BLE001 - any parser failure reads nothing: not stored, asked again next run
             log.debug("judge cache accept(%s) raised %r", self.namespace, e)
             return False
 

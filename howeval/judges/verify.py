@@ -291,7 +291,7 @@ def _has_power_in_exponent(s: str) -> bool:
     """
     stack: list[bool] = []  # per open group: is it an exponent group?
     in_exponent = 0  # open exponent groups
-    after_caret = False
+    after_caret, prev_end = False, 0
     for m in _GROUP_TOKEN_RE.finditer(s):
         tok = m.group(0)
         # a group opens an exponent when only spaces lie between the ^ and it

@@ -107,7 +107,7 @@ def template_prefills_reasoning(render, chat_template_kwargs: dict | None = None
     """
     try:
         prompt = render([{"role": "user", "content": "Hi"}], **(chat_template_kwargs or {}))
-    except Exception:  # a template that needs other inputs: no evidence of a pre-filled opener
+    except Exception:  # noqa: BLE001 - a template that needs other inputs (any error): no evidence of a pre-filled opener
         return False
     return isinstance(prompt, str) and template_opens_reasoning(prompt)
 

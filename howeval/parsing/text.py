@@ -14,7 +14,6 @@ Final-answer extraction builds on these in :mod:`howeval.parsing.answers`; step 
 from __future__ import annotations
 
 import functools
-
 import json
 import re
 from collections.abc import Callable
