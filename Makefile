@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast test-vllm bench-engines bench-sweep-vllm sweep report bench bench-sweep bench-cluster bench-crystal bench-reward patternrm train-smoke train-elastic serve submit-local k8s-render k8s-image-assets test-deepspeed check-gpu clean help
+.PHONY: install demo test test-fast test-vllm bench-engines bench-sweep-vllm sweep report bench bench-sweep bench-cluster bench-crystal bench-reward bench-verify patternrm train-smoke train-elastic serve submit-local k8s-render k8s-image-assets test-deepspeed check-gpu clean help
 
 help:
 	@echo "make demo    - create $(VENV), install, run the embedded-default sweep (PatternEval, CRYSTAL, AdaptMMBench) -> runs/demo/index.html"
@@ -24,6 +24,7 @@ help:
 	@echo "make sweep DATA=../shared/data/manifest.jsonl [OUT=runs/sweep] - the same sweep on real samples"
 	@echo "make report RUN=runs/demo - recompute metrics.json / report.md of a run"
 	@echo "make bench   - throughput benchmarks -> bench/results/*.md"
+	@echo "make bench-verify - verifier responses / CPU s per answer type on ../shared/data's real responses, beside the previous release and the first version -> bench/results/verify_bench.md"
 	@echo "make patternrm - train the embedded PatternRM (MiniLM + head, cached in ~/.cache/howeval) and score it on the 47 hand labels"
 	@echo "make train-smoke - 2 GRPO steps on CPU, checkpoint, then resume to step 3 (text policy, then the tiny VLM on image prompts)"
 	@echo "make train-elastic - elastic GRPO on a simulated 3-node cluster: a node leaves, one joins, training goes on"
@@ -157,6 +158,10 @@ bench-sweep: $(STAMP)
 # plus the paper-size dry run (25 configs, replay engines, 200 prompts) -> bench/results/cluster_sweep.json
 bench-cluster: $(STAMP)
 	nice -n 10 $(BIN)/python bench/cluster_sweep_bench.py --out bench/results/cluster_sweep.json
+
+# verifier speed on the real responses of ../shared/data, beside the previous run's figures and the first version's
+bench-verify: $(STAMP)
+	nice -n 10 $(BIN)/python bench/verify_bench.py --data $(dir $(DATA)) --out bench/results/verify_bench.md --json bench/results/verify_bench.json
 
 bench-crystal: $(STAMP)
 	$(BIN)/python bench/crystal_bench.py

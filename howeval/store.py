@@ -41,14 +41,16 @@ def join(uri: str, *parts: str) -> str:
 
 
 class JSONLinesError(ValueError):
-    """A line of a JSON Lines file that is not JSON: ``path``, ``line`` (1-based) and ``reason`` name it.
+    """A line of a JSON Lines file that is not JSON, or not UTF-8: ``path``, ``line`` (1-based),
+    ``reason`` and ``what`` (``"invalid JSON"`` or ``"not UTF-8"``) name it.
 
-    The message reads ``<path>:<line>: invalid JSON (<reason>)``.
+    The message reads ``<path>:<line>: invalid JSON (<reason>)`` or ``<path>:<line>: not UTF-8 (byte 0xe9
+    at column 12: ...)``.
     """
 
-    def __init__(self, path: str, line: int, reason: str) -> None:
-        super().__init__(f"{path}:{line}: invalid JSON ({reason})")
-        self.path, self.line, self.reason = path, line, reason
+    def __init__(self, path: str, line: int, reason: str, what: str = "invalid JSON") -> None:
+        super().__init__(f"{path}:{line}: {what} ({reason})")
+        self.path, self.line, self.reason, self.what = path, line, reason, what
 
 
 def iter_jsonl(path: str | os.PathLike, *, storage_options: dict[str, Any] | None = None,
@@ -59,16 +61,27 @@ def iter_jsonl(path: str | os.PathLike, *, storage_options: dict[str, Any] | Non
 
     Args:
         storage_options: fsspec options for ``path`` (e.g. credentials).
-        on_error: called with the :class:`JSONLinesError` of a line that is not JSON, and the line is
-            skipped (e.g. a manifest keeping bad rows, a cache tolerating a torn last line); None raises.
+        on_error: called with the :class:`JSONLinesError` of a line that is not JSON or not UTF-8, and the
+            line is skipped (e.g. a manifest keeping bad rows, a cache tolerating a torn last line); None raises.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
         JSONLinesError (a ValueError): a line is not JSON and ``on_error`` is None.
     """
     path = os.fspath(path)
-    with fsspec.open(path, "rt", encoding="utf-8", **(storage_options or {})) as f:
-        for i, line in enumerate(f, 1):
+    # bytes, decoded line by line: a line that is not UTF-8 is named by its line (decoding the file as text
+    # failed at a buffer offset, with no line number) and, with on_error, skipped like a line that is not JSON
+    with fsspec.open(path, "rb", **(storage_options or {})) as f:
+        for i, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                err = JSONLinesError(path, i, f"byte 0x{e.object[e.start:e.start + 1].hex()} at column {e.start + 1}: "
+                                              f"{e.reason}; re-save the file as UTF-8", what="not UTF-8")
+                if on_error is None:
+                    raise err from None
+                on_error(err)
+                continue
             if not line.strip():
                 continue
             try:

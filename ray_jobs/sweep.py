@@ -46,6 +46,7 @@ def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool 
     write_json(join(cfg.output_uri, "bad_rows.json"), json.dumps(bad, indent=2))  # also when no row is left
     if not samples:
         raise ValueError(no_samples_message(bad, cfg.output_uri))
+    cfg = with_generation_settings(cfg)  # what each engine applies: model defaults + overrides, in run_config.json
     write_json(join(cfg.output_uri, "run_config.json"), cfg.model_dump_json(indent=2))
     init_ray(cfg.ray, verbose=verbose)
     record_provenance(cfg, cluster=cluster_summary())  # <run>/provenance.json: code, packages, hardware, arguments
@@ -71,13 +72,23 @@ def no_samples_message(bad: list[dict], output_uri: str) -> str:
             f"{bad_rows_summary(bad)}\nEvery row with its reason: {join(output_uri, 'bad_rows.json')}")
 
 
+def with_generation_settings(cfg: SweepConfig) -> SweepConfig:
+    """``cfg`` with ``generation_settings`` filled in per model config
+    (:func:`howeval.engines.generation.generation_settings`: overrides, the model's own defaults, result)."""
+    from howeval.engines.generation import generation_settings
+
+    return cfg.model_copy(update={"generation_settings": {m.name: generation_settings(m) for m in cfg.models}})
+
+
 def _pct(x) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
 
 def summary_lines(metrics: dict, output_uri: str, failures: dict[str, str]) -> list[str]:
-    """The closing summary: Acc and Trigger in % (one decimal) with their counts per config x mode, the
-    report paths, and each failed config with its reason."""
+    """The closing summary: Acc (with the paper's all-N form) and Trigger in % (one decimal) with their
+    counts per config x mode, the rows with a reasoning channel and those cut by the length limit, a
+    warning per config whose T rows have no reasoning channel, the report paths, and each failed config
+    with its reason."""
     out = []
     width = max((len(n) for n in metrics.get("configs", {})), default=0)
     for name, c in metrics.get("configs", {}).items():
@@ -87,8 +98,11 @@ def summary_lines(metrics: dict, output_uri: str, failures: dict[str, str]) -> l
             x = c[m]
             extra = f", {x['n_errors']} engine errors" if x.get("n_errors") else ""
             out.append(f"  {name:<{width}}  {m:<2}  Acc {_pct(x['acc']):>6} ({x['n_scored']} scored, "
-                       f"{x.get('n_unresolved', 0)} unresolved{extra})  Trigger {_pct(x['trigger']):>6} "
-                       f"({x['n_labeled']} labelled)  n {x['n']}")
+                       f"{x.get('n_unresolved', 0)} unresolved{extra}; all-N {_pct(x.get('acc_all_n'))})  "
+                       f"Trigger {_pct(x['trigger']):>6} ({x['n_labeled']} labelled)  n {x['n']}  "
+                       f"reasoning {x.get('n_reasoning', 0)}  length-cut {x.get('n_length_cut', 0)}")
+    for c in metrics.get("configs", {}).values():
+        out += [f"warning: {w}" for w in c.get("warnings") or [] if "reasoning channel" in w]
     out.append(f"report: {join(output_uri, 'report.md')}")
     out.append(f"html:   {join(output_uri, 'index.html')}")
     if failures:

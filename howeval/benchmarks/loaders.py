@@ -66,7 +66,10 @@ def _read_rows(path: str) -> list[tuple[int, dict | BadRowError]]:
     rows: list[tuple[int, dict | BadRowError]] = []
 
     def bad(e: JSONLinesError) -> None:
-        rows.append((e.line, BadRowError(path, e.line, None, "<json>", f"not valid JSON ({e.reason})")))
+        if getattr(e, "what", "invalid JSON") == "not UTF-8":
+            rows.append((e.line, BadRowError(path, e.line, None, "<encoding>", f"not UTF-8 ({e.reason})")))
+        else:
+            rows.append((e.line, BadRowError(path, e.line, None, "<json>", f"not valid JSON ({e.reason})")))
 
     for i, row in iter_jsonl(path, on_error=bad):  # on_error runs in file order, between the rows
         rows.append((i, row))
@@ -172,8 +175,9 @@ def load_benchmark(path: str, *, name: str | None = None, limit: int | None = No
 
 
 def load_samples(benchmarks, skip_bad_rows: bool = False) -> tuple[list[dict], list[dict]]:
-    """All samples of several benchmarks (objects with ``path``, ``name``, ``limit``) and the bad rows
-    skipped (``skip_bad_rows``).
+    """All samples of several benchmarks (objects with ``path``, ``name``, ``limit`` and optionally
+    ``answer_instruction``, put on each sample as ``instruction`` when set) and the bad rows skipped
+    (``skip_bad_rows``).
 
     Raises:
         BadRowError: a bad row when ``skip_bad_rows`` is False.
@@ -182,7 +186,10 @@ def load_samples(benchmarks, skip_bad_rows: bool = False) -> tuple[list[dict], l
     samples, bad, seen = [], [], set()
     for b in benchmarks:
         res = load_benchmark(b.path, name=b.name, limit=b.limit, skip_bad_rows=skip_bad_rows)
+        instruction = getattr(b, "answer_instruction", None)
         for s in res.samples:
+            if instruction is not None:  # the benchmark's one answer instruction (None: the default one)
+                s["instruction"] = instruction
             if s["sample_id"] in seen:
                 raise ValueError(f"sample id {s['sample_id']!r} appears in two benchmarks; ids must be unique")
             seen.add(s["sample_id"])

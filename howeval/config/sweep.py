@@ -7,6 +7,7 @@ greater than or equal to 1 (got 0)``. Unknown keys are errors (``extra="forbid"`
 from __future__ import annotations
 
 import json
+import re
 import typing
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,6 +19,10 @@ from howeval.config.base import StrictModel, load_yaml_config, resolve_path, val
 from howeval.config.engines import ENGINE_OPTIONS
 from howeval.config.rewards import PatternRMConfig
 
+_ANSWER_FORMAT_RE = re.compile(r"\\boxed|answer\s+is\s*[:<]|answer:\s*<|end\s+with\s*:", re.IGNORECASE)
+"""An answer-format instruction in a system prompt ("End with: The answer is <answer>.", "\\boxed{}")."""
+_THINK_TAG_RE = re.compile(r"<\s*/?\s*think", re.IGNORECASE)
+
 
 class ModeConfig(StrictModel):
     """How one inference mode (NT or T) is switched on for a model (DESIGN.md, "Engines")."""
@@ -27,16 +32,37 @@ class ModeConfig(StrictModel):
     reasoning_effort: str | None = Field(None, description="Hosted-API reasoning control (minimal|low|medium|high|none).")
     extra_body: dict[str, Any] = Field(default_factory=dict, description="Extra request fields for this mode (openai engine), e.g. a provider's thinking switch.")
     max_tokens: int | None = Field(None, ge=1, description="Overrides sampling.max_tokens in this mode (thinking needs more).")
-    reasoning_opener_in_template: bool = Field(False, description="The chat template pre-fills the reasoning opener (<think>), so outputs carry no opening tag: an output cut by max_tokens before its closing tag is then truncated (no answer), never taken as the answer. The hf engine also detects this from the rendered prompt.")
+    reasoning_opener_in_template: bool = Field(False, description="The chat template pre-fills the reasoning opener (<think>), so outputs carry no opening tag: an output cut by max_tokens before its closing tag is then truncated (no answer), never taken as the answer. The hf and vllm engines also detect this from the rendered prompt, the openai engine from outputs that close a reasoning block they never opened.")
+    prompted_thinking: bool = Field(False, description="T only: the system prompt asks the model to write its reasoning in <think> tags itself. Off by default, and a T system prompt that mentions <think> is refused: a thinking model's own template switches thinking (chat_template_kwargs such as {enable_thinking: true}, or reasoning_effort), and a prompt asking a non-thinking model to fake it measures the prompt, not the mode. Set it to compare such prompts on purpose; the report's reasoning-channel counts show what the model did.")
 
 
 class SamplingConfig(StrictModel):
-    """Sampling parameters shared by both modes (vLLM / OpenAI names)."""
+    """Sampling parameters shared by both modes (vLLM / OpenAI names).
+
+    A field left unset (None) is the model's own default, as the paper's "official default inference
+    settings": the vllm engine takes it from ``LLM.get_default_sampling_params()`` (the model's
+    ``generation_config.json``), the hf engine from the model's ``generation_config``, and the openai
+    engine leaves it out of the request so the server applies its own. What each engine applied is
+    recorded in ``run_config.json`` (``generation_settings``).
+    """
 
     max_tokens: int = Field(256, ge=1, description="Completion budget in tokens.")
-    temperature: float = Field(0.0, ge=0, description="0 = greedy; the paper's sweeps use the providers' recommended values.")
-    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus mass.")
+    temperature: float | None = Field(None, ge=0, description="Sampling temperature; 0 = greedy; None = the model's default (generation_config), as the paper's sweeps use the providers' recommended values.")
+    top_p: float | None = Field(None, gt=0, le=1, description="Nucleus mass; None = the model's default.")
+    top_k: int | None = Field(None, ge=-1, description="Top-k cut (-1 or 0 = off); None = the model's default.")
+    min_p: float | None = Field(None, ge=0, le=1, description="Min-p cut; None = the model's default.")
+    presence_penalty: float | None = Field(None, ge=-2, le=2, description="Presence penalty (OpenAI / vLLM); None = the model's default.")
+    repetition_penalty: float | None = Field(None, gt=0, description="Repetition penalty (HF / vLLM); None = the model's default.")
     seed: int | None = Field(0, description="Sampling seed; None = unseeded.")
+
+    def overrides(self) -> dict[str, Any]:
+        """The sampling fields this config sets (not None), max_tokens and seed excluded: what overrides the
+        model's own defaults.
+
+        >>> SamplingConfig(temperature=0.0, top_k=20).overrides()
+        {'temperature': 0.0, 'top_k': 20}
+        """
+        return {k: v for k, v in self.model_dump().items() if v is not None and k not in ("max_tokens", "seed")}
 
 
 class ResourcesConfig(StrictModel):
@@ -90,6 +116,25 @@ class ModelConfig(StrictModel):
         """``options`` is validated by the options model of the config's ``engine``."""
         return ENGINE_OPTIONS.get(raw.get("engine")) if field == "options" else None
 
+    @model_validator(mode="after")
+    def _one_answer_format_and_real_thinking(self) -> ModelConfig:
+        for m, mc in self.modes.items():
+            sp = mc.system_prompt or ""
+            if _ANSWER_FORMAT_RE.search(sp):
+                raise ValueError(
+                    f"modes.{m}.system_prompt {sp[:80]!r} sets an answer format: the answer instruction is set once per "
+                    "benchmark (benchmarks[].answer_instruction, default 'Put your final answer in \\boxed{}.'), so a "
+                    "prompt never asks for two formats; move it there")
+            if mc.prompted_thinking and m != "T":
+                raise ValueError(f"modes.{m}.prompted_thinking: only the T mode can prompt for thinking")
+            if m == "T" and _THINK_TAG_RE.search(sp) and not mc.prompted_thinking:
+                raise ValueError(
+                    f"modes.T.system_prompt {sp[:80]!r} asks for <think> tags: a thinking model's own chat template "
+                    "switches thinking (chat_template_kwargs: {enable_thinking: true}, or reasoning_effort); asking a "
+                    "model to fake it measures the prompt, not the mode. Remove it, or set prompted_thinking: true to "
+                    "compare such prompts on purpose")
+        return self
+
     @property
     def vision_mode(self) -> Literal["pixels", "ocr", "none"]:
         """How images reach this config's model: ``pixels`` (vision: true), ``ocr`` (OCR text), ``none``."""
@@ -106,6 +151,7 @@ class BenchmarkConfig(StrictModel):
     path: str = Field(..., description="Manifest path or URL; relative paths resolve against the config file's folder.")
     name: str | None = Field(None, description="Benchmark name on records; default = the file's stem's parent folder.")
     limit: int | None = Field(None, ge=1, description="Use only the first N rows (smoke runs).")
+    answer_instruction: str | None = Field(None, description="The one answer instruction appended to every question of this benchmark (recorded in each row's prompt); None = 'Put your final answer in \\boxed{}.' (howeval.engines.prompts.ANSWER_INSTRUCTION), '' = none. Mode system prompts must not set another format.")
 
 
 class JudgeEngineConfig(StrictModel):
@@ -304,6 +350,7 @@ class SweepConfig(StrictModel):
                                  "order applied: dot-list items (models.0.sampling.temperature=0.7) and the --data, "
                                  "--limit, --output, --max-tokens, --skip-bad-rows flags. Set by ray_jobs.sweep and "
                                  "recorded in run_config.json (the other fields there already include them).")
+    generation_settings: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Written by the sweep into run_config.json (leave unset in a YAML): per config, the sampling settings its engine applies: the config's overrides, the model's own defaults (generation_config.json) and the result (howeval.engines.generation.generation_settings).")
 
     @model_validator(mode="after")
     def _unique_models(self) -> SweepConfig:

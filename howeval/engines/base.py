@@ -19,8 +19,12 @@ class ChatRequest:
         messages: OpenAI chat messages, e.g. ``[{"role": "user", "content": [{"type": "text", "text": q},
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}]}]``.
         max_tokens: completion budget in tokens (>= 1).
-        temperature: sampling temperature (>= 0; 0 means greedy).
-        top_p: nucleus mass in (0, 1].
+        temperature: sampling temperature (>= 0; 0 means greedy), or None: the model's own default
+            (vllm: ``LLM.get_default_sampling_params()``; hf: the model's ``generation_config``; openai:
+            left out of the request, so the server applies its own).
+        top_p: nucleus mass in (0, 1], or None (the model's default, as for temperature).
+        top_k, min_p, presence_penalty, repetition_penalty: further sampling settings; None = the model's
+            default (engines that do not support one leave it to the model).
         seed: per-request seed, or None.
         chat_template_kwargs: passed to the chat template (e.g. ``{"enable_thinking": True}``).
         reasoning_effort: hosted-API reasoning control (``"minimal"|"low"|"medium"|"high"``) or None.
@@ -35,9 +39,13 @@ class ChatRequest:
 
     messages: list[dict[str, Any]]
     max_tokens: int = 256
-    temperature: float = 0.0
-    top_p: float = 1.0
+    temperature: float | None = 0.0
+    top_p: float | None = 1.0
     seed: int | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+    presence_penalty: float | None = None
+    repetition_penalty: float | None = None
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     reasoning_effort: str | None = None
     tools: list[dict[str, Any]] | None = None

@@ -17,6 +17,7 @@ from pathlib import Path
 from howeval.config.engines import HFOptions
 from howeval.engines.base import ChatRequest, Completion
 from howeval.engines.checkpoints import DEFAULT_GGUF, default_model_dir, embedded_checkpoint
+from howeval.engines.generation import hf_model_defaults, merge_sampling, request_overrides
 from howeval.engines.messages import flatten_text, to_template_parts
 from howeval.parsing.reasoning import split_reasoning, template_opens_reasoning
 
@@ -148,6 +149,30 @@ def load_model_and_tokenizer(model: str | None, options: HFOptions):
     return mdl, tok, None
 
 
+def hf_sampling_kwargs(req: ChatRequest, model_defaults: dict) -> dict:
+    """``model.generate`` sampling keywords: the model's defaults (:func:`howeval.engines.generation.
+    hf_model_defaults`), then the request's fields that are set. Sampling is on when the request sets a
+    temperature > 0, or sets none and the model's config samples (``do_sample``); greedy otherwise (then
+    temperature/top_p/top_k are cleared so transformers does not warn; a repetition penalty still applies).
+
+    >>> hf_sampling_kwargs(ChatRequest(messages=[], temperature=None, top_p=None), {"do_sample": True, "temperature": 0.6})
+    {'do_sample': True, 'temperature': 0.6}
+    >>> hf_sampling_kwargs(ChatRequest(messages=[], temperature=0.0), {"do_sample": True, "temperature": 0.6})
+    {'do_sample': False, 'temperature': None, 'top_p': None, 'top_k': None}
+    """
+    merged = merge_sampling({k: v for k, v in model_defaults.items() if k != "do_sample"}, request_overrides(req))
+    temp = merged.get("temperature")
+    do_sample = temp > 0 if req.temperature is not None else bool(model_defaults.get("do_sample")) and temp != 0
+    kw: dict = {"do_sample": do_sample}
+    if do_sample:
+        kw.update({k: merged[k] for k in ("temperature", "top_p", "top_k", "min_p") if k in merged})
+    else:
+        kw.update(temperature=None, top_p=None, top_k=None)
+    if "repetition_penalty" in merged:
+        kw["repetition_penalty"] = merged["repetition_penalty"]
+    return kw
+
+
 class HFEngine:
     """transformers engine. ``generate`` batches requests in chunks of ``options.batch_size``.
 
@@ -172,6 +197,8 @@ class HFEngine:
         self.model, self.tokenizer, self.processor = load_model_and_tokenizer(model, self.options)
         self.device = self.model.device  # inputs go where the model (its first layer, with device_map) is
         self.supports_images = self.processor is not None
+        # the model's own generation defaults (its generation_config): applied where a request leaves a field unset
+        self.model_defaults = hf_model_defaults(getattr(self.model, "generation_config", None))
 
     def _prompt(self, req: ChatRequest) -> tuple[str, list]:
         """``(prompt text, images)``; images are PIL RGB images (empty for a text-only model, whose
@@ -254,12 +281,9 @@ class HFEngine:
             image_token_id = getattr(self.model.config, "image_token_id", None)
             if self.processor is not None and image_token_id is not None:
                 gen_kw["suppress_tokens"] = [image_token_id]  # a sampled image token has no pixels behind it
-            if r0.temperature > 0:
-                gen_kw.update(do_sample=True, temperature=r0.temperature, top_p=r0.top_p)
-                if r0.seed is not None:
-                    torch.manual_seed(r0.seed)
-            else:
-                gen_kw.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+            gen_kw.update(hf_sampling_kwargs(r0, self.model_defaults))
+            if gen_kw["do_sample"] and r0.seed is not None:
+                torch.manual_seed(r0.seed)
             with torch.inference_mode():
                 seqs = self.model.generate(**enc, **gen_kw)  # (B, T_prompt + T_new)
         except Exception as e:  # noqa: BLE001 - an engine failure is recorded on each row, never raised past the batch

@@ -60,13 +60,17 @@ def prompt_record(request, image_ids: list[str] | None = None) -> str:
 
     ``request`` is a ``howeval.engines.base.ChatRequest``. The record holds the messages (system prompt
     included, images replaced by their ids: :func:`redact_images`) and the request settings
-    (``max_tokens``, ``temperature``, ``top_p``, ``seed``, ``chat_template_kwargs``, ``reasoning_effort``,
-    ``extra_body``, ``tools``). The chat template itself is the engine's; its kwargs are recorded.
+    (``max_tokens``, ``temperature``, ``top_p`` (None: the model's own default), ``top_k`` / ``min_p`` /
+    ``presence_penalty`` / ``repetition_penalty`` when set, ``seed``, ``chat_template_kwargs``,
+    ``reasoning_effort``, ``extra_body``, ``tools``). The answer instruction is the last line of the user
+    text. The chat template itself is the engine's; its kwargs are recorded.
     """
     import json
 
+    extra = {k: getattr(request, k) for k in ("top_k", "min_p", "presence_penalty", "repetition_penalty")
+             if getattr(request, k, None) is not None}
     return json.dumps({"messages": redact_images(request.messages, image_ids), "max_tokens": request.max_tokens,
-                       "temperature": request.temperature, "top_p": request.top_p, "seed": request.seed,
+                       "temperature": request.temperature, "top_p": request.top_p, **extra, "seed": request.seed,
                        "chat_template_kwargs": request.chat_template_kwargs or None,
                        "reasoning_effort": request.reasoning_effort, "extra_body": request.extra_body or None,
                        "tools": request.tools}, ensure_ascii=False, default=str)

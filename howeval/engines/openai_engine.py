@@ -24,6 +24,7 @@ answer.
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
 import os
 import threading
@@ -33,7 +34,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from howeval.config.engines import OpenAIOptions
 from howeval.engines.base import ChatRequest, Completion
-from howeval.parsing.reasoning import split_reasoning
+from howeval.engines.generation import request_overrides
+from howeval.parsing.reasoning import closes_unopened_reasoning, split_reasoning
 
 log = logging.getLogger(__name__)
 
@@ -190,6 +192,10 @@ class OpenAIEngine:
         self._sleep = sleep or (lambda s: self.endpoint.down.wait(s))
         self.limiter = RateLimiter(o.qps, clock=clock, sleep=self._sleep)
         self._pool = ThreadPoolExecutor(max_workers=o.max_concurrency, thread_name_prefix="openai-engine")
+        # chat_template_kwargs (JSON) -> True once an answer closed a reasoning block it never opened: the
+        # server's template pre-fills <think>, so a later answer cut by the length limit with no tag at all
+        # is truncated inside its reasoning (no answer), never taken as the answer
+        self.opener_in_template: dict[str, bool] = {}
 
     # -- public ---------------------------------------------------------------------------------------
     def submit(self, req: ChatRequest) -> Future:
@@ -207,8 +213,10 @@ class OpenAIEngine:
 
     # -- one request ----------------------------------------------------------------------------------
     def _body(self, req: ChatRequest) -> dict:
-        kw: dict = {"model": self.model_name, "messages": req.messages, self.options.max_tokens_param: req.max_tokens,
-                    "temperature": req.temperature, "top_p": req.top_p}
+        kw: dict = {"model": self.model_name, "messages": req.messages, self.options.max_tokens_param: req.max_tokens}
+        # sampling fields the request sets; the others are left out so the server applies the model's defaults
+        sampling = request_overrides(req)
+        kw.update({k: sampling.pop(k) for k in ("temperature", "top_p", "presence_penalty") if k in sampling})
         if req.seed is not None:
             kw["seed"] = req.seed
         if req.reasoning_effort:
@@ -217,7 +225,7 @@ class OpenAIEngine:
             kw["tools"] = req.tools
         if req.response_format:
             kw["response_format"] = req.response_format
-        extra = {**self.options.extra_body, **req.extra_body}
+        extra = {**sampling, **self.options.extra_body, **req.extra_body}  # top_k, min_p, repetition_penalty: vLLM's extras
         if req.chat_template_kwargs:
             extra["chat_template_kwargs"] = req.chat_template_kwargs
         if extra:
@@ -302,8 +310,11 @@ class OpenAIEngine:
         content = msg.content or ""
         server_r = getattr(msg, "reasoning_content", None) or getattr(msg, "reasoning", None)
         finish = choice.finish_reason or "stop"
+        switch = json.dumps(req.chat_template_kwargs or {}, sort_keys=True, default=str)
+        if server_r is None and closes_unopened_reasoning(content):
+            self.opener_in_template[switch] = True  # the server's template pre-fills <think> for this switch
         sp = split_reasoning(content, finish_reason=finish, server_reasoning=server_r,
-                             opener_in_template=req.reasoning_opener_in_template)
+                             opener_in_template=req.reasoning_opener_in_template or self.opener_in_template.get(switch, False))
         calls = None
         if getattr(msg, "tool_calls", None):
             calls = [{"id": c.id, "type": "function",

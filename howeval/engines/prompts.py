@@ -59,9 +59,18 @@ CRYSTAL_INSTRUCTION = ('Answer with a JSON object only: {"reasoning_steps": ["st
 
 
 def question_text(sample: dict) -> str:
-    """The question with lettered options (``A. ...``) when it has any, and the answer instruction
-    (the sample's ``instruction`` when it has one, else :data:`ANSWER_INSTRUCTION`)."""
-    return format_question(sample["question"], sample.get("options"), sample.get("instruction") or ANSWER_INSTRUCTION)
+    """The question with lettered options (``A. ...``) when it has any, and the one answer instruction:
+    the sample's ``instruction`` (its benchmark's ``answer_instruction``) when set, ``""`` for none, else
+    :data:`ANSWER_INSTRUCTION`.
+
+    >>> question_text({"question": "2+2?", "instruction": "Answer with a number."})
+    '2+2?\\nAnswer with a number.'
+    >>> question_text({"question": "2+2?", "instruction": ""}), question_text({"question": "2+2?"})
+    ('2+2?', '2+2?\\nPut your final answer in \\\\boxed{}.')
+    """
+    instruction = sample.get("instruction")
+    return format_question(sample["question"], sample.get("options"),
+                           ANSWER_INSTRUCTION if instruction is None else instruction)
 
 
 def build_request(sample: dict, model: ModelConfig, mode: str) -> ChatRequest:
@@ -96,6 +105,7 @@ def build_request(sample: dict, model: ModelConfig, mode: str) -> ChatRequest:
     s = model.sampling
     return ChatRequest(
         messages=messages, max_tokens=mc.max_tokens or s.max_tokens, temperature=s.temperature, top_p=s.top_p,
+        top_k=s.top_k, min_p=s.min_p, presence_penalty=s.presence_penalty, repetition_penalty=s.repetition_penalty,
         seed=s.seed, chat_template_kwargs=dict(mc.chat_template_kwargs), reasoning_effort=mc.reasoning_effort,
         extra_body=dict(mc.extra_body), request_id=f"{sample['sample_id']}|{model.name}|{mode}",
         reasoning_opener_in_template=mc.reasoning_opener_in_template,

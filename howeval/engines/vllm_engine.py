@@ -12,20 +12,29 @@ mapping (:func:`sampling_kwargs`, :func:`llm_kwargs`) is unit-tested without vll
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from howeval.config.engines import VLLM_CPU_DEFAULTS, VLLMOptions
 from howeval.engines.base import ChatRequest, Completion
-from howeval.parsing.reasoning import split_reasoning
+from howeval.engines.generation import merge_sampling, request_overrides, vllm_model_defaults
+from howeval.parsing.reasoning import split_reasoning, template_prefills_reasoning
 
 
 class EngineStartError(RuntimeError):
     """The vLLM engine could not start; the message is one line with the root cause."""
 
 
-def sampling_kwargs(req: ChatRequest) -> dict:
-    """``vllm.SamplingParams`` keyword arguments for a request (vLLM's own names)."""
-    kw = {"max_tokens": req.max_tokens, "temperature": req.temperature, "top_p": req.top_p}
+def sampling_kwargs(req: ChatRequest, model_defaults: dict | None = None) -> dict:
+    """``vllm.SamplingParams`` keyword arguments for a request (vLLM's own names): the model's own
+    defaults (``model_defaults``: :func:`howeval.engines.generation.vllm_model_defaults`, what
+    ``LLM.get_default_sampling_params()`` sets), then the request's sampling fields that are set
+    (a None field keeps the model's default).
+
+    >>> sampling_kwargs(ChatRequest(messages=[], max_tokens=8, temperature=None, top_p=None), {"top_k": 20})
+    {'top_k': 20, 'max_tokens': 8}
+    """
+    kw = {**merge_sampling(model_defaults or {}, request_overrides(req)), "max_tokens": req.max_tokens}
     if req.seed is not None:
         kw["seed"] = req.seed
     schema = ((req.response_format or {}).get("json_schema") or {}).get("schema")
@@ -110,15 +119,31 @@ class VLLMEngine:
             raise EngineStartError(f"vllm engine failed to start for {model}: {head}"
                                    + ("" if cause == head else f" (root cause: {cause})")) from e
         self.startup_s = time.perf_counter() - t0
+        self.model_defaults = vllm_model_defaults(self.llm)  # the model's generation_config sampling fields
+        self._prefill_cache: dict[str, bool] = {}
+
+    def _prefills(self, chat_template_kwargs: dict | None) -> bool:
+        """Whether the model's chat template, with these kwargs, pre-fills ``<think>`` (rendered once per
+        switch, cached): its outputs then carry no opening tag, and a length-cut one is truncated."""
+        key = repr(sorted((chat_template_kwargs or {}).items()))
+        if key not in self._prefill_cache:
+            tok = self.llm.get_tokenizer()
+            self._prefill_cache[key] = template_prefills_reasoning(
+                lambda msgs, **kw: tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True, **kw),
+                chat_template_kwargs)
+        return self._prefill_cache[key]
 
     def generate(self, requests: list[ChatRequest]) -> list[Completion]:
         """One Completion per request, in order; a refused request is an error on its own row."""
+        requests = list(requests)
         out: list[Completion | None] = [None] * len(requests)
         queued: dict[str, int] = {}
         t0 = time.perf_counter()
         for i, r in enumerate(requests):
+            if not r.reasoning_opener_in_template and self._prefills(r.chat_template_kwargs):
+                requests[i] = r = dataclasses.replace(r, reasoning_opener_in_template=True)
             try:
-                (rid,) = self.llm.enqueue_chat([r.messages], _sampling_params(sampling_kwargs(r)), use_tqdm=False,
+                (rid,) = self.llm.enqueue_chat([r.messages], _sampling_params(sampling_kwargs(r, self.model_defaults)), use_tqdm=False,
                                                chat_template_kwargs=r.chat_template_kwargs or None)
             except Exception as e:  # noqa: BLE001 - vLLM refused this request: the error is kept on its row only
                 out[i] = Completion(text="", finish_reason="error", error=f"vllm: {_one_line(e)}",

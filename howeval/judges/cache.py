@@ -8,7 +8,10 @@ the same requests from the file. Any stage can use it: wrap an engine in :class:
 - **Key**: SHA-256 of the judge id (``name@version``: bumping a judge's version misses the cache on
   purpose) and the whole request (messages, so the response text and every image; model parameters;
   ``response_format``). Two identical requests of the same judge are one call.
-- **What is stored**: completions without ``error`` only; a failed call is retried on the next run.
+- **What is stored**: completions without ``error`` that the judge could read (``accept``, e.g. the
+  pattern-label parser); a failed call or an unparseable answer is retried on the next run, and a stored
+  answer the judge cannot read (written before this check, or by a judge whose parser changed) is not
+  replayed: it is asked again.
 - **Files**: ``<directory>/<host>-<pid>-<random>.jsonl``, one per process (actors never share a file),
   so appends need no lock across processes. All segments are read at start. A line torn by a kill in the
   middle of a write is skipped.
@@ -25,6 +28,7 @@ import os
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -66,6 +70,7 @@ class JudgeCache:
         self.directory = Path(d.removeprefix("file://")).expanduser()
         self.directory.mkdir(parents=True, exist_ok=True)
         self._data: dict[str, dict[str, Any]] = {}
+        self._older: dict[str, list[dict[str, Any]]] = {}  # earlier answers of a re-asked key
         self._lock = threading.Lock()
         self._fh = None
         self.path = self.directory / f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
@@ -74,38 +79,50 @@ class JudgeCache:
         for seg in sorted(self.directory.glob("*.jsonl")):
             for _, rec in iter_jsonl(seg, on_error=not_json.append):
                 try:
-                    self._data[rec["key"]] = rec["completion"]
+                    self._add(rec["key"], rec["completion"])
                 except (KeyError, TypeError):
                     torn += 1  # a line cut by a kill mid-write
         torn += len(not_json)
         if torn:
             log.warning("judge cache %s: skipped %d unreadable line(s)", self.directory, torn)
 
+    def _add(self, key: str, rec: dict[str, Any]) -> None:
+        if key in self._data:  # a key answered again (its earlier answer was not readable): keep both
+            self._older.setdefault(key, []).append(self._data[key])
+        self._data[key] = rec
+
     def __len__(self) -> int:
         return len(self._data)
 
-    def get(self, key: str) -> Completion | None:
-        """The stored completion for ``key``, or None."""
-        rec = self._data.get(key)
-        if rec is None:
-            return None
+    @staticmethod
+    def _completion(rec: dict[str, Any]) -> Completion:
         return Completion(**{k: v for k, v in rec.items() if k in _COMPLETION_FIELDS})
 
-    def put(self, key: str, completion: Completion) -> None:
+    def get(self, key: str) -> Completion | None:
+        """The stored completion for ``key`` (the latest stored), or None."""
+        rec = self._data.get(key)
+        return None if rec is None else self._completion(rec)
+
+    def get_all(self, key: str) -> list[Completion]:
+        """Every completion stored for ``key``, latest first (several only when an answer was re-asked)."""
+        recs = ([self._data[key]] if key in self._data else []) + self._older.get(key, [])[::-1]
+        return [self._completion(r) for r in recs]
+
+    def put(self, key: str, completion: Completion, replace: bool = False) -> None:
         """Append ``completion`` under ``key`` and flush (failed completions are not stored; a key already
-        stored is not written again)."""
+        stored is not written again unless ``replace``: a re-asked answer after an unreadable one)."""
         if completion.error is not None:
             return
         rec = dataclasses.asdict(completion)
         line = json.dumps({"key": key, "completion": rec}, ensure_ascii=False, default=str) + "\n"
         with self._lock:
-            if key in self._data:
+            if key in self._data and not replace:
                 return
             if self._fh is None:
                 self._fh = open(self.path, "a", encoding="utf-8")
             self._fh.write(line)
             self._fh.flush()  # in the OS before the caller goes on: a killed process loses nothing written
-            self._data[key] = rec
+            self._add(key, rec)
 
     def close(self) -> None:
         with self._lock:
@@ -125,15 +142,38 @@ class CachingEngine:
         engine: any engine with ``generate(list[ChatRequest]) -> list[Completion]``.
         cache: the cache.
         namespace: the judge id (``name@version``) the calls belong to.
+        accept: ``completion -> bool``: True when the judge can read the answer (its parser succeeds).
+            Only accepted completions are stored, and a stored one that is not accepted is asked again
+            (counted in ``rejected``). None: every completion without ``error`` is accepted.
     """
 
-    def __init__(self, engine: Any, cache: JudgeCache, namespace: str) -> None:
+    def __init__(self, engine: Any, cache: JudgeCache, namespace: str,
+                 accept: Callable[[Completion], bool] | None = None) -> None:
         self.engine = engine
         self.cache = cache
         self.namespace = namespace
+        self.accept = accept
         self.name = getattr(engine, "name", "engine")
         self.hits = 0
         self.calls = 0
+        self.rejected = 0  # stored answers the judge could not read, asked again
+
+    def _ok(self, c: Completion) -> bool:
+        if c.error is not None:
+            return False
+        if self.accept is None:
+            return True
+        try:
+            return bool(self.accept(c))
+        except Exception as e:  # noqa: BLE001 - any parser failure reads nothing: not stored, asked again next run
+            log.debug("judge cache accept(%s) raised %r", self.namespace, e)
+            return False
+
+    def _put(self, key: str, c: Completion) -> None:
+        if self._ok(c):
+            # written again only when what is stored under the key is not readable (a re-asked answer)
+            unreadable = not any(self._ok(x) for x in self.cache.get_all(key))
+            self.cache.put(key, c, replace=unreadable)
 
     def __getattr__(self, item: str) -> Any:  # supports_images, close, model_name, ...
         return getattr(self.engine, item)
@@ -142,7 +182,10 @@ class CachingEngine:
         keys = [request_key(self.namespace, r) for r in requests]
         out: list[Completion | None] = []
         for r, k in zip(requests, keys):
-            c = self.cache.get(k)
+            stored = self.cache.get_all(k)
+            c = next((x for x in stored if self._ok(x)), None)
+            if c is None and stored:
+                self.rejected += 1  # stored, but the judge cannot read it: ask again
             out.append(dataclasses.replace(c, request_id=r.request_id) if c is not None else None)
         todo = [i for i, c in enumerate(out) if c is None]
         self.hits += len(requests) - len(todo)
@@ -158,13 +201,13 @@ class CachingEngine:
                 futures[i] = f
             for i, f in futures.items():
                 out[i] = f.result()
-                self.cache.put(keys[i], out[i])  # done callbacks may still be running: make sure before returning
+                self._put(keys[i], out[i])  # done callbacks may still be running: make sure before returning
         else:
             got = self.engine.generate([requests[i] for i in todo])
             if len(got) != len(todo):
                 raise RuntimeError(f"engine {self.name!r} returned {len(got)} completions for {len(todo)} requests")
             for i, c in zip(todo, got):
-                self.cache.put(keys[i], c)
+                self._put(keys[i], c)
                 out[i] = c
         return out  # type: ignore[return-value]
 
@@ -172,7 +215,7 @@ class CachingEngine:
         if fut.cancelled() or fut.exception() is not None:
             return
         try:
-            self.cache.put(key, fut.result())
+            self._put(key, fut.result())
         except OSError as e:  # a full disk must not lose the answer in hand; the next run pays again
             log.warning("judge cache write failed: %r", e)
 

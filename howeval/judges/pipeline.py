@@ -36,6 +36,24 @@ def merge_judges(old: JudgesConfig, new: JudgesConfig) -> JudgesConfig:
                         primary=new.primary or old.primary_name)
 
 
+def _pattern_readable(c) -> bool:
+    """True when a pattern judge's answer parses into the four labels (first answers and repairs alike)."""
+    from howeval.judges.rubric import JudgeParseError, parse_pattern_output
+
+    try:
+        parse_pattern_output(c.text or "")
+    except JudgeParseError:
+        return False
+    return True
+
+
+def _verdict_readable(c) -> bool:
+    """True when the verifier's LLM-judge answer holds a boolean ``correct`` verdict."""
+    from howeval.judges.verify import METHOD_LLM, LLMVerifier
+
+    return LLMVerifier.parse_verdict(c).method == METHOD_LLM
+
+
 def verifier_id(cfg: JudgesConfig) -> str:
     return f"rules{'+llm' if cfg.verifier.llm_fallback else ''}@{cfg.verifier.version}"
 
@@ -63,21 +81,24 @@ class Judger:
 
             self.cache = JudgeCache(cache_dir)
         self.verifier_id = verifier_id(cfg)
-        self.judges = {j.name: build_pattern_judge(j, self._builder(base, judge_id(j))) for j in self.judge_cfgs}
+        self.judges = {j.name: build_pattern_judge(j, self._builder(base, judge_id(j), _pattern_readable))
+                       for j in self.judge_cfgs}
         self.llm_verifier = None
         if cfg.verifier.llm_fallback is not None:
             from howeval.judges.verify import LLMVerifier
 
             fb = cfg.verifier.llm_fallback
-            self.llm_verifier = LLMVerifier(self._builder(base, self.verifier_id)(fb.model, fb.options))
+            self.llm_verifier = LLMVerifier(self._builder(base, self.verifier_id, _verdict_readable)(fb.model, fb.options))
 
-    def _builder(self, base, namespace: str):
-        """``base``, its engines wrapped in the write-ahead cache under ``namespace`` when there is one."""
+    def _builder(self, base, namespace: str, accept=None):
+        """``base``, its engines wrapped in the write-ahead cache under ``namespace`` when there is one;
+        only answers ``accept`` can read are cached (and replayed): an unparseable judge answer is asked
+        again on the next run, like an engine error."""
         if self.cache is None:
             return base
         from howeval.judges.cache import CachingEngine
 
-        return lambda model, options: CachingEngine(base(model, options), self.cache, namespace)
+        return lambda model, options: CachingEngine(base(model, options), self.cache, namespace, accept)
 
     def verify_rows(self, rows: list[dict]) -> list[VerifyResult]:
         """Verifier verdicts, one per row, in order.

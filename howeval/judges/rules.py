@@ -7,6 +7,7 @@ it sees form, not meaning. See ``docs/rule_judge.md`` for the cue list and its b
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass
 from itertools import combinations
@@ -14,6 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from howeval.parsing.text import NUMBER_WORDS, boxed_spans, strip_latex
 from howeval.judges.base import JudgeItem, as_judge_items
+from howeval.judges.budget import DEFAULT_ITEM_BUDGET_S, BudgetExceeded, CpuDeadline
 from howeval.parsing.limits import InputTooLarge, check_text
 from howeval.judges.verdict import LABELS, PatternVerdict, make_verdict
 
@@ -245,6 +247,54 @@ def _claims_disagree(a: Claim, b: Claim, options: dict[str, str]) -> bool:
     return not _same_value(va, vb)
 
 
+MAX_PAIRWISE_CLAIMS = 64
+"""Up to this many distinct claims are compared pair by pair (the first disagreeing pair in text order is
+the evidence); more (a text built to stall the judge: 10,000 forms of one value) go through the linear
+scan of :func:`_disagreeing_pair`."""
+
+
+def _canon(v: str | None) -> str | None:
+    """A claim value's comparison key: a number to 9 significant digits, else the normalized text."""
+    if v is None:
+        return None
+    n = _as_number(v)
+    return f"#{n:.9g}" if n is not None else v
+
+
+def _disagreeing_pair(claims: list[Claim], options: dict[str, str]) -> tuple[Claim, Claim] | None:
+    """Two claims that are definitely different answers (:func:`_claims_disagree`), or None.
+
+    Pairwise for up to :data:`MAX_PAIRWISE_CLAIMS` claims; beyond that in one linear pass: two different
+    letters; else two letter-free claims with different values; else a letter claim whose value differs
+    from the (single) value of the letter-free claims. Values compare by :func:`_canon` (9 significant
+    digits) there instead of the 1e-6 relative tolerance.
+    """
+    if len(claims) <= MAX_PAIRWISE_CLAIMS:
+        for a, b in combinations(claims, 2):
+            if _claims_disagree(a, b, options):
+                return a, b
+        return None
+    lettered = [c for c in claims if c.letter is not None]
+    first_letter = lettered[0] if lettered else None
+    for c in lettered:
+        if c.letter != first_letter.letter:
+            return first_letter, c
+    first_value: tuple[str, Claim] | None = None
+    for c in claims:
+        if c.letter is None and c.value is not None:
+            k = _canon(c.value)
+            if first_value is None:
+                first_value = (k, c)
+            elif k != first_value[0]:
+                return first_value[1], c
+    if first_value is not None:
+        for c in lettered:
+            k = _canon(_resolve(c, options))
+            if k is not None and k != first_value[0]:
+                return (c, first_value[1]) if c.pos < first_value[1].pos else (first_value[1], c)
+    return None
+
+
 _OPTION_LINE = re.compile(r"^\s*\(([A-E])\)\s*(.+?)\s*$|^\s*([A-E])[.:)]\s+(.+?)\s*$")
 
 
@@ -282,24 +332,48 @@ def options_from_list(options: Sequence[str] | None) -> dict[str, str]:
     return {chr(ord("A") + i): _norm_value(strip_latex(o)) for i, o in enumerate(options[:26])}
 
 
+_ANSWER_WORD = re.compile(r"\banswer\b", re.IGNORECASE)
+
+
 def extract_claims(text: str) -> list[Claim]:
     """Final-answer claims in ``text``: the last ``\\boxed{}``, every other ``\\boxed{}`` whose sentence
-    mentions the answer, and every "the answer is X" / "answer: X" statement, in text order."""
+    mentions the answer, and every "the answer is X" / "answer: X" statement, in text order.
+
+    Time is linear in ``len(text)`` (up to a log factor): sentence starts, "answer" words and box
+    ranges are found in one pass each and looked up by bisection, never by scanning the prefix of
+    every box (which was quadratic on a run of boxes with no sentence break: 40,000 characters took
+    8 s of CPU).
+
+    >>> [(c.letter, c.value) for c in extract_claims(r"So \\boxed{3}. The answer is (B).")]
+    [(None, '3'), ('B', None)]
+    """
     claims: list[Claim] = []
     boxes = [b for b in boxed_spans(text) if b[2].strip() not in ("", "?")]
+    dots = [m.start() for m in re.finditer(r"\. ", text)]
+    newlines = [m.start() for m in re.finditer("\n", text)]
+    answer_words = [(m.start(), m.end()) for m in _ANSWER_WORD.finditer(text)]
+    answer_starts = [a for a, _ in answer_words]
     for i, (a, b, content) in enumerate(boxes):
-        sent_start = max(text.rfind(". ", 0, a), text.rfind("\n", 0, a))
-        sent = text[sent_start + 1 : a]
-        if i == len(boxes) - 1 or re.search(r"\banswer\b", sent, re.IGNORECASE):
+        # the box's sentence: after the last ". " ending by ``a`` or the last newline before ``a``
+        d = dots[bisect_right(dots, a - 2) - 1] if dots and dots[0] <= a - 2 else -1
+        n = newlines[bisect_right(newlines, a - 1) - 1] if newlines and newlines[0] <= a - 1 else -1
+        sent_from = max(d, n) + 1
+        j = bisect_left(answer_starts, sent_from)
+        mentions = j < len(answer_words) and answer_words[j][1] <= a
+        if i == len(boxes) - 1 or mentions:
             c = _parse_claim(content, a)
             if c:
                 claims.append(c)
-    box_ranges = [(a, b) for a, b, _ in boxes]
+    box_starts = [a for a, _, _ in boxes]
+    reach: list[int] = []  # reach[i]: the furthest end of boxes[0..i] (boxes may nest)
+    for _, b, _ in boxes:
+        reach.append(max(b, reach[-1]) if reach else b)
     for m in _ANSWER_STMT.finditer(text):
         val = m.group("val")
         vpos = m.start("val")
-        if any(a <= vpos < b for a, b in box_ranges) or "\\boxed" in val:
-            continue  # "the answer is \boxed{X}": already counted as a box
+        k = bisect_right(box_starts, vpos) - 1
+        if (k >= 0 and reach[k] > vpos) or "\\boxed" in val:
+            continue  # "the answer is \\boxed{X}": already counted as a box
         if re.match(r"^(?:to|of|for|in|that|we|this|option|choice|the\s+(?:question|problem))\b", val.strip(), re.I):
             continue  # "the answer to ...", "the answer that ..." are not statements of a value
         if len(val.split()) > 12:
@@ -459,6 +533,10 @@ class RuleJudge:
     ngram_short = 12
     min_conclusion_repeats = 3
     max_bare_body_sentences = 1
+    time_budget_s = DEFAULT_ITEM_BUDGET_S
+    """CPU seconds one response may take (:class:`~howeval.judges.budget.CpuDeadline`); over it the
+    verdict fails with ``"judge_error: timeout after 2 s"``. Every step is linear in the response, so a
+    response at the 200,000-character limit takes well under a second; the budget is the backstop."""
 
     def judge(
         self,
@@ -476,7 +554,8 @@ class RuleJudge:
         Returns:
             A verdict with all four labels and, for each positive label, its evidence span; a response
             over the limits of :mod:`howeval.parsing.limits` (200,000 characters, brackets nested 100
-            deep) gives a failed verdict ``"judge_error: input too large: ..."`` (no labels).
+            deep) gives a failed verdict ``"judge_error: input too large: ..."`` (no labels); one over
+            :attr:`time_budget_s` CPU seconds gives ``"judge_error: timeout after 2 s"``.
 
         Raises:
             TypeError: ``response`` is not a str.
@@ -485,25 +564,32 @@ class RuleJudge:
             raise TypeError(f"response must be str, got {type(response).__name__}")
         try:
             check_text(response, "response")
-            return self._judge(response, question, options)
+            return self._judge(response, question, options, CpuDeadline(self.time_budget_s))
+        except BudgetExceeded as e:
+            return PatternVerdict.failed(self.name, self.version, f"judge_error: {e}")
         except InputTooLarge as e:
             return PatternVerdict.failed(self.name, self.version, f"judge_error: {e}")
         except RecursionError:
             return PatternVerdict.failed(self.name, self.version, "judge_error: input too large: nesting too deep")
 
-    def _judge(self, response: str, question: str | None, options: Sequence[str] | None) -> PatternVerdict:
+    def _judge(self, response: str, question: str | None, options: Sequence[str] | None,
+               deadline: CpuDeadline) -> PatternVerdict:
         text = normalize_newlines(response)
         sents = split_sentences(text)
         opts = options_from_list(options) or parse_options(question) or parse_options(text, strict=True)
-
-        cot_ev, trace = self._cot(text, sents)
+        deadline.check()
+        cot_ev, trace = self._cot(text, sents, deadline)
+        deadline.check()
         rep_ev = self._rep(text, sents)
+        deadline.check()
         # Con and PR read the text with code and quoted text blanked out (same offsets): "answers =
         # reader.read()" in a code block or "an answer is correct" in quotes is not a claim of the response
         masked = mask_code_and_quotes(text)
         msents = [Sentence(masked[s.start : s.start + len(s.text)], s.start, s.para, s.idx) for s in sents]
-        con_ev = self._con(masked, msents, trace, opts)
+        con_ev = self._con(masked, msents, trace, opts, deadline)
+        deadline.check()
         pr_ev = self._pr(masked, sents, trace, msents)
+        deadline.check()
         evidence = {"cot": cot_ev, "rep": rep_ev, "con": con_ev, "pr": pr_ev}
         labels = {k: evidence[k] is not None for k in LABELS}
         return make_verdict(labels, evidence, self.name, self.version)
@@ -518,7 +604,7 @@ class RuleJudge:
 
     # -- CoT ------------------------------------------------------------------------------------------
 
-    def _cot(self, text: str, sents: list[Sentence]) -> tuple[str | None, _Trace]:
+    def _cot(self, text: str, sents: list[Sentence], deadline: CpuDeadline | None = None) -> tuple[str | None, _Trace]:
         trace = _Trace(sentences=set(), superseded_before=0, think_end=0)
         first: str | None = None
         tags = list(_THINK_TAG.finditer(text))
@@ -528,6 +614,8 @@ class RuleJudge:
             trace.superseded_before = trace.think_end
             first = f"thinking tag {tags[0].group(0)!r}: " + _clip(text[max(0, tags[0].start() - 60) : tags[0].end() + 120])
         for s in sents:
+            if deadline is not None:
+                deadline.check()
             if s.start + len(s.text) <= trace.think_end:
                 trace.sentences.add(s.idx)
                 continue
@@ -573,7 +661,8 @@ class RuleJudge:
 
     # -- Con ------------------------------------------------------------------------------------------
 
-    def _con(self, text: str, sents: list[Sentence], trace: _Trace, opts: dict[str, str]) -> str | None:
+    def _con(self, text: str, sents: list[Sentence], trace: _Trace, opts: dict[str, str],
+             deadline: CpuDeadline | None = None) -> str | None:
         in_trace = {s.idx for s in sents if s.idx in trace.sentences}
         trace_ranges = [(s.start, s.start + len(s.text)) for s in sents if s.idx in in_trace]
         claims = [
@@ -582,12 +671,15 @@ class RuleJudge:
             if c.pos >= trace.superseded_before and not any(a <= c.pos < b for a, b in trace_ranges)
         ]
         distinct = list({(c.letter, c.value): c for c in reversed(claims)}.values())[::-1]  # first of each
-        for a, b in combinations(distinct, 2):
-            if _claims_disagree(a, b, opts):
-                return f"different final answers: {_clip(a.source, 80)!r} vs {_clip(b.source, 80)!r}"
+        pair = _disagreeing_pair(distinct, opts)
+        if pair:
+            a, b = pair
+            return f"different final answers: {_clip(a.source, 80)!r} vs {_clip(b.source, 80)!r}"
         kept = [s for s in sents if s.idx not in in_trace and s.start >= trace.think_end]
         polar: dict[str, tuple[bool, Sentence]] = {}
         for s in kept:
+            if deadline is not None:
+                deadline.check()
             clause = re.sub(r"^(?:however|but|so|thus|hence|therefore|also|and|yet|still|then)\b,?\s*", "", s.text, flags=re.I)
             clause = re.sub(r"^[^,;:]{1,40},\s+(?=\S+(?:\s+\S+){3})", "", clause)  # short lead-in phrase
             toks = _norm_sentence(clause.replace("cannot", "can not").replace("n't", " not")).split()

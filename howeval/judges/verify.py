@@ -171,11 +171,18 @@ def _numbers_in(s: str) -> list[str]:
     return re.findall(rf"(?<![\w.])(?:{_NUM})(?:\s*/\s*\d+)?", strip_latex(s))
 
 
+_POWER_RE = re.compile(r"\^|\*\*")
+
+
 def _lenient_number(s: str) -> tuple[Fraction, str, int] | None:
     """A number from an answer phrase: the whole phrase, else its leading number, else its only number.
 
     ``"0.538, or 53.8%"`` -> 0.538 (leading); ``"Donald spent $1"`` -> 1 (only number); two different
-    numbers with no leading one -> None.
+    numbers with no leading one -> None; a power (``^`` or ``**``: ``"2^{3}"``, ``"10^{10^{10}}"``) ->
+    None, never its base.
+
+    >>> _lenient_number("0.538, or 53.8%")[0], _lenient_number("2^{3}"), _lenient_number(r"10^{10^{10}}")
+    (Fraction(269, 500), None, None)
     """
     whole = _parse_number(s)
     if whole:
@@ -183,6 +190,8 @@ def _lenient_number(s: str) -> tuple[Fraction, str, int] | None:
     c = strip_latex(s)
     if longest_digit_run(c) > MAX_NUMBER_DIGITS:
         return None  # not an answer (see _parse_number); the range regexes below would be quadratic on it
+    if _POWER_RE.search(c):
+        return None  # "10^{10^{10}}", "2^{3}": a power, not its base (nor its exponent)
     if _several_values(c):
         return None  # "0 to 10", "3 and 4", "between 2 and 5": not its first number
     lead = re.match(rf"\s*(?:{_NUM})(?:\s*/\s*\d+)?", c)
@@ -270,6 +279,35 @@ def _looks_math(s: str) -> bool:
 
 
 _NESTED_POWER_RE = re.compile(r"\^\s*\{[^{}]*\^|\^\s*\(?\s*\d+\s*\^")
+_GROUP_TOKEN_RE = re.compile(r"\\left\s*[({]|\\right\s*[)}]|\\[{}]|[{}()^]")
+
+
+def _has_power_in_exponent(s: str) -> bool:
+    """True when a ``^`` stands inside the exponent group of another ``^`` at any brace/paren depth:
+    ``9^{9^{9}}``, ``{9}^{{9}^{{9}^{9}}}``, ``2^{(3^{4})}``, ``2^(3^(4^5))``. One left-to-right pass.
+
+    >>> _has_power_in_exponent("{9}^{{9}^{{9}^{9}}}"), _has_power_in_exponent("{2}^{3} + x^{2}")
+    (True, False)
+    """
+    stack: list[bool] = []  # per open group: is it an exponent group?
+    in_exponent = 0  # open exponent groups
+    after_caret, prev_end = False, 0
+    for m in _GROUP_TOKEN_RE.finditer(s):
+        tok = m.group(0)
+        # a group opens an exponent when only spaces lie between the ^ and it
+        opens_exponent = after_caret and not s[prev_end:m.start()].strip()
+        after_caret = False
+        if tok == "^":
+            if in_exponent:
+                return True
+            after_caret, prev_end = True, m.end()
+        elif tok[-1] in "({" and tok != "\\{":
+            stack.append(opens_exponent)
+            in_exponent += opens_exponent
+        elif tok[-1] in ")}" and tok != "\\}":
+            if stack:
+                in_exponent -= stack.pop()
+    return False
 _BIG_EXPONENT_RE = re.compile(r"\^\s*\{?\s*\(?\s*(\d{6,})")
 _BIG_FACTORIAL_RE = re.compile(r"\d{4,}\s*!")
 
@@ -282,7 +320,7 @@ def _math_risk(s: str) -> str | None:
     """
     if longest_digit_run(s) > MAX_NUMBER_DIGITS:  # first: the regexes below are quadratic on long digit runs
         return f"a number of more than {MAX_NUMBER_DIGITS} digits"
-    if _NESTED_POWER_RE.search(s):
+    if _NESTED_POWER_RE.search(s) or _has_power_in_exponent(s):
         return "a power in an exponent"
     if _BIG_EXPONENT_RE.search(s):
         return "an exponent of 6+ digits"
@@ -537,7 +575,8 @@ def _verify_tabmwp_number(response: str, answer: str, integer: bool) -> VerifyRe
         raise ValueError(f"numeric gold answer {answer!r} is not a number")
     pc = _lenient_number(cand)
     if pc is None:
-        return VerifyResult(None, cand, METHOD_RULE, f"unresolved: no single number in answer {cand!r} ({src})")
+        what = "a power, not a plain number," if _POWER_RE.search(cand) else "no single number"
+        return VerifyResult(None, cand, METHOD_RULE, f"unresolved: {what} in answer {cand!r} ({src})")
     gv, pv = pg[0], pc[0]
     if integer or pg[2] == 0:
         ok, rule = pv == gv, "exact"

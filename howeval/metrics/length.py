@@ -12,13 +12,15 @@ verdicts are mostly unresolved still shows its Trigger by length; they never ent
 paper's aggregates are correct vs incorrect), and the number of unresolved aggregates left out is
 reported.
 
-- **Length bins** (Fig. 6): within each mode x correctness group (all configs pooled) rows are ranked
-  by length (ties broken by input order) and split into ``n_bins`` (default 6: sextiles) groups of
-  equal size (sizes differ by at most one). Each bin reports its length range, mean length and Trigger.
+- **Length bins** (Fig. 6): common edges for every group, the sextiles (``n_bins``, default 6) of the
+  lengths of all usable rows pooled, so bin k covers the same length range in every mode x correctness
+  group (all configs pooled) and groups are compared "within comparable length ranges". A group with
+  fewer than ``MIN_ROWS_PER_BIN * n_bins`` rows is not cut (listed in ``too_small``). Each bin reports its
+  edges, its rows' mean length and Trigger (None for a bin the group has no row in).
 - **Correlation** (Fig. 5): one aggregate per (config, mode, correctness): mean length and Trigger;
-  Pearson r (and its two-sided p) over the correct/wrong aggregates with at least ``min_rows`` rows, for
-  all modes pooled (``correlation``) and per mode (``correlation_by_mode``). r is None with fewer than
-  3 aggregates or a constant side.
+  Pearson r (and its two-sided p) over the correct/wrong aggregates with at least ``min_rows`` rows, per
+  mode only (``by_mode``): never pooled across modes. r is None with fewer than 3 aggregates or a
+  constant side.
 """
 from __future__ import annotations
 
@@ -89,32 +91,77 @@ def group_name(mode: str, correct: bool | str | None) -> str:
     return f"{mode}/{correct}"
 
 
-def length_bins(rows: list[dict], n_bins: int = 6, unit: str = "words") -> dict:
-    """Trigger by ``n_bins`` equal-count length bins per mode x correctness group.
+MIN_ROWS_PER_BIN = 2
+"""A group is cut into bins only when it has at least this many rows per bin (12 for sextiles); a smaller
+group gets no bins (it is listed in ``too_small``): six bins of one or two responses are noise."""
 
-    Returns ``{group: [{"bin": 1.., "n", "min_len", "max_len", "mean_len", "trigger"}, ...]}`` with
-    groups named like ``"T/wrong"`` or ``"NT/unresolved"``, in the order NT before T and correct, wrong,
-    unresolved; a group with fewer rows than bins gets one bin per row.
+
+def length_edges(rows: list[dict], n_bins: int = 6, unit: str = "words") -> list[float]:
+    """Common bin edges for every group: the ``k / n_bins`` quantiles of the lengths of all usable rows
+    (all modes and correctness groups pooled), deduplicated, so bin k covers the same lengths in every
+    group (the paper compares Trigger "within comparable length ranges", Fig. 6).
+
+    Returns ``[e_0, ..., e_k]`` (k <= n_bins; fewer when lengths tie): bin i holds lengths in
+    ``[e_{i-1}, e_i)``, the last bin also ``e_k``. [] when there are no usable rows.
+
+    >>> rows = [{"mode": "NT", "correct": True, "response": "w " * n, "cot": False, "rep": False,
+    ...          "con": False, "pr": False} for n in range(1, 13)]
+    >>> [round(e, 2) for e in length_edges(rows, n_bins=3)]
+    [1.0, 4.67, 8.33, 12.0]
     """
-    if n_bins < 1:
-        raise ValueError(f"n_bins must be >= 1, got {n_bins}")
+    lens = np.asarray([n for _, n, _ in _usable(rows, unit)], dtype=float)
+    if lens.size == 0:
+        return []
+    edges = np.quantile(lens, np.linspace(0, 1, n_bins + 1))
+    return [float(e) for e in np.unique(edges)] if np.ptp(lens) > 0 else [float(lens[0]), float(lens[0])]
+
+
+def length_bins(rows: list[dict], n_bins: int = 6, unit: str = "words",
+                min_rows_per_bin: int = MIN_ROWS_PER_BIN) -> dict:
+    """Trigger by length bin per mode x correctness group, on common edges (:func:`length_edges`).
+
+    Returns ``{group: [{"bin": 1.., "n", "lo", "hi", "min_len", "max_len", "mean_len", "trigger"}, ...]}``
+    with groups named like ``"T/wrong"`` or ``"NT/unresolved"``, in the order NT before T and correct,
+    wrong, unresolved. ``lo``/``hi`` are the bin's common edges; ``min_len``/``max_len``/``mean_len`` the
+    group's own rows in it (None, like ``trigger``, when the group has no row in that bin). A group with
+    fewer than ``min_rows_per_bin * n_bins`` rows gets no bins: see :func:`small_groups`.
+
+    Raises:
+        ValueError: ``n_bins`` or ``min_rows_per_bin`` < 1.
+    """
+    if n_bins < 1 or min_rows_per_bin < 1:
+        raise ValueError(f"n_bins and min_rows_per_bin must be >= 1, got {n_bins}, {min_rows_per_bin}")
+    edges = length_edges(rows, n_bins, unit)
     groups: dict[str, list[tuple[int, bool]]] = defaultdict(list)
     for r, n, t in _usable(rows, unit):
         groups[group_name(r["mode"], correctness(r))].append((n, t))
     out = {}
+    k = max(len(edges) - 1, 1)
     for g in [group_name(m, c) for m in MODES for c in CORRECTNESS]:
         items = groups.get(g)
-        if not items:
+        if not items or len(items) < min_rows_per_bin * n_bins:
             continue
         lens = np.asarray([n for n, _ in items], dtype=float)
         trig = np.asarray([t for _, t in items], dtype=float)
-        order = np.argsort(lens, kind="stable")
+        # bin of each row: edges[i-1] <= len < edges[i]; the maximum goes into the last bin
+        idx = np.clip(np.searchsorted(np.asarray(edges[1:-1]), lens, side="right"), 0, k - 1)
         bins = []
-        for i, idx in enumerate(np.array_split(order, min(n_bins, len(items))), 1):
-            bins.append({"bin": i, "n": int(idx.size), "min_len": int(lens[idx].min()), "max_len": int(lens[idx].max()),
-                         "mean_len": float(lens[idx].mean()), "trigger": float(trig[idx].mean())})
+        for i in range(k):
+            sel = idx == i
+            m = int(sel.sum())
+            bins.append({"bin": i + 1, "n": m, "lo": edges[i], "hi": edges[min(i + 1, len(edges) - 1)],
+                         "min_len": int(lens[sel].min()) if m else None, "max_len": int(lens[sel].max()) if m else None,
+                         "mean_len": float(lens[sel].mean()) if m else None,
+                         "trigger": float(trig[sel].mean()) if m else None})
         out[g] = bins
     return out
+
+
+def small_groups(rows: list[dict], n_bins: int = 6, unit: str = "words",
+                 min_rows_per_bin: int = MIN_ROWS_PER_BIN) -> dict[str, int]:
+    """``{group: rows}`` of the mode x correctness groups too small to cut into ``n_bins`` bins."""
+    counts = Counter(group_name(r["mode"], correctness(r)) for r, _, _ in _usable(rows, unit))
+    return {g: n for g, n in counts.items() if n < min_rows_per_bin * n_bins}
 
 
 def pearson(x, y) -> tuple[float | None, float | None]:
@@ -141,10 +188,12 @@ def _r_over(points: list[dict]) -> dict:
 def length_correlation(rows: list[dict], unit: str = "words", min_rows: int = 1) -> dict:
     """Pearson r between mean response length and Trigger over (config, mode, correctness) aggregates.
 
-    Returns ``{"r", "p_value", "n_points", "by_mode": {mode: {"r", "p_value", "n_points"}},
-    "n_unresolved_points", "points": [{"config", "mode", "correct", "correctness", "n", "mean_len",
-    "trigger", "used"}]}``. ``correct`` is True / False / None (unresolved). Unresolved aggregates and
-    aggregates with fewer than ``min_rows`` rows are listed with ``used = False`` and enter no r.
+    Returns ``{"by_mode": {mode: {"r", "p_value", "n_points"}}, "n_unresolved_points", "points":
+    [{"config", "mode", "correct", "correctness", "n", "mean_len", "trigger", "used"}]}``. ``correct`` is
+    True / False / None (unresolved). Unresolved aggregates and aggregates with fewer than ``min_rows``
+    rows are listed with ``used = False`` and enter no r. r is per mode only: a pooled r over NT and T
+    points would mix two modes whose lengths differ for reasons of their own (the paper reports the
+    relation per mode).
     """
     agg: dict[tuple, list[tuple[int, bool]]] = defaultdict(list)
     for r, n, t in _usable(rows, unit):
@@ -156,16 +205,18 @@ def length_correlation(rows: list[dict], unit: str = "words", min_rows: int = 1)
                        "mean_len": float(np.mean([n for n, _ in items])),
                        "trigger": float(np.mean([t for _, t in items])),
                        "used": corr != "unresolved" and len(items) >= min_rows})
-    out = _r_over(points)
-    out["by_mode"] = {m: _r_over([p for p in points if p["mode"] == m]) for m in MODES
-                      if any(p["mode"] == m for p in points)}
+    out: dict = {"by_mode": {m: _r_over([p for p in points if p["mode"] == m]) for m in MODES
+                             if any(p["mode"] == m for p in points)}}
     out["n_unresolved_points"] = sum(p["correctness"] == "unresolved" for p in points)
     out["points"] = points
     return out
 
 
 def length_analysis(rows: list[dict], n_bins: int = 6, unit: str = "words", min_rows: int = 1) -> dict:
-    """Both analyses: ``{"unit", "n_bins", "n_used", "excluded": excluded_counts(rows), "bins":
-    length_bins(...), "correlation": length_correlation(...)}``."""
+    """Both analyses: ``{"unit", "n_bins", "n_used", "excluded": excluded_counts(rows), "edges":
+    length_edges(...), "bins": length_bins(...), "too_small": small_groups(...), "min_rows_per_bin",
+    "correlation": length_correlation(...)}``."""
     return {"unit": unit, "n_bins": n_bins, "n_used": len(_usable(rows, unit)), "excluded": excluded_counts(rows),
-            "bins": length_bins(rows, n_bins, unit), "correlation": length_correlation(rows, unit, min_rows)}
+            "edges": length_edges(rows, n_bins, unit), "bins": length_bins(rows, n_bins, unit),
+            "too_small": small_groups(rows, n_bins, unit), "min_rows_per_bin": MIN_ROWS_PER_BIN,
+            "correlation": length_correlation(rows, unit, min_rows)}

@@ -35,17 +35,32 @@ def trigger_of(row: dict) -> bool | None:
 
 
 def group_metrics(rows: list[dict]) -> dict:
-    """Acc, Trigger and label rates over ``rows``.
+    """Acc, Trigger and label rates over ``rows``, in two forms.
 
-    Returns a dict: ``n`` (rows), ``n_scored`` (correct known), ``n_labeled`` (labels known),
-    ``acc`` and ``trigger`` in [0, 1] or None, ``labels`` {cot, rep, con, pr} rates in [0, 1] or None.
+    - ``acc`` / ``trigger``: over the rows with a verdict / with labels (denominators ``n_scored`` /
+      ``n_labeled``): unresolved answers, engine errors, truncated and judge-error rows are left out.
+    - ``acc_all_n`` / ``trigger_all_n``: the paper's form, over all N prompts (SPEC section 1, "over N
+      prompts: Acc = mean(c), Trigger = mean(t)"): a row without a verdict (unresolved, engine error)
+      counts as wrong, and a row without labels (truncated, judge or engine error) as not triggered.
+
+    Returns a dict: ``n`` (rows), ``n_scored`` (correct known), ``n_labeled`` (labels known), ``acc``,
+    ``trigger``, ``acc_all_n``, ``trigger_all_n`` in [0, 1] or None (no rows / no denominator),
+    ``labels`` {cot, rep, con, pr} rates in [0, 1] or None (over the labelled rows).
+
+    >>> g = group_metrics([{"correct": True, "cot": True, "rep": False, "con": False, "pr": False},
+    ...                    {"correct": None, "cot": None, "rep": None, "con": None, "pr": None}])
+    >>> g["acc"], g["n_scored"], g["acc_all_n"], g["trigger"], g["trigger_all_n"]
+    (1.0, 1, 0.5, 1.0, 0.5)
     """
+    n = len(rows)
     return {
-        "n": len(rows),
+        "n": n,
         "n_scored": sum(r.get("correct") is not None for r in rows),
         "n_labeled": sum(trigger_of(r) is not None for r in rows),
         "acc": mean_or_none(r.get("correct") for r in rows),
         "trigger": mean_or_none(trigger_of(r) for r in rows),
+        "acc_all_n": sum(r.get("correct") is True for r in rows) / n if n else None,
+        "trigger_all_n": sum(trigger_of(r) is True for r in rows) / n if n else None,
         "labels": {k: mean_or_none(r.get(k) for r in rows) for k in LABELS},
     }
 
@@ -58,13 +73,22 @@ def _by(rows: list[dict], key: str) -> dict:
 
 
 def mode_metrics(rows: list[dict]) -> dict:
-    """Metrics for one config in one mode: :func:`group_metrics` plus failure counts and breakdowns."""
+    """Metrics for one config in one mode: :func:`group_metrics` plus failure counts and breakdowns.
+
+    Also ``n_reasoning`` (rows with a non-empty reasoning channel r_m: in T mode, the evidence that the
+    model thought) and ``n_length_cut`` (rows whose generation stopped at the length limit,
+    ``finish_reason == "length"``: cut answers, whether or not a reasoning block was left open), both
+    over the rows without an engine error.
+    """
     m = group_metrics(rows)
     m.update({
         "n_errors": sum(bool(r.get("error")) for r in rows),
         "n_truncated": sum(bool(r.get("truncated")) for r in rows),
         "n_unresolved": sum(r.get("correct") is None and not r.get("error") for r in rows),
         "n_judge_errors": sum(bool(r.get("judge_error")) and not r.get("error") for r in rows),
+        # did the mode think? rows with a reasoning channel r_m, and answers the length limit cut
+        "n_reasoning": sum(bool((r.get("reasoning") or "").strip()) for r in rows if not r.get("error")),
+        "n_length_cut": sum(r.get("finish_reason") == "length" for r in rows if not r.get("error")),
         "mean_completion_tokens": mean_or_none(r.get("completion_tokens") for r in rows if not r.get("error")),
         "mean_response_chars": mean_or_none(len(r.get("response") or "") for r in rows if not r.get("error")),
         "by_family": _by(rows, "family"),
@@ -120,5 +144,32 @@ def sweep_metrics(rows: list[dict]) -> dict:
             entry.update(paired_deltas(modes["NT"], modes["T"]))
         else:
             entry.update({"delta_acc": None, "delta_pat": None, "n_paired_acc": 0, "n_paired_pat": 0})
+        entry["warnings"] = thinking_warnings(cfg, entry)
         out[cfg] = entry
     return {"configs": out}
+
+
+def thinking_warnings(config: str, entry: dict) -> list[str]:
+    """Warnings about what a config's T mode measured (one line each; [] when none).
+
+    - T rows with no reasoning channel at all: the model did not think (its template has no thinking
+      mode, or the switch was not passed), so T vs NT compares two prompts or settings, not thinking
+      vs non-thinking (SPEC section 1: ỹ_m = (r_m, y_m)).
+    - Answers cut by the length limit, per mode: a cut answer is scored as given (or, cut inside the
+      reasoning, as truncated), so Acc depends on max_tokens.
+
+    >>> thinking_warnings("c", {"T": {"n": 4, "n_errors": 0, "n_reasoning": 0, "n_length_cut": 1}})[0][:47]
+    "config 'c': none of its 4 T rows has a reasonin"
+    """
+    out = []
+    t = entry.get("T")
+    if t and t["n"] - t.get("n_errors", 0) > 0 and t.get("n_reasoning", 0) == 0:
+        out.append(f"config {config!r}: none of its {t['n'] - t.get('n_errors', 0)} T rows has a reasoning channel: "
+                   "the model did not think, so its T vs NT compares two prompts or settings, not thinking vs "
+                   "non-thinking (switch the model's own thinking mode: chat_template_kwargs / reasoning_effort)")
+    for m in MODES:
+        x = entry.get(m)
+        if x and x.get("n_length_cut"):
+            out.append(f"config {config!r} {m}: {x['n_length_cut']} of {x['n']} answers stopped at the length limit "
+                       f"(finish_reason 'length'; {x.get('n_truncated', 0)} of them inside the reasoning, no answer)")
+    return out

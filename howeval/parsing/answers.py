@@ -48,6 +48,14 @@ _VALUE_RE = re.compile(
     r"|\\[dt]?frac\s*\{[^{}]+\}\s*\{[^{}]+\}"
 )
 _PAREN_LETTER_RE = re.compile(r"\(([A-Z])\)")
+_BARE_VALUE_RE = re.compile(r"\$?[-+]?\d[\d,]*(?:\.\d+)?\s*%?|\(?[A-Z]\)?")
+# A number stated as a bound ("under 5", "below 5", "more than 10", "at least 3", "> 2"): a threshold
+# restated from the question, not a value the sentence concludes.
+_BOUND_RE = re.compile(
+    r"(?:\b(?:under|below|above|over|beyond|exceed(?:s|ed|ing)?|(?:less|more|fewer|greater|higher|lower|other)\s+than"
+    r"|at\s+(?:least|most)|up\s+to|no\s+more\s+than)|[<>≤≥]=?)\s*\$?\s*[-+]?\.?\d",
+    re.IGNORECASE,
+)
 _UNIT_POWER_RE = re.compile(r"(?<=[A-Za-z])\s*(?:\^\s*\{?\s*[23]\s*\}?|[²³])")
 _MAX_BOLD_WORDS = 8
 # A sentence break after the answer: ". " followed by a capital or "(" ("7. This is because ...").
@@ -92,10 +100,10 @@ def _last_sentence(text: str) -> str:
     return pieces[-1].strip()
 
 
-def _bold_answer(text: str) -> str | None:
-    """The emphasized value of the final paragraph: its only (or last, when the others repeat it) bold
-    span of at most eight words that is not a heading ("**Step 2:**")."""
-    para = re.split(r"\n\s*\n", text.strip())[-1]
+def _bold_answer(text: str, whole_text: bool = False) -> str | None:
+    """The emphasized value of the final paragraph (``whole_text``: of the whole text): its only (or
+    last, when the others repeat it) bold span of at most eight words that is not a heading ("**Step 2:**")."""
+    para = text.strip() if whole_text else re.split(r"\n\s*\n", text.strip())[-1]
     spans = [(m.group("b") or m.group("u")).strip() for m in _BOLD_RE.finditer(para)]
     spans = [b for b in spans if b and not b.endswith(":") and len(b.split()) <= _MAX_BOLD_WORDS]
     if not spans or len(set(spans)) > 1:
@@ -108,10 +116,17 @@ def _final_sentence_value(text: str) -> str | None:
 
     The sentence must state something (is / are / equals / comes to / totals / gives / = ...) and hold
     exactly one number (or one ``\\frac``) or exactly one parenthesised option letter; a range or a list
-    ("0 to 10", "3 and 4") holds two and gives None.
+    ("0 to 10", "3 and 4") holds two and gives None. A sentence that states a number as a bound
+    ("No other year in the chart is under 5.", "All others are more than 10.") restates a threshold
+    after the answer was given: None, never the bound.
+
+    >>> _final_sentence_value("It fell below 5 in 2003. No other year in the chart is under 5.") is None
+    True
     """
     sent = _last_sentence(text)
     if not sent or len(sent) > 300 or not _CONCLUDES_RE.search(sent):
+        return None
+    if _BOUND_RE.search(strip_latex(sent)):
         return None
     plain = _UNIT_POWER_RE.sub("", strip_latex(sent)) if "\\frac" not in sent else sent.replace("$", "")
     letters = set(_PAREN_LETTER_RE.findall(plain))
@@ -133,7 +148,8 @@ def find_final_answer(text: str) -> tuple[str, str] | None:
         "the answer is", "answer:", "the answer to the puzzle is", "the final result is", cut at the end
         of its sentence), ``"bold"`` (the one bold value of the final paragraph, "so AB is **7**"),
         ``"final_sentence"`` (the single value of a concluding last sentence, "The length of AB is
-        12."); None when nothing matches.
+        12."; a sentence stating a bound, "No other year is under 5.", has none), ``"bold"`` again (the
+        one bold number or option letter of the whole text); None when nothing matches.
 
     >>> find_final_answer("x = 2, so \\\\boxed{2}. The answer is: 2")
     ('2', 'boxed')
@@ -151,6 +167,8 @@ def find_final_answer(text: str) -> tuple[str, str] | None:
     ('45', 'final_sentence')
     >>> find_final_answer("The values range from 0 to 10.") is None
     True
+    >>> find_final_answer("It fell below 5 in **2003**.\\n\\nNo other year in the chart is under 5.")
+    ('2003', 'bold')
     >>> find_final_answer("no marker here") is None
     True
     """
@@ -177,6 +195,9 @@ def find_final_answer(text: str) -> tuple[str, str] | None:
     value = _final_sentence_value(plain)
     if value:
         return value, SOURCE_FINAL_SENTENCE
+    earlier = _bold_answer(text, whole_text=True)
+    if earlier and _BARE_VALUE_RE.fullmatch(earlier):  # a bare number or option letter, not "**Step 1**"
+        return earlier, SOURCE_BOLD  # "It fell below 5 in **2003**.\n\nNo other year is under 5."
     return None
 
 

@@ -14,6 +14,8 @@ Limits (our choice; real responses are far inside them):
 """
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "MAX_TEXT_CHARS",
     "MAX_NESTING",
@@ -35,6 +37,7 @@ MAX_NUMBER_DIGITS = 1_000
 
 _OPEN = frozenset("{[(")
 _CLOSE = frozenset("}])")
+_BRACKET_RE = re.compile(r"[{}\[\]()]")
 
 
 class InputTooLarge(ValueError):
@@ -55,14 +58,14 @@ def nesting_depth(text: str, stop_at: int | None = None) -> int:
     2
     """
     depth = best = 0
-    for ch in text:
-        if ch in _OPEN:
+    for m in _BRACKET_RE.finditer(text):  # the brackets only: prose between them is skipped in C
+        if m.group(0) in _OPEN:
             depth += 1
             if depth > best:
                 best = depth
                 if stop_at is not None and best >= stop_at:
                     return best
-        elif ch in _CLOSE and depth:
+        elif depth:
             depth -= 1
     return best
 

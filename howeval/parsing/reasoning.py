@@ -84,5 +84,33 @@ def template_opens_reasoning(prompt: str) -> bool:
     return any(tail.endswith(o) for o in OPEN_TAGS)
 
 
+def closes_unopened_reasoning(text: str) -> bool:
+    """True when ``text`` closes a reasoning block it never opened (``... </think> answer``): the chat
+    template pre-filled the opener. Engines that cannot render the template (a server) learn it this way.
+
+    >>> closes_unopened_reasoning("2+2=4 </think> The answer is 4."), closes_unopened_reasoning("<think>x</think> y")
+    (True, False)
+    """
+    low = (text or "").lower()
+    return any(c in low and o not in low for o, c in zip(OPEN_TAGS, CLOSE_TAGS))
+
+
+def template_prefills_reasoning(render, chat_template_kwargs: dict | None = None) -> bool:
+    """True when the chat template, rendered for a one-turn chat with ``chat_template_kwargs``, ends with a
+    reasoning opener (:func:`template_opens_reasoning`). ``render(messages, **kwargs) -> str`` renders
+    a prompt with the generation prompt added (a tokenizer's ``apply_chat_template`` with
+    ``tokenize=False, add_generation_prompt=True``). A template that fails to render says False.
+
+    >>> template_prefills_reasoning(lambda msgs, **kw: "<|im_start|>assistant\\n" + ("<think>\\n" if kw.get("enable_thinking") else ""),
+    ...                             {"enable_thinking": True})
+    True
+    """
+    try:
+        prompt = render([{"role": "user", "content": "Hi"}], **(chat_template_kwargs or {}))
+    except Exception:  # noqa: BLE001 - a template that needs other inputs (any error): no evidence of a pre-filled opener
+        return False
+    return isinstance(prompt, str) and template_opens_reasoning(prompt)
+
+
 def _strip_tags(s: str) -> str:
     return _TAG_RE.sub("", s)

@@ -13,6 +13,7 @@ Final-answer extraction builds on these in :mod:`howeval.parsing.answers`; step 
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -197,7 +198,20 @@ def _unbox(s: str) -> str:
         s = "".join(parts) + s[pos:]
 
 
+_STRIP_CACHE_MAX_CHARS = 2_000  # short strings (answers, options, golds) recur across rows: cache those only
+
+
 def strip_latex(s: str) -> str:
+    """A short answer or option text without LaTeX markup and typography (see :func:`_strip_latex`).
+
+    Strings of at most 2,000 characters are cached (LRU, 8,192 entries): the same gold answers and
+    option texts are stripped once per response otherwise.
+    """
+    s = str(s)
+    return _strip_latex_cached(s) if len(s) <= _STRIP_CACHE_MAX_CHARS else _strip_latex(s)
+
+
+def _strip_latex(s: str) -> str:
     """A short answer or option text without LaTeX markup and typography.
 
     Unwraps ``\\boxed{}``, ``\\fbox{}`` (balanced braces) and ``\\text{}``, ``\\textbf{}``,
@@ -228,6 +242,9 @@ def strip_latex(s: str) -> str:
     s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
     s = re.sub(r"\s+", " ", s).strip()
     return s.strip("*").strip()
+
+
+_strip_latex_cached = functools.lru_cache(maxsize=8192)(_strip_latex)
 
 
 # ---------------------------------------------------------------------------------- number words

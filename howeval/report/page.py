@@ -22,17 +22,23 @@ from howeval.report.tables import (
     length_section,
     mode_table,
     overview_table,
+    thinking_section,
 )
 
 FIGURE_CAPTIONS = {
-    "radar_NT.png": "Non-thinking Trigger (%) over the task categories, every config overlaid (paper Fig. 4). "
+    "radar_NT.png": "Non-thinking Trigger (%) over the task categories, every config overlaid (paper Fig. 4), on "
+                    "the same radial scale as the thinking radar; n under each category = its labelled responses. "
                     "A category a config has no labelled response in is left open, not drawn as 0.",
-    "radar_T.png": "Thinking Trigger (%) over the task categories, every config overlaid.",
+    "radar_T.png": "Thinking Trigger (%) over the task categories, every config overlaid, on the non-thinking "
+                   "radar's scale.",
     "length_scatter.png": "Mean response length vs Trigger per config x correctness aggregate, NT and T "
-                          "(paper Fig. 5). A config's correct and wrong points are joined; Pearson r per mode in "
-                          "the legend; unresolved aggregates are open triangles, outside r.",
-    "length_sextiles.png": "Trigger by response-length sextile per mode x correctness group (paper Fig. 6); "
-                           "colour = correctness, line style = mode; n per group in the legend.",
+                          "(paper Fig. 5), axes fitted to the data. A config's correct and wrong points are joined; "
+                          "Pearson r per mode in the legend (not pooled across modes); unresolved aggregates are open "
+                          "triangles, outside r.",
+    "length_sextiles.png": "Trigger by response length per mode x correctness group (paper Fig. 6), on common length "
+                           "edges (the sextiles of all responses) so a bin covers the same lengths in every group; "
+                           "colour = correctness, line style = mode; n per group in the legend; groups too small to "
+                           "cut are named in the title, not drawn.",
 }
 
 
@@ -79,6 +85,7 @@ def build_document(metrics: dict, *, title: str, meta: dict | None = None, visio
                 "Δpat = Trigger_NT − Trigger_T in points, over the prompts both modes have a verdict (labels) for, so a Δ "
                 "can differ from the difference of the two columns. '–' = no value. The same table with 95% intervals is in "
                 "`tables/patterneval.csv` (and `.tex`).\n\n" + main_markdown(metrics, vision)))
+    doc.append(("md", thinking_section(metrics)))
     doc.append(("md", "## PatternEval by category\n\nThe paper's Appendix B layout; also in "
                 "`tables/patterneval_categories.{md,csv,tex}`.\n\n" + category_markdown(metrics)))
     if figures:

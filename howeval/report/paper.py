@@ -55,8 +55,10 @@ def main_table(metrics: dict, vision: dict[str, str] | None = None) -> list[dict
     """One dict per config (sorted as in ``metrics``) with the main table's values.
 
     Keys: ``config``, ``vision`` (how images reached the config, e.g. "sent"; "" when unknown),
-    ``n_<mode>``, ``scored_<mode>``, ``acc_<mode>`` (+ ``_lo``, ``_hi``), ``trigger_<mode>`` (+ ``_lo``,
-    ``_hi``), ``<label>_<mode>`` for cot/rep/con/pr, ``trigger_<family>_<mode>``, ``delta_acc``,
+    ``n_<mode>``, ``scored_<mode>`` (Acc's denominator), ``labelled_<mode>`` (Trigger's denominator),
+    ``acc_<mode>`` (+ ``_lo``, ``_hi``), ``trigger_<mode>`` (+ ``_lo``, ``_hi``), ``acc_all_n_<mode>`` and
+    ``trigger_all_n_<mode>`` (the paper's form over all n prompts: no verdict = wrong, no labels = not
+    triggered), ``<label>_<mode>`` for cot/rep/con/pr, ``trigger_<family>_<mode>``, ``delta_acc``,
     ``delta_pat`` (+ ``_lo``, ``_hi``). Rates in percent, Δs in points, None where there is no value.
     """
     vision = vision or {}
@@ -67,10 +69,12 @@ def main_table(metrics: dict, vision: dict[str, str] | None = None) -> list[dict
             x = c.get(m) or {}
             row[f"n_{m}"] = x.get("n")
             row[f"scored_{m}"] = x.get("n_scored")
+            row[f"labelled_{m}"] = x.get("n_labeled")
             for key in ("acc", "trigger"):
                 row[f"{key}_{m}"] = _pct(x.get(key))
                 ci = x.get(f"{key}_ci") or (None, None)
                 row[f"{key}_{m}_lo"], row[f"{key}_{m}_hi"] = _pct(ci[0]), _pct(ci[1])
+                row[f"{key}_all_n_{m}"] = _pct(x.get(f"{key}_all_n"))
             for k in LABELS:
                 row[f"{k}_{m}"] = _pct((x.get("labels") or {}).get(k))
         for f in families_of(metrics):
@@ -95,17 +99,45 @@ def _n(row: dict) -> str:
     return str(a if a == b or b is None else (b if a is None else f"{a}/{b}"))
 
 
-def main_markdown(metrics: dict, vision: dict[str, str] | None = None) -> str:
-    """The main table as a Markdown pipe table (percent, one decimal; family columns are Trigger)."""
-    rows = main_table(metrics, vision)
+_DENOM = {"acc": "scored", "trigger": "labelled"}
+
+
+def _cell(r: dict, prefix: str, m: str, tex: bool = False) -> str:
+    """A rate cell; Acc and Trigger carry their denominator: ``45.0 (40/42)`` (scored or labelled / n)."""
+    v = _fmt(r[f"{prefix}_{m}"])
+    if prefix not in _DENOM or v == "–":
+        return v
+    if r.get(f"{_DENOM[prefix]}_{m}") is None:  # metrics written before the denominators were kept
+        return v
+    d = f"{r[f'{_DENOM[prefix]}_{m}']}/{r[f'n_{m}']}"
+    return rf"{v}\,{{\scriptsize ({d})}}" if tex else f"{v} ({d})"
+
+
+def _main_columns(metrics: dict) -> list[tuple[str, str]]:
+    """(header, key prefix) of every NT/T column pair: the paper's groups with the all-N forms after Acc
+    and Trigger."""
     groups = _main_groups(metrics)
-    head = ["config", "images", "n"] + [f"{h} {m}" for h, _ in groups for m in MODES] + ["Δacc", "Δpat"]
+    return groups[:2] + [("Acc all-N", "acc_all_n"), ("Trigger all-N", "trigger_all_n")] + groups[2:]
+
+
+DENOMINATOR_NOTE = ("Acc (scored/n) is over the responses with a verdict, Trigger (labelled/n) over the responses "
+                    "with labels; Acc all-N and Trigger all-N are the paper's form over all n prompts, with a response "
+                    "without a verdict (unresolved, engine error) counted as wrong and one without labels (truncated, "
+                    "judge or engine error) as not triggered.")
+
+
+def main_markdown(metrics: dict, vision: dict[str, str] | None = None) -> str:
+    """The main table as a Markdown pipe table (percent, one decimal; family columns are Trigger); Acc and
+    Trigger show their denominators, and their all-N forms follow (:data:`DENOMINATOR_NOTE`)."""
+    rows = main_table(metrics, vision)
+    cols = _main_columns(metrics)
+    head = ["config", "images", "n"] + [f"{h} {m}" for h, _ in cols for m in MODES] + ["Δacc", "Δpat"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|"]
     for r in rows:
-        cells = [r["config"], r["vision"] or "–", _n(r)] + [_fmt(r[f"{p}_{m}"]) for _, p in groups for m in MODES]
+        cells = [r["config"], r["vision"] or "–", _n(r)] + [_cell(r, p, m) for _, p in cols for m in MODES]
         cells += [_fmt(r["delta_acc"], True), _fmt(r["delta_pat"], True)]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines + ["", DENOMINATOR_NOTE])
 
 
 def main_csv(metrics: dict, vision: dict[str, str] | None = None) -> str:
@@ -137,7 +169,7 @@ def tex_escape(text: str) -> str:
 def main_tex(metrics: dict, vision: dict[str, str] | None = None) -> str:
     """The main table as a LaTeX ``tabular`` (booktabs: ``\\usepackage{booktabs}``), NT/T under each metric."""
     rows = main_table(metrics, vision)
-    groups = _main_groups(metrics)
+    groups = _main_columns(metrics)
     ncol = 3 + 2 * len(groups) + 2
     top = " & & & " + " & ".join(rf"\multicolumn{{2}}{{c}}{{{tex_escape(h)}}}" for h, _ in groups) + r" & & \\"
     rules = " ".join(rf"\cmidrule(lr){{{4 + 2 * i}-{5 + 2 * i}}}" for i in range(len(groups)))
@@ -146,17 +178,19 @@ def main_tex(metrics: dict, vision: dict[str, str] | None = None) -> str:
     body = []
     for r in rows:
         cells = [tex_escape(r["config"]), tex_escape(r["vision"] or "–"), _n(r)]
-        cells += [_fmt(r[f"{p}_{m}"]) for _, p in groups for m in MODES]
+        cells += [_cell(r, p, m, tex=True) for _, p in groups for m in MODES]
         cells += [_fmt(r["delta_acc"], True), _fmt(r["delta_pat"], True)]
         body.append(" & ".join(cells) + r" \\")
     return "\n".join([r"% PatternEval main table (howeval): rates in %, family columns are Trigger; needs booktabs",
+                      "% " + DENOMINATOR_NOTE,
                       r"\begin{tabular}{ll" + "r" * (ncol - 2) + "}", r"\toprule", top, rules, sub, r"\midrule",
                       *body, r"\bottomrule", r"\end{tabular}", ""])
 
 
 def category_table(metrics: dict) -> tuple[list[str], list[dict]]:
     """``(categories, rows)``: one row per (config, mode) with ``config``, ``mode`` and, per category,
-    ``{cat}_trigger``, ``{cat}_acc`` (percent or None) and ``{cat}_n`` (rows; 0 when the config has none)."""
+    ``{cat}_trigger``, ``{cat}_acc`` (percent or None), ``{cat}_n`` (rows; 0 when the config has none) and
+    the denominators ``{cat}_trigger_n`` (labelled rows) and ``{cat}_acc_n`` (scored rows)."""
     cats = categories_of(metrics)
     rows = []
     for name, c in metrics["configs"].items():
@@ -167,6 +201,7 @@ def category_table(metrics: dict) -> tuple[list[str], list[dict]]:
             for k in cats:
                 x = c[m]["by_category"].get(k) or {}
                 row[f"{k}_trigger"], row[f"{k}_acc"], row[f"{k}_n"] = _pct(x.get("trigger")), _pct(x.get("acc")), x.get("n", 0)
+                row[f"{k}_trigger_n"], row[f"{k}_acc_n"] = x.get("n_labeled", 0), x.get("n_scored", 0)
             rows.append(row)
     return cats, rows
 
@@ -185,10 +220,20 @@ def category_markdown(metrics: dict) -> str:
         head = ["config", "mode"] + [f"{c.replace('_', ' ')} ({_family(c)})" for c in cats]
         out += [f"**{title} by category**", "", "| " + " | ".join(head) + " |",
                 "|---|---|" + "---:|" * len(cats)]
-        out += ["| " + " | ".join([r["config"], r["mode"]] + [_fmt(r[f"{c}_{key}"]) for c in cats]) + " |" for r in rows]
+        out += ["| " + " | ".join([r["config"], r["mode"]] + [_cat_cell(r, c, key) for c in cats]) + " |" for r in rows]
         out.append("")
-    out.append("n per category: " + ", ".join(f"{c} {max((r[f'{c}_n'] for r in rows), default=0)}" for c in cats) + ".")
+    out.append("Each cell: the rate (%) and, in brackets, its denominator: the responses of that config, mode and "
+               "category with labels (Trigger) or with a verdict (Acc). A rate over a handful of responses moves by "
+               "whole tens of points with one response.")
     return "\n".join(out)
+
+
+def _cat_cell(r: dict, c: str, key: str, tex: bool = False) -> str:
+    v = _fmt(r[f"{c}_{key}"])
+    if v == "–":
+        return v
+    d = r[f"{c}_{key}_n"]
+    return rf"{v}\,{{\scriptsize ({d})}}" if tex else f"{v} ({d})"
 
 
 def category_csv(metrics: dict) -> str:
@@ -206,7 +251,8 @@ def category_tex(metrics: dict) -> str:
             fams[-1] = (f, fams[-1][1] + 1)
         else:
             fams.append((f, 1))
-    out = [r"% PatternEval per-category table (howeval): rates in %; needs booktabs"]
+    out = [r"% PatternEval per-category table (howeval): rates in %, denominators in brackets "
+           r"(labelled rows for Trigger, scored rows for Acc); needs booktabs"]
     for key, title in (("trigger", "Trigger"), ("acc", "Acc")):
         top, rules, col = " & ", [], 3
         for f, k in fams:
@@ -216,7 +262,7 @@ def category_tex(metrics: dict) -> str:
         out += [rf"% {title} (%)", r"\begin{tabular}{ll" + "r" * len(cats) + "}", r"\toprule", top + r" \\",
                 " ".join(rules), "Config & Mode & " + " & ".join(tex_escape(c.replace("_", " ")) for c in cats) + r" \\",
                 r"\midrule"]
-        out += [" & ".join([tex_escape(r["config"]), r["mode"]] + [_fmt(r[f"{c}_{key}"]) for c in cats]) + r" \\"
+        out += [" & ".join([tex_escape(r["config"]), r["mode"]] + [_cat_cell(r, c, key, tex=True) for c in cats]) + r" \\"
                 for r in rows]
         out += [r"\bottomrule", r"\end{tabular}", ""]
     return "\n".join(out)

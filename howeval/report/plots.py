@@ -1,12 +1,14 @@
 """PNG figures of a run (matplotlib, Agg backend, no pyplot state), in the PatternEval paper's layout.
 
 - :func:`radar_png`: Trigger by category, every config overlaid, one figure per mode (paper Fig. 4 is the
-  NT radar). A category a config has no labelled row in is left open (the line breaks there), never 0.
+  NT radar), both modes on one radial scale (:func:`radar_top`), each category labelled with its n. A
+  category a config has no labelled row in is left open (the line breaks there), never 0.
 - :func:`length_scatter_png`: mean response length vs Trigger per config x correctness aggregate, NT and
   T side by side, the correct and wrong points of one config joined, Pearson r per mode in the legend
-  (paper Fig. 5). Unresolved aggregates are drawn apart (grey, open) and stay out of r.
-- :func:`length_sextiles_png`: Trigger by length sextile per mode x correctness group (paper Fig. 6);
-  colour = correctness, line style = mode.
+  (paper Fig. 5; never pooled across modes), axes fitted to the data. Unresolved aggregates are drawn
+  apart (grey, open) and stay out of r.
+- :func:`length_sextiles_png`: Trigger by length bin per mode x correctness group on common edges (paper
+  Fig. 6); colour = correctness, line style = mode; groups too small to cut are not drawn.
 
 Each function returns PNG bytes, or None when there is nothing to draw, so callers write them wherever
 the run lives (local folder or fsspec URL).
@@ -59,25 +61,39 @@ def radar_values(metrics: dict, mode: str, categories: list[str], key: str = "tr
     return out
 
 
-def radar_png(metrics: dict, mode: str, categories: list[str], key: str = "trigger") -> bytes | None:
+def radar_top(metrics: dict, categories: list[str], key: str = "trigger") -> float:
+    """The common radial limit (%) of every mode's radar: the largest value over all modes, rounded up to
+    10 (at least 10, at most 100), so the NT and T radars read on one scale."""
+    vals = [v for m in MODES for vs in radar_values(metrics, m, categories, key).values() for v in vs
+            if not math.isnan(v)]
+    return min(100.0, 10 * math.ceil(max(vals + [10.0]) / 10))
+
+
+def radar_png(metrics: dict, mode: str, categories: list[str], key: str = "trigger",
+              top: float | None = None) -> bytes | None:
     """Radar of ``key`` (Trigger by default, in %) over ``categories``, every config of ``mode`` overlaid.
 
-    None when fewer than 3 categories or no config has the mode.
+    ``top``: the radial limit in % (default :func:`radar_top`, common to both modes). Category labels
+    carry the number of labelled responses behind them (n, all configs of the mode). None when fewer
+    than 3 categories or no config has the mode.
     """
     vals = radar_values(metrics, mode, categories, key)
     if len(categories) < 3 or not vals:
         return None
     ang = np.linspace(0, 2 * np.pi, len(categories), endpoint=False)
     fig, (ax,) = _figure(6.4, 5.6, polar=True)
-    top = max([v for vs in vals.values() for v in vs if not math.isnan(v)] + [10.0])
+    top = radar_top(metrics, categories, key) if top is None else top
+    n_key = "n_labeled" if key == "trigger" else "n_scored"
+    cat_n = [sum(((c.get(mode) or {}).get("by_category", {}).get(k) or {}).get(n_key, 0) or 0
+                 for c in metrics["configs"].values()) for k in categories]
     for i, (name, vs) in enumerate(vals.items()):
         color, ls = config_style(i)
         closed = np.asarray(vs + vs[:1], dtype=float)
         ax.plot(np.append(ang, ang[0]), closed, color=color, linestyle=ls, linewidth=1.4, marker="o", markersize=3.5,
                 label=f"{name} ({sum(not math.isnan(v) for v in vs)}/{len(vs)} categories)")
     ax.set_xticks(ang)
-    ax.set_xticklabels([c.replace("_", "\n") for c in categories], fontsize=7)
-    ax.set_ylim(0, min(100.0, 10 * math.ceil(top / 10)))
+    ax.set_xticklabels([f"{c.replace('_', chr(10))}\n(n={n})" for c, n in zip(categories, cat_n)], fontsize=7)
+    ax.set_ylim(0, top)
     ax.tick_params(axis="y", labelsize=6)
     ax.set_title(f"{'Thinking (T)' if mode == 'T' else 'Non-thinking (NT)'}: {key.capitalize()} (%) by category",
                  fontsize=9)
@@ -97,6 +113,7 @@ def length_scatter_png(length: dict) -> bytes | None:
         return None
     configs = sorted({p["config"] for p in points})
     fig, axes = _figure(10.5, 4.2, ncols=2)
+    xlim, ylim = _fitted([p["mean_len"] for p in points]), _fitted([100 * p["trigger"] for p in points], 0, 100)
     marker = {"correct": "o", "wrong": "X", "unresolved": "^"}
     for ax, mode in zip(axes, MODES):
         pts = [p for p in points if p["mode"] == mode]
@@ -126,28 +143,56 @@ def length_scatter_png(length: dict) -> bytes | None:
         ax.set_title(f"{'Non-thinking (NT)' if mode == 'NT' else 'Thinking (T)'}", fontsize=9)
         ax.set_xlabel(f"mean response length ({length.get('unit', 'words')})")
         ax.set_ylabel("Trigger (%)")
-        ax.set_ylim(-5, 105)
+        ax.set_xlim(*xlim)
+        ax.set_ylim(*ylim)  # fitted to the data (both panels alike), not a fixed 0-100
         ax.grid(alpha=0.3)
     return _png(fig)
 
 
+def _fitted(values: list[float], floor: float | None = None, ceil: float | None = None) -> tuple[float, float]:
+    """Axis limits around ``values`` with a 10% margin (at least 1 unit), clipped to [floor, ceil].
+
+    >>> _fitted([2.0, 8.0], 0, 100)
+    (1.0, 9.0)
+    """
+    lo, hi = min(values), max(values)
+    pad = max(0.1 * (hi - lo), 1.0)
+    lo, hi = lo - pad, hi + pad
+    if floor is not None:
+        lo = max(lo, floor - pad / 2)
+    if ceil is not None:
+        hi = min(hi, ceil + pad / 2)
+    return lo, hi
+
+
 def length_sextiles_png(length: dict) -> bytes | None:
-    """Fig. 6: Trigger (%) by length bin, one line per mode x correctness group; n per group in the legend."""
+    """Fig. 6: Trigger (%) by length bin on common edges, one line per mode x correctness group that was
+    large enough to cut; n per group in the legend, groups too small listed in the title. A bin a group
+    has no row in is a gap. None when no group was cut."""
     bins = length.get("bins") or {}
     if not bins:
         return None
     fig, (ax,) = _figure(6.6, 3.8)
+    all_y = []
     for g, bs in bins.items():
         mode, corr = g.split("/")
         ls, mk = MODE_STYLE.get(mode, (":", "."))
-        ax.plot([b["bin"] for b in bs], [100 * b["trigger"] for b in bs], marker=mk, linestyle=ls,
+        y = [math.nan if b.get("trigger") is None else 100 * b["trigger"] for b in bs]
+        all_y += [v for v in y if not math.isnan(v)]
+        ax.plot([b["bin"] for b in bs], y, marker=mk, linestyle=ls,
                 color=CORRECTNESS_COLOR.get(corr, "black"), label=f"{mode} {corr} (n={sum(b['n'] for b in bs)})")
-    ax.set_title(f"Trigger by response-length bin ({length.get('n_bins', 6)} equal-count bins per group, "
-                 f"{length.get('unit', 'words')})", fontsize=9)
-    ax.set_xlabel("length bin (1 = shortest)")
+    small = length.get("too_small") or {}
+    title = (f"Trigger by response length ({length.get('unit', 'words')}), common edges for all groups")
+    if small:
+        title += "\nnot binned (too few rows): " + ", ".join(f"{g} n={n}" for g, n in small.items())
+    ax.set_title(title, fontsize=8)
+    first = next(iter(bins.values()))
+    ax.set_xticks([b["bin"] for b in first])
+    ax.set_xticklabels([f"{b['lo']:g}–{b['hi']:g}" if "lo" in b else str(b["bin"]) for b in first], fontsize=7)
+    ax.set_xlabel(f"length bin ({length.get('unit', 'words')})")
     ax.set_ylabel("Trigger (%)")
-    ax.set_ylim(-5, 105)
-    ax.set_xticks(range(1, max(len(b) for b in bins.values()) + 1))
+    if all_y:
+        ax.set_ylim(*_fitted(all_y, 0, 100))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return _png(fig)
@@ -159,8 +204,9 @@ FIGURES = ("radar_NT.png", "radar_T.png", "length_scatter.png", "length_sextiles
 def all_plots(metrics: dict, length: dict, categories: list[str]) -> dict[str, bytes]:
     """File name -> PNG bytes for each figure of :data:`FIGURES` that has data."""
     out = {}
+    top = radar_top(metrics, categories)
     for mode in MODES:
-        png = radar_png(metrics, mode, categories)
+        png = radar_png(metrics, mode, categories, top=top)
         if png:
             out[f"radar_{mode}.png"] = png
     for name, fn in (("length_scatter.png", length_scatter_png), ("length_sextiles.png", length_sextiles_png)):

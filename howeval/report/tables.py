@@ -20,6 +20,16 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def acc_cell(x: dict) -> str:
+    """Acc with its denominator: ``"45.0 (40/42)"`` = 45.0% of the 40 scored rows out of 42; '–' when none."""
+    return "–" if x.get("acc") is None else f"{pct(x['acc'])} ({x['n_scored']}/{x['n']})"
+
+
+def trigger_cell(x: dict) -> str:
+    """Trigger with its denominator: ``"30.0 (40/42)"`` = 30.0% of the 40 labelled rows out of 42."""
+    return "–" if x.get("trigger") is None else f"{pct(x['trigger'])} ({x['n_labeled']}/{x['n']})"
+
+
 def mode_table(metrics: dict) -> str:
     """The long table: one row per config x mode with n, scored/labelled, Acc, Trigger, the label rates,
     unresolved, errors, truncated and mean completion tokens (Acc over the scored rows, SPEC section 1)."""
@@ -29,12 +39,38 @@ def mode_table(metrics: dict) -> str:
             if m not in c:
                 continue
             x = c[m]
-            rows.append([name, m, str(x["n"]), f"{x['n_scored']}/{x['n_labeled']}", pct(x["acc"]), pct(x["trigger"]),
+            rows.append([name, m, str(x["n"]), f"{x['n_scored']}/{x['n_labeled']}", acc_cell(x), trigger_cell(x),
+                         pct(x.get("acc_all_n")), pct(x.get("trigger_all_n")),
                          *[pct(x["labels"][k]) for k in LABELS], str(x["n_unresolved"]), str(x["n_errors"]),
                          str(x["n_truncated"]), str(x.get("n_judge_errors", "–")),
                          "–" if x.get("mean_completion_tokens") is None else f"{x['mean_completion_tokens']:.0f}"])
-    return _table(["config", "mode", "n", "scored/labelled", "Acc", "Trigger", "CoT", "Rep", "Con", "PR",
+    return _table(["config", "mode", "n", "scored/labelled", "Acc (scored)", "Trigger (labelled)", "Acc (all N)",
+                   "Trigger (all N)", "CoT", "Rep", "Con", "PR",
                    "unresolved", "errors", "truncated", "judge errors", "tokens"], rows)
+
+
+def thinking_section(metrics: dict) -> str:
+    """Markdown: per config x mode, the rows with a reasoning channel and the answers the length limit cut,
+    then the warnings (:func:`howeval.metrics.patterneval.thinking_warnings`): T with no reasoning
+    channel compares prompts, not modes."""
+    rows, warns = [], []
+    for name, c in metrics["configs"].items():
+        for m in MODES:
+            x = c.get(m)
+            if not x:
+                continue
+            ok = x["n"] - x.get("n_errors", 0)
+            rows.append([name, m, str(x["n"]), f"{x.get('n_reasoning', 0)}/{ok}", f"{x.get('n_length_cut', 0)}/{ok}",
+                         str(x.get("n_truncated", 0))])
+        warns += c.get("warnings") or []
+    lines = ["## Did T think? Reasoning channel and length limit", "",
+             "Per config and mode: responses with a reasoning channel r_m (what a thinking mode produces), answers "
+             "that stopped at the length limit (finish_reason 'length'), and of those the ones cut inside the "
+             "reasoning (truncated: no answer, scored wrong), over the responses without an engine error.", "",
+             _table(["config", "mode", "n", "with reasoning channel", "cut by the length limit", "truncated"], rows)]
+    if warns:
+        lines += [""] + [f"- **Warning**: {w}." for w in warns]
+    return "\n".join(lines)
 
 
 def gaps_table(metrics: dict) -> str:
@@ -57,15 +93,18 @@ def breakdown_table(metrics: dict, key: str, config: str | None = None) -> str:
             if m not in c:
                 continue
             for g, x in c[m][key].items():
-                rows.append([name, m, g, str(x["n"]), pct(x["acc"]), pct(x["trigger"]),
+                rows.append([name, m, g, str(x["n"]), acc_cell(x), trigger_cell(x),
                              *[pct(x["labels"][k]) for k in LABELS]])
     return _table(["config", "mode", label, "n", "Acc", "Trigger", "CoT", "Rep", "Con", "PR"], rows)
 
 
 ACC_NOTE = ("Acc = verifier accuracy; Trigger = share of responses with at least one pattern; CoT, Rep, Con, PR = "
             "per-label rates (SPEC §1). All in %. n = responses; scored / labelled = rows with a verdict / with "
-            "labels. Acc is over the scored rows: 'unresolved' answers (the rules could not decide; no LLM fallback "
-            "configured) and engine errors are left out of it and counted here, never scored as wrong.")
+            "labels. Acc (scored) is over the scored rows, shown as 'Acc (scored/n)': 'unresolved' answers (the rules "
+            "could not decide; no LLM fallback configured) and engine errors are left out of it and counted here. "
+            "Trigger (labelled) likewise over the labelled rows (truncated, judge-error and engine-error rows left out). "
+            "Acc (all N) and Trigger (all N) are the paper's form, over all n prompts: a row without a verdict counts "
+            "as wrong, a row without labels as not triggered.")
 
 GAPS_NOTE = ("Δacc = Acc_T − Acc_NT; Δpat = Trigger_NT − Trigger_T (positive: thinking mode triggers fewer patterns), "
              "on the prompts both modes have. Intervals: 95% percentile bootstrap resampling prompts. McNemar: "
@@ -109,27 +148,41 @@ def intervals_section(metrics: dict) -> str:
 
 
 def length_section(la: dict) -> str:
-    """Markdown for ``howeval.metrics.length.length_analysis``: r per mode, exclusions, the bin table."""
+    """Markdown for ``howeval.metrics.length.length_analysis``: r per mode (never pooled across modes),
+    exclusions, and the bin table on common length edges (groups too small to cut listed apart)."""
     c = la["correlation"]
 
     def r_of(x: dict) -> str:
-        return "–" if x.get("r") is None else f"{x['r']:+.3f} (p = {x['p_value']:.3g}, {x['n_points']} aggregates)"
+        if x.get("r") is None:
+            return f"n/a ({x.get('n_points', 0)} aggregates; r needs 3)"
+        return f"{x['r']:+.3f} (p = {x['p_value']:.3g}, {x['n_points']} aggregates)"
 
     by_mode = "; ".join(f"{m}: **{r_of(x)}**" for m, x in (c.get("by_mode") or {}).items()) or "–"
     ex = la.get("excluded") or {}
     excluded = ", ".join(f"{v} {k}" for k, v in ex.items() if v) or "none"
+    edges = la.get("edges") or []
+    small = la.get("too_small") or {}
     lines = ["## Response length and patterns", "",
              f"Length of y_m in {la['unit']}. Pearson r between mean length and Trigger over config x correctness "
-             f"aggregates, per mode: {by_mode}; all modes pooled: {r_of(c)}. Unresolved answers (no verdict) form "
+             f"aggregates, per mode (never pooled across modes): {by_mode}. Unresolved answers (no verdict) form "
              f"their own group and stay out of r ({c.get('n_unresolved_points', 0)} unresolved aggregates). "
              f"Rows used: {la.get('n_used', '–')}; left out: {excluded}.", "",
-             f"Trigger (%) by length bin (equal-count bins, {la['n_bins']} per group; mean length in brackets):", ""]
+             f"Trigger (%) by length bin on common edges (the {la['n_bins']}-quantiles of all rows' lengths, so a bin "
+             "covers the same lengths in every group); rows in brackets:"
+             + (f" edges {', '.join(f'{e:g}' for e in edges)}." if edges else "")
+             + (f" Groups too small to cut (fewer than {la.get('min_rows_per_bin', 2) * la['n_bins']} rows): "
+                + ", ".join(f"{g} (n={n})" for g, n in small.items()) + "." if small else ""), ""]
     nb = max((len(v) for v in la["bins"].values()), default=0)
     rows = []
     for g, bins in la["bins"].items():
-        cells = [f"{100 * b['trigger']:.0f} [{b['mean_len']:.0f}]" for b in bins] + [""] * (nb - len(bins))
-        rows.append([g, str(sum(b["n"] for b in bins)), *cells])
-    lines.append(_table(["group", "n", *(f"bin {i}" for i in range(1, nb + 1))], rows) if rows else "No rows to bin.")
+        cells = ["–" if b.get("trigger") is None else f"{100 * b['trigger']:.0f} ({b['n']})" for b in bins]
+        rows.append([g, str(sum(b["n"] for b in bins)), *cells, *[""] * (nb - len(bins))])
+    if rows:
+        first = next(iter(la["bins"].values()))
+        heads = [f"{b['lo']:g}–{b['hi']:g}" if "lo" in b else f"bin {b['bin']}" for b in first]
+        lines.append(_table(["group", "n", *heads], rows))
+    else:
+        lines.append("No group large enough to cut into bins.")
     return "\n".join(lines)
 
 
@@ -161,6 +214,7 @@ def render_adapt(adapt: dict) -> str:
             eff.append([c, mode, *("–" if e[k] is None else f"{e[k]:.1f}" for k in ("tokens", "steps", "tool_calls", "turns")),
                         pct(s["tool_exec_ok_rate"].get(mode)), pct(s.get("key_step_coverage", {}).get(mode))])
     mcc = [[c, "–" if s["mcc"] is None else f"{s['mcc']:.3f}",
+            "–" if s.get("mcc_solvable") is None else f"{s['mcc_solvable']:.3f}",
             " / ".join(str((s["confusion"] or {}).get(k, "–")) for k in ("tp", "fp", "tn", "fn")),
             " / ".join(str((s["labels"] or {}).get(k, "–")) for k in ("required", "redundant", "unsolved")),
             str(sum(s["errors"].values())), str(s.get("unresolved", 0))] for c, s in adapt.items()]
@@ -169,8 +223,12 @@ def render_adapt(adapt: dict) -> str:
         "Accuracy (%) per mode and domain; text = no tools, adaptive = the model may call zoom/rotate/contrast "
         "(executed by the system), oracle = gold evidence crops given (SPEC §4).",
         _table(["config", "mode", "n", "Acc", "by domain"], rows),
-        "Mode selection: MCC of 'called a tool' against the model's own Tool-Required labels (ε = 1e-8).",
-        _table(["config", "MCC", "TP / FP / TN / FN", "required / redundant / unsolved", "errors", "unresolved"], mcc),
+        "Mode selection: MCC of 'called a tool' against the model's own labels (ε = 1e-8): Tool-Redundant when "
+        "its text-mode answer is correct, Tool-Required otherwise, over every item with an adaptive answer (the "
+        "paper's item set: items no mode solves count as Tool-Required). 'MCC, solvable only' leaves those out; "
+        "'unsolved' counts them.",
+        _table(["config", "MCC (paper)", "MCC, solvable only", "TP / FP / TN / FN", "required / redundant / unsolved",
+                "errors", "unresolved"], mcc),
         "Efficiency per item, the share of executed tool calls that ran without error, and key-step coverage "
         "(embedding match of the trajectory's steps against K at τ = 0.35).",
         _table(["config", "mode", "tokens", "steps", "tool calls", "turns", "tool calls that ran", "key-step coverage"], eff),

@@ -96,3 +96,16 @@ def test_jsonl_reader_reads_fsspec_urls():
     with fsspec.open("memory://jsonl-test/m.jsonl", "wt") as f:
         f.write('{"uid": "a"}\n{"uid": "b"}\n')
     assert [r["uid"] for r in read_jsonl("memory://jsonl-test/m.jsonl")] == ["a", "b"]
+
+
+def test_iter_jsonl_names_a_line_that_is_not_utf8_and_can_skip_it(tmp_path):
+    from howeval.store import JSONLinesError, iter_jsonl
+
+    p = tmp_path / "m.jsonl"
+    p.write_bytes(b'{"a": 1}\n{"q": "caf\xe9"}\n{"a": 3}\n')  # line 2 is Latin-1
+    with pytest.raises(JSONLinesError) as e:
+        list(iter_jsonl(str(p)))
+    assert str(e.value).startswith(f"{p}:2: not UTF-8 (byte 0xe9 at column 11")  # not a buffer offset
+    bad: list = []
+    assert list(iter_jsonl(str(p), on_error=bad.append)) == [(1, {"a": 1}), (3, {"a": 3})]
+    assert [(b.line, b.what) for b in bad] == [(2, "not UTF-8")]

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 LABELS = ("redundant", "required", "unsolved")
-"""Model-specific item labels: Tool-Redundant, Tool-Required, and items no mode solves (reported apart)."""
+"""Model-specific item labels: Tool-Redundant, Tool-Required, and the Tool-Required items no mode solves
+(counted apart in the report; in the paper's MCC they are Tool-Required)."""
 
 
 def tool_labels(text_mode_correct: Mapping[Hashable, bool], solved_by_any: Mapping[Hashable, bool]) -> dict[Hashable, str]:
@@ -42,24 +43,33 @@ def tool_labels(text_mode_correct: Mapping[Hashable, bool], solved_by_any: Mappi
     return out
 
 
-def confusion(labels: Mapping[Hashable, str], called: Mapping[Hashable, bool]) -> tuple[int, int, int, int]:
-    """Adaptive-mode confusion ``(TP, FP, TN, FN)`` over items labelled redundant or required.
+def confusion(labels: Mapping[Hashable, str], called: Mapping[Hashable, bool],
+              unsolved: str = "required") -> tuple[int, int, int, int]:
+    """Adaptive-mode confusion ``(TP, FP, TN, FN)``.
 
     TP = required and called a tool; FP = redundant and called; TN = redundant and not called;
-    FN = required and not called. ``"unsolved"`` items are left out.
+    FN = required and not called. ``unsolved``: how items no mode solves enter: ``"required"`` (the
+    AdaptMMBench paper: the label comes from the text-mode answer alone, so an item the model gets
+    wrong in text mode is Tool-Required whether or not a tool then helps) or ``"excluded"`` (left out).
 
     Raises:
-        ValueError: a labelled (non-unsolved) item has no entry in ``called``, or an unknown label.
+        ValueError: an item that enters has no entry in ``called``, an unknown label, or a bad ``unsolved``.
 
-    >>> confusion({"a": "required", "b": "redundant", "c": "unsolved"}, {"a": True, "b": False, "c": True})
+    >>> confusion({"a": "required", "b": "redundant", "c": "unsolved"}, {"a": True, "b": False, "c": False})
+    (1, 0, 1, 1)
+    >>> confusion({"a": "required", "b": "redundant", "c": "unsolved"}, {"a": True, "b": False}, unsolved="excluded")
     (1, 0, 1, 0)
     """
+    if unsolved not in ("required", "excluded"):
+        raise ValueError(f"unsolved must be 'required' or 'excluded', got {unsolved!r}")
     tp = fp = tn = fn = 0
     for k, lab in labels.items():
         if lab not in LABELS:
             raise ValueError(f"item {k!r}: unknown label {lab!r}; expected one of {LABELS}")
         if lab == "unsolved":
-            continue
+            if unsolved == "excluded":
+                continue
+            lab = "required"
         if k not in called:
             raise ValueError(f"item {k!r} (label {lab!r}) has no adaptive-mode 'called' entry")
         c = bool(called[k])
@@ -176,11 +186,16 @@ def summarize(results: Sequence[Any], eps: float = 1e-8) -> dict[str, Any]:
          "efficiency": {mode: {"tokens", "steps", "tool_calls", "turns"}},   # means per item
          "tool_exec_ok_rate": {mode: executed calls that ran without error / executed calls, or None},
          "labels": {"redundant": n, "required": n, "unsolved": n},
-         "confusion": {"tp", "fp", "tn", "fn"}, "mcc": float or None}
+         "confusion": {"tp", "fp", "tn", "fn"}, "mcc": float or None,
+         "confusion_solvable": {...}, "mcc_solvable": float or None}
 
     ``labels``/``confusion``/``mcc`` need text and adaptive results: ``mcc`` is None without both. An
-    item is labelled from its text-mode result and "solved" if any mode present answers it; the
-    confusion uses items that also have an adaptive result. ``tool_exec_ok_rate`` is the execution check
+    item is labelled from its text-mode result (redundant when correct, else required; "unsolved"
+    counts the required items no mode solves, for the report); the confusion uses every item that also
+    has an adaptive result. ``mcc`` is the paper's: over all those items, unsolved ones as Tool-Required
+    (AdaptMMBench §3: labels from the text-mode result; its ~6% unsolvable items are a property of the
+    data set found with reference models, not dropped per evaluated model). ``mcc_solvable`` leaves this
+    model's unsolved items out (this project's earlier figure), shown beside it. ``tool_exec_ok_rate`` is the execution check
     (the call parsed and ran); the paper's judge-decided effectiveness comes from :func:`tool_effectiveness`.
 
     Raises:
@@ -236,10 +251,13 @@ def summarize(results: Sequence[Any], eps: float = 1e-8) -> dict[str, Any]:
         labels = tool_labels(text_ok, solved)
         out["labels"] = {lab: sum(v == lab for v in labels.values()) for lab in LABELS}
         called = {u: bool(_get(r, "called")) for u, r in adaptive.items() if r is not None}
-        usable = {u: lab for u, lab in labels.items() if u in called or lab == "unsolved"}
+        usable = {u: lab for u, lab in labels.items() if u in called}
         tp, fp, tn, fn = confusion(usable, called)
         out["confusion"] = {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
         out["mcc"] = mcc(tp, fp, tn, fn, eps)
+        tp2, fp2, tn2, fn2 = confusion(usable, called, unsolved="excluded")
+        out["confusion_solvable"] = {"tp": tp2, "fp": fp2, "tn": tn2, "fn": fn2}
+        out["mcc_solvable"] = mcc(tp2, fp2, tn2, fn2, eps)
     return out
 
 

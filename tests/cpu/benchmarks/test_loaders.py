@@ -53,3 +53,32 @@ def test_load_parquet_and_memory_fs(tmp_path):
     with fsspec.open("memory://bench/m.jsonl", "w") as f:
         f.write(json.dumps(rows[0]) + "\n")
     assert load_benchmark("memory://bench/m.jsonl").samples[0]["answer"] == "4"
+
+
+def _ok_row(uid: str) -> bytes:
+    return (json.dumps({"uid": uid, "question": "q", "answer": "1", "answer_type": "integer_number",
+                        "category": "ocr"}) + "\n").encode()
+
+
+def test_a_line_that_is_not_utf8_is_named_by_file_and_line_and_skippable(tmp_path):
+    m = tmp_path / "m.jsonl"
+    latin1 = json.dumps({"uid": "bad", "question": "caf\u00e9?", "answer": "1", "answer_type": "integer_number",
+                         "category": "ocr"}, ensure_ascii=False).encode("latin-1") + b"\n"
+    m.write_bytes(_ok_row("a") + latin1 + _ok_row("b"))
+    with pytest.raises(BadRowError) as e:
+        load_benchmark(str(m))
+    assert (e.value.path, e.value.line, e.value.field) == (str(m), 2, "<encoding>")
+    assert str(e.value).startswith(f"{m}:2 ") and "not UTF-8 (byte 0xe9 at column" in str(e.value)
+    res = load_benchmark(str(m), skip_bad_rows=True)
+    assert [s["sample_id"] for s in res.samples] == ["a", "b"]  # the lines after it still load
+    assert res.bad_rows == [{"path": str(m), "line": 2, "uid": None, "field": "<encoding>",
+                             "reason": e.value.why}]
+
+
+def test_adapt_items_name_the_line_that_is_not_utf8(tmp_path):
+    from howeval.benchmarks.adapt.items import load_adapt_items
+
+    m = tmp_path / "items.jsonl"
+    m.write_bytes(b'{"uid": "x"\xff}\n')
+    with pytest.raises(ValueError, match=rf"^{m}:1: not UTF-8 \(byte 0xff at column 12"):
+        load_adapt_items(str(m))

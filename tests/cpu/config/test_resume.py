@@ -51,7 +51,7 @@ def test_fields_that_do_not_change_a_response_are_free(tmp_path):
 
 def test_data_changes_count_and_unwritten_configs_do_not(tmp_path):
     old = _cfg(tmp_path)
-    raw = _raw(tmp_path, sampling={"max_tokens": 64})
+    raw = _raw(tmp_path, sampling={"max_tokens": 64, "temperature": 0.0})
     raw["benchmarks"] = [{"path": "/data/v2.jsonl"}]
     new = SweepConfig.model_validate(raw)
     assert stale_fields(old, new, written={"qwen"}) == [
@@ -74,7 +74,7 @@ def test_refusal_message_says_what_differs_and_how_to_go_on(tmp_path):
     _store(out, _cfg(out))
     refuse_stale_resume(_cfg(out, resources={"replicas": 3}))  # same response settings: resumes
     with pytest.raises(ConfigError) as e:
-        refuse_stale_resume(_cfg(out, sampling={"max_tokens": 1024, "seed": 7}))
+        refuse_stale_resume(_cfg(out, sampling={"max_tokens": 1024, "temperature": 0.0, "seed": 7}))
     assert str(e.value) == (
         f"{out} holds answers made with other settings; resuming would mix them with the new ones "
         "(1 difference(s) from its run_config.json):\n"

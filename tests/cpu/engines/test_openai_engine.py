@@ -175,6 +175,7 @@ def test_retry_after_header_forms():
 class _Capture(BaseHTTPRequestHandler):
     bodies: list = []
     fail_first: int = 0
+    replies: list = []  # (content, finish_reason) answered in turn; empty: the default answer
 
     def do_POST(self):  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -184,9 +185,12 @@ class _Capture(BaseHTTPRequestHandler):
             self.send_response(503)
             self.end_headers()
             return
+        msg, finish = {"role": "assistant", "content": "\\boxed{7}", "reasoning_content": "3+4"}, "stop"
+        if type(self).replies:
+            content, finish = type(self).replies.pop(0)
+            msg = {"role": "assistant", "content": content}
         out = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-               "choices": [{"index": 0, "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": "\\boxed{7}", "reasoning_content": "3+4"}}],
+               "choices": [{"index": 0, "finish_reason": finish, "message": msg}],
                "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}}
         data = json.dumps(out).encode()
         self.send_response(200)
@@ -201,7 +205,7 @@ class _Capture(BaseHTTPRequestHandler):
 
 @pytest.fixture()
 def server():
-    _Capture.bodies, _Capture.fail_first = [], 0
+    _Capture.bodies, _Capture.fail_first, _Capture.replies = [], 0, []
     srv = ThreadingHTTPServer(("127.0.0.1", 0), _Capture)
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
@@ -257,3 +261,30 @@ def test_openai_engine_without_its_key_fails_at_start_naming_the_variable(monkey
     assert build_engine("openai", "m", opts).model_name == "m"
     # a server on this machine needs no key
     assert build_engine("openai", "m", {"base_url": "http://127.0.0.1:9/v1", "api_key_env": "HOWEVAL_TEST_NO_KEY2"})
+
+
+# ------------------------------------------------------------------------------------------ issue 25
+
+
+def test_openai_engine_leaves_unset_sampling_fields_to_the_server(server):
+    eng = build_engine("openai", "m", {"base_url": server, "max_retries": 0})
+    eng.generate([ChatRequest(messages=[{"role": "user", "content": "hi"}], temperature=None, top_p=None, top_k=20,
+                              presence_penalty=1.5)])
+    body = _Capture.bodies[0]
+    assert "temperature" not in body and "top_p" not in body  # the server applies the model's defaults
+    assert body["top_k"] == 20 and body["presence_penalty"] == 1.5  # what the config overrides is sent
+    eng.generate([ChatRequest(messages=[{"role": "user", "content": "hi"}], temperature=0.0)])
+    assert _Capture.bodies[1]["temperature"] == 0.0 and "top_k" not in _Capture.bodies[1]
+
+
+def test_openai_engine_learns_a_prefilled_think_and_truncates_a_length_cut_answer(server):
+    _Capture.replies = [("2+2 is 4 </think> The answer is 4.", "stop"), ("so the answer might be 5", "length"),
+                        ("so the answer might be 5", "length")]
+    eng = build_engine("openai", "m", {"base_url": server, "max_retries": 0})
+    think = {"enable_thinking": True}
+    (first,) = eng.generate([ChatRequest(messages=[{"role": "user", "content": "q"}], chat_template_kwargs=think)])
+    assert (first.reasoning, first.text) == ("2+2 is 4", "The answer is 4.")
+    (cut,) = eng.generate([ChatRequest(messages=[{"role": "user", "content": "q"}], chat_template_kwargs=think)])
+    assert cut.truncated and cut.text == "" and cut.reasoning == "so the answer might be 5"  # never the answer
+    (other,) = eng.generate([ChatRequest(messages=[{"role": "user", "content": "q"}])])  # another switch: unknown
+    assert not other.truncated and other.text == "so the answer might be 5"

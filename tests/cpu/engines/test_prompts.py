@@ -45,3 +45,48 @@ def test_question_layouts():
 def test_image_mime_and_data_url(data, mime):
     assert image_mime(data) == mime
     assert image_data_url(data).startswith(f"data:{mime or 'application/octet-stream'};base64,")
+
+
+# ------------------------------------------------------------------ issue 25: one answer instruction
+
+
+def test_one_answer_instruction_per_prompt_set_per_benchmark(tmp_path):
+    import json as _json
+
+    from howeval.benchmarks.loaders import load_samples
+    from howeval.config import BenchmarkConfig, ModelConfig
+    from howeval.engines.prompts import ANSWER_INSTRUCTION, build_request
+
+    m = tmp_path / "m.jsonl"
+    m.write_text(_json.dumps({"uid": "a", "question": "2+2?", "answer": "4", "answer_type": "integer_number",
+                              "category": "stem"}) + "\n")
+    model = ModelConfig(name="c", engine="hf", vision=False, modes={"NT": {"system_prompt": "Answer briefly."}})
+    for instr, expected in [(None, ANSWER_INSTRUCTION), ("Answer with a number only.", "Answer with a number only.")]:
+        (s,), _ = load_samples([BenchmarkConfig(path=str(m), answer_instruction=instr)])
+        req = build_request(s, model, "NT")
+        text = req.messages[-1]["content"][-1]["text"]
+        assert text == f"2+2?\n{expected}"  # exactly one instruction, the benchmark's
+        assert "answer is" not in req.messages[0]["content"].lower()  # and no second format in the system prompt
+    (s,), _ = load_samples([BenchmarkConfig(path=str(m), answer_instruction="")])
+    assert build_request(s, model, "NT").messages[-1]["content"][-1]["text"] == "2+2?"
+
+
+@pytest.mark.parametrize("modes,match", [
+    ({"NT": {"system_prompt": "Answer directly. End with: The answer is <answer>."}}, "sets an answer format"),
+    ({"NT": {"system_prompt": "Put your final answer in \\boxed{}."}}, "sets an answer format"),
+    ({"T": {"system_prompt": "First think step by step inside <think></think> tags."}}, "asks for <think> tags"),
+    ({"NT": {"system_prompt": "x", "prompted_thinking": True}}, "only the T mode"),
+])
+def test_configs_that_ask_for_two_formats_or_fake_thinking_are_refused(modes, match):
+    from howeval.config import ModelConfig
+
+    with pytest.raises(ValueError, match=match):
+        ModelConfig(name="c", engine="hf", modes=modes)
+
+
+def test_prompted_thinking_is_allowed_when_said_so():
+    from howeval.config import ModelConfig
+
+    m = ModelConfig(name="c", engine="hf", modes={"T": {"system_prompt": "Think inside <think></think>.",
+                                                         "prompted_thinking": True}})
+    assert m.modes["T"].prompted_thinking

@@ -37,3 +37,31 @@ def test_vllm_engine_missing_is_an_install_hint():
         pass
     with pytest.raises(ImportError, match=r"\.\[gpu\]"):
         build_engine("vllm", "/models/x", {})
+
+
+def test_vllm_sampling_starts_from_the_models_defaults_and_config_overrides_win():
+    from howeval.engines.vllm_engine import sampling_kwargs
+
+    defaults = {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "presence_penalty": 1.5}  # e.g. Qwen's generation_config
+    unset = ChatRequest(messages=[], max_tokens=64, temperature=None, top_p=None, seed=None)
+    assert sampling_kwargs(unset, defaults) == {**defaults, "max_tokens": 64}  # was temperature 0.0, top_p 1.0
+    over = ChatRequest(messages=[], max_tokens=64, temperature=0.0, top_p=None, top_k=-1, seed=1)
+    assert sampling_kwargs(over, defaults) == {"temperature": 0.0, "top_p": 0.8, "top_k": -1, "presence_penalty": 1.5,
+                                               "max_tokens": 64, "seed": 1}
+
+
+def test_vllm_engine_detects_a_template_that_prefills_think():
+    from howeval.engines.vllm_engine import VLLMEngine
+
+    class Tok:
+        def apply_chat_template(self, msgs, tokenize, add_generation_prompt, **kw):
+            return "<|im_start|>assistant\n" + ("<think>\n" if kw.get("enable_thinking", True) else "<think>\n\n</think>\n\n")
+
+    class LLM:
+        def get_tokenizer(self):
+            return Tok()
+
+    eng = object.__new__(VLLMEngine)  # no vllm here: only the template check
+    eng.llm, eng._prefill_cache = LLM(), {}
+    assert eng._prefills({"enable_thinking": True}) is True and eng._prefills(None) is True
+    assert eng._prefills({"enable_thinking": False}) is False

@@ -97,3 +97,55 @@ def test_judger_rerun_pays_no_call_twice(tmp_path):
         assert n_first == 6 and len(srv.calls) == 6  # the rerun answered every row from the cache
     for r, a, b in zip(rows, first, second):
         assert {k: a[k] for k in LABELS} == {k: b[k] for k in LABELS} == expected_labels(r["response"])
+
+
+# ------------------------------------------------- issue 25: only answers the judge can read are cached
+
+
+class Scripted:
+    """An engine (generate only) answering every request with ``text``; records how many it answered."""
+
+    name = "scripted"
+
+    def __init__(self, text: str):
+        self.text = text
+        self.calls = 0
+
+    def generate(self, reqs):
+        self.calls += len(reqs)
+        return [Completion(text=self.text, request_id=r.request_id) for r in reqs]
+
+
+GOOD = '{"cot": false, "rep": true, "con": false, "pr": false}'
+
+
+def _rows(n):
+    return [{"sample_id": f"s{i}", "config": "c", "mode": "NT", "question": "q", "response": f"The answer is {i}.",
+             "answer": str(i), "answer_type": "free_form", "options": None, "benchmark": "b", "error": None,
+             "truncated": False, "response_hash": response_hash(f"The answer is {i}.")} for i in range(n)]
+
+
+def test_unparseable_judge_answers_are_not_replayed_after_the_judge_is_fixed(tmp_path):
+    cfg = JudgesConfig.model_validate({"pattern": [{"name": "j", "kind": "llm", "with_image": False,
+                                                    "llm": {"model": "m", "max_tokens": 64}}]})
+    broken, fixed = Scripted("I think it has repetition."), Scripted(GOOD)
+    first = Judger(cfg, engine_builder=lambda m, o: broken, cache_dir=str(tmp_path)).judge(_rows(3))
+    assert broken.calls == 6  # 3 answers + 3 repairs, none readable
+    assert all(r["rep"] is None for r in first)
+    second = Judger(cfg, engine_builder=lambda m, o: fixed, cache_dir=str(tmp_path)).judge(_rows(3))
+    assert fixed.calls == 3  # asked again: nothing unreadable was replayed
+    assert [r["rep"] for r in second] == [True, True, True]
+    third_engine = Scripted("never asked")
+    third = Judger(cfg, engine_builder=lambda m, o: third_engine, cache_dir=str(tmp_path)).judge(_rows(3))
+    assert third_engine.calls == 0 and [r["rep"] for r in third] == [True, True, True]  # good answers are cached
+
+
+def test_a_stored_unreadable_answer_is_asked_again_and_replaced(tmp_path):
+    r = req("q")
+    key = request_key("j@1", r)
+    JudgeCache(tmp_path).put(key, Completion(text="no json here"))  # written by a version without the check
+    fixed = Scripted(GOOD)
+    eng = CachingEngine(fixed, JudgeCache(tmp_path), "j@1", accept=lambda c: c.text.startswith("{"))
+    assert eng.generate([r])[0].text == GOOD and (fixed.calls, eng.rejected) == (1, 1)
+    again = CachingEngine(Scripted("x"), JudgeCache(tmp_path), "j@1", accept=lambda c: c.text.startswith("{"))
+    assert again.generate([r])[0].text == GOOD and again.calls == 0  # the readable answer wins on reload

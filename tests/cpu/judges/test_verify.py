@@ -411,3 +411,29 @@ def test_hard_cases(case):
 def test_option_texts_math_verify_would_equate_are_not_equated():
     r = verify("The answer is 3 & 4.", "B", "multiple_choice", ["1 & 2", "1 & 4"])
     assert r.correct is False and "names no option" in r.reason
+
+
+# ------------------------------------------------------------------ issue 25: a power is not its base
+
+
+@pytest.mark.parametrize("answer_type", ["integer_number", "decimal_number"])
+@pytest.mark.parametrize("response,gold", [(r"\boxed{10^{10^{10}}}", "10"), (r"\boxed{2^{3}}", "2"),
+                                           (r"The answer is $2^3$.", "2"), (r"\boxed{2^{3}}", "3")])
+def test_number_verifiers_never_read_the_base_or_exponent_of_a_power(response, gold, answer_type):
+    res = verify(response, gold, answer_type)
+    assert res.correct is None  # unresolved (the LLM judge may evaluate it), never "correct"
+    assert "a power, not a plain number" in res.reason
+
+
+def test_plain_numbers_still_read_after_the_power_check():
+    assert verify(r"\boxed{8}", "8", "integer_number").correct is True
+    assert verify("The answer is $1,250.", "1250", "integer_number").correct is True
+    assert verify("The answer is: Donald spent $1.", "1", "integer_number").correct is True
+
+
+@pytest.mark.parametrize("text", ["It fell below 5 in 2003. No other year in the chart is under 5.",
+                                  "It fell below 5 in **2003**.\n\nNo other year in the chart is under 5."])
+def test_a_threshold_restated_after_the_answer_is_never_the_answer(text):
+    res = verify(text, "5", "free_form")
+    assert res.correct is not True and res.extracted != "5", res
+    assert verify(text, "2003", "free_form").correct in (True, None)

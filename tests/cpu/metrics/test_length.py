@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from howeval.metrics.length import (excluded_counts, length_analysis, length_bins, length_correlation, pearson,
-                                    response_length)
+from howeval.metrics.length import (excluded_counts, length_analysis, length_bins, length_correlation, length_edges,
+                                    pearson, response_length, small_groups)
 
 
 def _row(cfg, mode, correct, trig, nwords, **kw):
@@ -47,14 +47,28 @@ def test_bins_per_group_and_exclusions():
             _row("a", "NT", True, True, 4, error="boom"),  # engine error: out
             {**_row("a", "NT", True, True, 4), "cot": None},  # unlabelled: out
             {**_row("a", "T", False, True, 4), "truncated": True}]  # truncated: out
-    b = length_bins(rows)
-    assert list(b) == ["NT/unresolved", "T/correct", "T/wrong"]
-    assert b["NT/unresolved"] == [{"bin": 1, "n": 1, "min_len": 4, "max_len": 4, "mean_len": 4.0, "trigger": 1.0}]
     assert excluded_counts(rows) == {"error": 1, "truncated": 1, "unlabelled": 1}
-    assert b["T/correct"] == [{"bin": 1, "n": 1, "min_len": 5, "max_len": 5, "mean_len": 5.0, "trigger": 1.0}]
-    # 13 rows in 6 bins: sizes 3,2,2,2,2,2
+    # groups of one row are not cut into six bins (issue 25: "groups of n = 2 are cut into six bins")
+    assert length_bins(rows) == {}
+    assert small_groups(rows) == {"T/correct": 1, "T/wrong": 1, "NT/unresolved": 1}
+    # 13 rows, lengths 0..12: edges 0, 2, 4, ..., 12; the maximum goes into the last bin
     rows = [_row("a", "NT", True, False, n) for n in range(13)]
-    assert [x["n"] for x in length_bins(rows)["NT/correct"]] == [3, 2, 2, 2, 2, 2]
+    assert [x["n"] for x in length_bins(rows)["NT/correct"]] == [2, 2, 2, 2, 2, 3]
+
+
+def test_bins_use_common_edges_across_groups():
+    # NT correct answers are short (1..12 words), T wrong ones long (13..24): with per-group sextiles both
+    # groups had "bin 1..6" over different lengths; on common edges NT fills the short bins, T the long ones
+    rows = [_row("a", "NT", True, n % 2 == 0, n) for n in range(1, 13)]
+    rows += [_row("a", "T", False, n % 3 == 0, n) for n in range(13, 25)]
+    edges = length_edges(rows)
+    assert edges == pytest.approx([1, 4.833333, 8.666667, 12.5, 16.333333, 20.166667, 24], rel=1e-6)
+    b = length_bins(rows)
+    assert [(x["lo"], x["hi"]) for x in b["NT/correct"]] == [(x["lo"], x["hi"]) for x in b["T/wrong"]]
+    assert [x["n"] for x in b["NT/correct"]] == [4, 4, 4, 0, 0, 0]
+    assert [x["n"] for x in b["T/wrong"]] == [0, 0, 0, 4, 4, 4]
+    assert b["NT/correct"][3]["trigger"] is None and b["T/wrong"][0]["mean_len"] is None  # gaps, not zeros
+    assert b["NT/correct"][0]["trigger"] == 0.5 and b["T/wrong"][5]["trigger"] == 0.5
 
 
 def test_correlation_over_model_by_correctness_aggregates():
@@ -73,10 +87,17 @@ def test_correlation_over_model_by_correctness_aggregates():
     sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
     sxx = sum((a - mx) ** 2 for a in x)
     syy = sum((b - my) ** 2 for b in y)
-    assert c["r"] == pytest.approx(sxy / math.sqrt(sxx * syy))
-    assert c["n_points"] == 3
-    c2 = length_correlation(rows, min_rows=2)
-    assert c2["n_points"] == 2 and c2["r"] is None
+    assert "r" not in c  # no r pooled across modes (issue 25)
+    assert c["by_mode"]["NT"]["n_points"] == 2 and c["by_mode"]["NT"]["r"] is None  # 2 points: no r
+    nt3 = rows + [_row("c", "NT", False, True, 12)]
+    x, y = [3, 8, 12], [0, 0.5, 1]
+    mx, my = sum(x) / 3, sum(y) / 3
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxx = sum((a - mx) ** 2 for a in x)
+    syy = sum((b - my) ** 2 for b in y)
+    assert length_correlation(nt3)["by_mode"]["NT"]["r"] == pytest.approx(sxy / math.sqrt(sxx * syy))
+    c2 = length_correlation(nt3, min_rows=2)
+    assert c2["by_mode"]["NT"]["n_points"] == 2 and c2["by_mode"]["NT"]["r"] is None
 
 
 def test_unresolved_aggregates_listed_but_not_in_r_and_r_per_mode():
@@ -87,7 +108,7 @@ def test_unresolved_aggregates_listed_but_not_in_r_and_r_per_mode():
     unres = [p for p in c["points"] if p["correctness"] == "unresolved"]
     assert unres == [{"config": "a", "mode": "NT", "correct": None, "correctness": "unresolved", "n": 1,
                       "mean_len": 30.0, "trigger": 1.0, "used": False}]
-    assert c["n_unresolved_points"] == 1 and c["n_points"] == 7
+    assert c["n_unresolved_points"] == 1 and "n_points" not in c
     # NT points used: (2, 0), (10, 1), (4, 0), (6, 0); T: (3, 0), (9, 1), (12, 1)
     assert c["by_mode"]["NT"]["n_points"] == 4 and c["by_mode"]["T"]["n_points"] == 3
     assert c["by_mode"]["NT"]["r"] == pytest.approx(pearson([2, 10, 4, 6], [0, 1, 0, 0])[0])
@@ -98,4 +119,6 @@ def test_unresolved_aggregates_listed_but_not_in_r_and_r_per_mode():
 
 def test_length_analysis_bundle():
     la = length_analysis([_row("a", "NT", True, True, n) for n in range(1, 7)], unit="chars")
-    assert la["unit"] == "chars" and la["n_bins"] == 6 and len(la["bins"]["NT/correct"]) == 6
+    assert la["unit"] == "chars" and la["n_bins"] == 6 and la["bins"] == {} and la["too_small"] == {"NT/correct": 6}
+    la = length_analysis([_row("a", "NT", True, True, n) for n in range(1, 13)])
+    assert len(la["bins"]["NT/correct"]) == 6 and la["too_small"] == {} and len(la["edges"]) == 7

@@ -31,3 +31,33 @@ def test_trigger_is_any_label_and_none_when_unlabelled():
     assert trigger_of(_row("a", "NT", True)) is False
     assert trigger_of(_row("a", "NT", True, (None,) * 4)) is None
     assert group_metrics([])["acc"] is None and paired_deltas([], [])["delta_acc"] is None
+
+
+# ------------------------------------------------------------- issue 25: denominators and "did T think?"
+
+
+def test_acc_and_trigger_keep_their_denominators_and_the_papers_all_n_form():
+    rows = [_row("a", "NT", True, (True, False, False, False)), _row("b", "NT", False),
+            _row("c", "NT", None),  # unresolved: out of Acc, wrong in Acc all-N
+            _row("d", "NT", None, (None,) * 4, error="engine: boom"),  # engine error: out of both, wrong in all-N
+            _row("e", "NT", False, (None,) * 4, truncated=True)]  # truncated: scored wrong, no labels
+    g = group_metrics(rows)
+    assert (g["n"], g["n_scored"], g["n_labeled"]) == (5, 3, 3)
+    assert g["acc"] == pytest.approx(1 / 3) and g["acc_all_n"] == pytest.approx(1 / 5)
+    assert g["trigger"] == pytest.approx(1 / 3) and g["trigger_all_n"] == pytest.approx(1 / 5)
+
+
+def test_t_rows_without_a_reasoning_channel_and_length_cuts_are_counted_and_warned():
+    nt = [_row(s, "NT", True, finish_reason="stop") for s in "abc"]
+    t = [_row("a", "T", True, finish_reason="stop", reasoning=None),
+         _row("b", "T", False, finish_reason="length", reasoning=""),
+         _row("c", "T", False, (None,) * 4, finish_reason="length", truncated=True, reasoning=None)]
+    m = sweep_metrics(nt + t)["configs"]["c"]
+    assert (m["T"]["n_reasoning"], m["T"]["n_length_cut"], m["T"]["n_truncated"]) == (0, 2, 1)
+    assert m["NT"]["n_length_cut"] == 0
+    assert m["warnings"][0].startswith("config 'c': none of its 3 T rows has a reasoning channel")
+    assert m["warnings"][1] == ("config 'c' T: 2 of 3 answers stopped at the length limit (finish_reason 'length'; "
+                                "1 of them inside the reasoning, no answer)")
+    thinking = [dict(r, reasoning="2+2=4") for r in t]
+    assert sweep_metrics(nt + thinking)["configs"]["c"]["T"]["n_reasoning"] == 3
+    assert not any("reasoning channel" in w for w in sweep_metrics(nt + thinking)["configs"]["c"]["warnings"])

@@ -106,3 +106,22 @@ def test_extract_option_letter_bad_n(n):
 def test_extract_answer_type_error():
     with pytest.raises(TypeError, match="NoneType"):
         extract_answer(None)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------ issue 25: a threshold restated after the answer
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("It fell below 5 in **2003**. No other year in the chart is under 5.", ("2003", "bold")),
+    ("It fell below 5 in **2003**.\n\nNo other year in the chart is under 5.", ("2003", "bold")),
+    ("It fell below 5 in 2003. No other year in the chart is under 5.", None),
+    ("Sales first passed 40 in 2019. Every later year is more than 40.", None),
+    ("So the total comes to 45 apples.", ("45", "final_sentence")),  # an ordinary conclusion still reads
+])
+def test_a_closing_bound_is_not_read_as_the_answer(text, expected):
+    assert find_final_answer(text) == expected
+
+
+def test_an_earlier_bold_span_is_read_only_when_it_is_a_bare_value():
+    assert find_final_answer("**Step 1** read the chart.\n\nNo other year in the chart is under 5.") is None
+    assert find_final_answer("The best is **(B)**.\n\nThe others score under 5.") == ("(B)", "bold")

@@ -49,7 +49,7 @@ def test_real_items_both_modes_records_match_metrics(tmp_path, real_manifest):
 
     model = {"name": "smol", "engine": "hf", "vision": False, "options": {"batch_size": 8, "torch_threads": 1},
              "modes": {"NT": {"system_prompt": "Answer briefly."},
-                       "T": {"system_prompt": "Think inside <think></think> tags, then answer."}},
+                       "T": {"system_prompt": "Think inside <think></think> tags, then answer.", "prompted_thinking": True}},
              "sampling": {"max_tokens": 24}, "resources": {"replicas": 1, "num_cpus": 0.75, "batch_size": 8}}
     out = tmp_path / "run"
     assert main(["--config", str(_config(tmp_path, real_manifest, out, model))]) == 0
@@ -279,7 +279,7 @@ def test_failing_config_does_not_stop_the_others_and_errors_are_retried(tmp_path
         errors = sorted((r["sample_id"], r["mode"]) for r in resp if r["error"])
         assert len(errors) == 6 and all(r["attempt"] == 1 for r in resp)
         assert len(pq.read_table(out / "judgments")) == 18  # engine errors are not judged
-        assert "good  NT  Acc 100.0% (6 scored, 0 unresolved)" in first
+        assert "good  NT  Acc 100.0% (6 scored, 0 unresolved; all-N 100.0%)" in first
 
         assert main(args) == 1  # rerun: error rows get attempt 2, still one row per key
         resp = pq.read_table(out / "responses").to_pylist()
@@ -287,3 +287,17 @@ def test_failing_config_does_not_stop_the_others_and_errors_are_retried(tmp_path
         assert sorted((r["sample_id"], r["mode"]) for r in resp if r["attempt"] == 2) == errors
         assert main(args) == 1  # max attempts reached: nothing retried
         assert max(r["attempt"] for r in pq.read_table(out / "responses").to_pylist()) == 2
+
+
+def test_summary_shows_all_n_acc_reasoning_and_length_cuts_and_warns_when_t_did_not_think():
+    from howeval.metrics.patterneval import sweep_metrics
+    from ray_jobs.sweep import summary_lines
+
+    rows = [{"sample_id": s, "config": "c", "mode": m, "correct": None if s == "b" else True, "cot": False,
+             "rep": False, "con": False, "pr": False, "reasoning": None,
+             "finish_reason": "length" if (s, m) == ("a", "T") else "stop"} for s in "ab" for m in ("NT", "T")]
+    lines = summary_lines(sweep_metrics(rows), "runs/x", {})
+    assert lines[0] == ("  c  NT  Acc 100.0% (1 scored, 1 unresolved; all-N 50.0%)  Trigger   0.0% (2 labelled)  n 2  "
+                        "reasoning 0  length-cut 0")
+    assert lines[1].endswith("reasoning 0  length-cut 1")
+    assert lines[2].startswith("warning: config 'c': none of its 2 T rows has a reasoning channel")

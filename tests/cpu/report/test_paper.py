@@ -22,7 +22,8 @@ def test_main_table_values_and_missing():
     assert r["trigger_VG_NT"] == 25.0 and r["trigger_OS_NT"] is None  # no OS rows: missing, not 0
     assert (r["delta_acc"], r["delta_acc_lo"], r["delta_pat_lo"]) == (25.0, -50.0, None)
     md = main_markdown(M, {"m_1": "none"})
-    assert md.splitlines()[2].startswith("| m_1 | none | 4 | 50.0 | 75.0 | 25.0 | 0.0 | 25.0 | 0.0 |")
+    # Acc with its denominator (scored/n); Trigger's is unknown in this older metrics dict: the value alone
+    assert md.splitlines()[2].startswith("| m_1 | none | 4 | 50.0 (4/4) | 75.0 (4/4) | 25.0 | 0.0 | – | – | – | – | 25.0 | 0.0 |")
     assert md.splitlines()[2].endswith("| +25.0 | +25.0 |")
     assert r"m\_1 & none & 4" in main_tex(M, {"m_1": "none"})
 
@@ -36,3 +37,27 @@ def test_categories_in_paper_order_then_others():
 
 def test_tex_escape():
     assert tex_escape("a_b & 5%") == r"a\_b \& 5\%"
+
+
+def test_every_table_shows_acc_and_trigger_denominators_and_the_all_n_form():
+    from howeval.metrics.patterneval import sweep_metrics
+    from howeval.report.paper import category_csv, category_markdown, category_tex, main_csv
+
+    def row(s, mode, correct, trig, cat="ocr"):
+        return {"sample_id": s, "config": "c", "mode": mode, "correct": correct, "cot": trig, "rep": False if trig is not None else None,
+                "con": False if trig is not None else None, "pr": False if trig is not None else None,
+                "family": "OS", "category": cat}
+    rows = [row("a", "NT", True, True), row("b", "NT", None, False), row("c", "NT", False, None),
+            row("a", "T", True, False), row("b", "T", True, False), row("c", "T", True, False, cat="stem")]
+    m = sweep_metrics(rows)
+    md = main_markdown(m)
+    assert "| c | – | 3 | 50.0 (2/3) | 100.0 (3/3) | 50.0 (2/3) | 0.0 (3/3) | 33.3 | 100.0 | 33.3 | 0.0 |" in md
+    assert "counted as wrong" in md
+    tex = main_tex(m)
+    assert r"50.0\,{\scriptsize (2/3)}" in tex and "% Acc (scored/n)" in tex
+    csv_head = main_csv(m).splitlines()[0].split(",")
+    assert {"scored_NT", "labelled_NT", "acc_all_n_NT", "trigger_all_n_T"} <= set(csv_head)
+    cmd = category_markdown(m)
+    assert "| c | NT | 50.0 (2) | – |" in cmd and "| c | T | 0.0 (2) | 0.0 (1) |" in cmd  # Trigger block, n per cell
+    assert r"{\scriptsize (2)}" in category_tex(m)
+    assert {"ocr_acc_n", "ocr_trigger_n"} <= set(category_csv(m).splitlines()[0].split(","))

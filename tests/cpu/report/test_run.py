@@ -56,8 +56,15 @@ def test_main_table_numbers_match_metrics_json(run):
     assert _num(rows["alpha"]["acc_NT"]) == pytest.approx(100 * sum(scored) / len(scored), abs=1e-4)
     assert rows["alpha"]["vision"] == "sent" and rows["beta"]["vision"] == "none"
     md = (run / "tables" / "patterneval.md").read_text()
-    assert md.splitlines()[0].startswith("| config | images | n | Acc NT | Acc T | Trigger NT | Trigger T | CoT NT")
-    assert f"| alpha | sent | 12 | {100 * m['configs']['alpha']['NT']['acc']:.1f} |" in md
+    assert md.splitlines()[0].startswith("| config | images | n | Acc NT | Acc T | Trigger NT | Trigger T | Acc all-N NT | "
+                                         "Acc all-N T | Trigger all-N NT | Trigger all-N T | CoT NT")
+    # Acc shown with its denominator (10 scored of 12), and the paper's all-N form (unresolved counted wrong)
+    a = m["configs"]["alpha"]["NT"]
+    assert (a["n_scored"], a["n"]) == (len(scored), 12)
+    assert f"| alpha | sent | 12 | {100 * a['acc']:.1f} ({len(scored)}/12) |" in md
+    assert a["acc_all_n"] == pytest.approx(sum(scored) / 12)
+    assert _num(rows["alpha"]["acc_all_n_NT"]) == pytest.approx(100 * sum(scored) / 12, abs=1e-4)
+    assert _num(rows["alpha"]["scored_NT"]) == len(scored)
     tex = (run / "tables" / "patterneval.tex").read_text()
     assert r"\multicolumn{2}{c}{Acc}" in tex and r"\begin{tabular}" in tex and "alpha & sent & 12" in tex
 

@@ -6,12 +6,20 @@ from howeval.report.tables import intervals_section, length_section
 
 def test_length_section_names_unresolved_and_excluded():
     la = {"unit": "words", "n_bins": 6, "n_used": 3, "excluded": {"error": 2, "truncated": 0, "unlabelled": 1},
-          "bins": {"NT/unresolved": [{"bin": 1, "n": 3, "min_len": 1, "max_len": 5, "mean_len": 3.0, "trigger": 2 / 3}]},
-          "correlation": {"r": None, "p_value": None, "n_points": 0, "n_unresolved_points": 1,
-                          "by_mode": {"NT": {"r": 0.5, "p_value": 0.25, "n_points": 4}}}}
+          "edges": [1, 3, 5], "too_small": {"T/wrong": 2}, "min_rows_per_bin": 2,
+          "bins": {"NT/unresolved": [{"bin": 1, "n": 3, "lo": 1, "hi": 3, "min_len": 1, "max_len": 2, "mean_len": 1.5,
+                                      "trigger": 2 / 3},
+                                     {"bin": 2, "n": 0, "lo": 3, "hi": 5, "min_len": None, "max_len": None,
+                                      "mean_len": None, "trigger": None}]},
+          "correlation": {"n_unresolved_points": 1,
+                          "by_mode": {"NT": {"r": 0.5, "p_value": 0.25, "n_points": 4},
+                                      "T": {"r": None, "p_value": None, "n_points": 2}}}}
     s = length_section(la)
-    assert "NT: **+0.500 (p = 0.25, 4 aggregates)**" in s and "(1 unresolved aggregates)" in s
-    assert "left out: 2 error, 1 unlabelled." in s and "| NT/unresolved | 3 | 67 [3] |" in s
+    assert "NT: **+0.500 (p = 0.25, 4 aggregates)**; T: **n/a (2 aggregates; r needs 3)**" in s
+    assert "pooled:" not in s and "(1 unresolved aggregates)" in s
+    assert "left out: 2 error, 1 unlabelled." in s
+    assert "| group | n | 1–3 | 3–5 |" in s and "| NT/unresolved | 3 | 67 (3) | – |" in s
+    assert "Groups too small to cut (fewer than 12 rows): T/wrong (n=2)." in s
 
 
 def test_intervals_section():
@@ -33,3 +41,17 @@ def test_overview_puts_the_three_benchmarks_side_by_side():
     assert t.splitlines()[0] == ("| config | Acc NT | Acc T | Trigger NT | Trigger T | CRYSTAL OMF1 NT | CRYSTAL OMF1 T | "
                                  "Adapt Acc text | Adapt Acc adaptive | Adapt Acc oracle | Adapt MCC |")
     assert t.splitlines()[2] == "| c | 50.0 | 75.0 | 25.0 | 0.0 | 12.5 | – | 50.0 | – | 100.0 | 0.200 |"
+
+
+def test_thinking_section_counts_and_warns():
+    from howeval.metrics.patterneval import sweep_metrics
+    from howeval.report.tables import mode_table, thinking_section
+
+    rows = [{"sample_id": s, "config": "c", "mode": m, "correct": True, "cot": False, "rep": False, "con": False,
+             "pr": False, "finish_reason": "length" if (m, s) == ("T", "b") else "stop",
+             "reasoning": None, "family": "VG", "category": "ocr"} for s in "ab" for m in ("NT", "T")]
+    metrics = sweep_metrics(rows)
+    sec = thinking_section(metrics)
+    assert "| c | T | 2 | 0/2 | 1/2 | 0 |" in sec and "| c | NT | 2 | 0/2 | 0/2 | 0 |" in sec
+    assert "- **Warning**: config 'c': none of its 2 T rows has a reasoning channel" in sec
+    assert "| c | NT | 2 | 2/2 | 100.0 (2/2) | 0.0 (2/2) | 100.0 | 0.0 |" in mode_table(metrics)

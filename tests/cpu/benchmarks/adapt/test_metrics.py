@@ -47,7 +47,11 @@ def test_tool_labels_and_confusion():
     labels = tool_labels(text_ok, solved)
     assert labels == {"a": "redundant", "b": "required", "c": "unsolved", "d": "redundant", "e": "required"}
     called = {"a": True, "b": True, "c": True, "d": False, "e": False}
-    assert confusion(labels, called) == (1, 1, 1, 1)  # TP b, FP a, TN d, FN e; c left out
+    # the paper's item set: c (wrong in text mode, solved by no mode) is Tool-Required: TP b, c; FP a; TN d; FN e
+    assert confusion(labels, called) == (2, 1, 1, 1)
+    assert confusion(labels, called, unsolved="excluded") == (1, 1, 1, 1)  # c left out
+    with pytest.raises(ValueError, match="'required' or 'excluded'"):
+        confusion(labels, called, unsolved="drop")
     with pytest.raises(ValueError, match="same ids"):
         tool_labels({"a": True}, {"b": True})
     with pytest.raises(ValueError, match="correct in text mode"):
@@ -126,8 +130,10 @@ def test_summarize():
     assert s["accuracy"]["text"] == {"all": 0.4, "gui": 0.5, "math": 0.0, "ocr": 0.5}
     assert s["accuracy"]["adaptive"] == {"all": 0.6, "gui": 0.5, "math": 0.0, "ocr": 1.0}
     assert s["labels"] == {"redundant": 2, "required": 2, "unsolved": 1}
-    assert s["confusion"] == {"tp": 1, "fp": 1, "tn": 1, "fn": 1}
-    assert s["mcc"] == pytest.approx(0.0)
+    # paper: c (no mode solves it, tool called) counts as required and called: TP
+    assert s["confusion"] == {"tp": 2, "fp": 1, "tn": 1, "fn": 1}
+    assert s["mcc"] == pytest.approx((2 * 1 - 1 * 1) / math.sqrt(3 * 3 * 2 * 2), abs=1e-6)
+    assert s["confusion_solvable"] == {"tp": 1, "fp": 1, "tn": 1, "fn": 1} and s["mcc_solvable"] == pytest.approx(0.0)
     eff = s["efficiency"]["adaptive"]
     assert eff["tokens"] == pytest.approx((30 + 20 + 10 + 10 + 10) / 5)
     assert eff["tool_calls"] == pytest.approx(4 / 5) and eff["steps"] == pytest.approx((4 + 3 + 2 + 2 + 2) / 5)
@@ -141,3 +147,19 @@ def test_summarize_without_text_mode_has_no_mcc_and_rejects_unscored():
         summarize([_res("a", "text", "ocr", None)])
     with pytest.raises(ValueError, match="duplicate"):
         summarize([_res("a", "text", "ocr", True), _res("a", "text", "ocr", True)])
+
+
+def test_mcc_uses_the_papers_item_set_not_only_items_some_mode_solves():
+    # 10 items; the model gets 3 right in text mode (redundant). Of the 7 wrong ones, 3 are solved by no mode.
+    # The two item sets give MCCs of different size: the paper counts the unsolved ones as Tool-Required.
+    text = {f"i{k}": k < 3 for k in range(10)}
+    solved = {f"i{k}": k < 7 for k in range(10)}  # i7, i8, i9: no mode solves them
+    called = {"i0": True, "i1": False, "i2": False, "i3": True, "i4": False, "i5": False, "i6": False,
+              "i7": False, "i8": False, "i9": True}
+    labels = tool_labels(text, solved)
+    # paper: required = i3..i9 (7): TP i3, i9 = 2; FN 5; redundant i0..i2: FP i0 = 1, TN 2
+    assert confusion(labels, called) == (2, 1, 2, 5)
+    assert mcc(2, 1, 2, 5) == pytest.approx(-1 / 21, abs=1e-6)  # (2*2 - 1*5) / sqrt(3*7*3*7) = -0.048
+    # solvable only: required = i3..i6: TP 1, FN 3; FP 1, TN 2
+    assert confusion(labels, called, unsolved="excluded") == (1, 1, 2, 3)
+    assert mcc(1, 1, 2, 3) == pytest.approx((1 * 2 - 1 * 3) / math.sqrt(2 * 4 * 3 * 5), abs=1e-6)
