@@ -120,7 +120,8 @@ def test_every_unknown_key_gets_the_closest_accepted_one_at_its_full_path(tmp_pa
         "  models.0.sampling.temperture: unknown key (got 0.7)",
         "  judges.verifier.llm_fallback.options.base_ur: unknown key (got 'x')",
         "  judges.primry: unknown key (got 'rules')"]
-    assert lines[2].endswith("did you mean 'temperature'? Accepted: max_tokens, temperature, top_p, seed")
+    assert lines[2].endswith("did you mean 'temperature'? Accepted: max_tokens, temperature, top_p, top_k, min_p, "
+                             "presence_penalty, repetition_penalty, seed")
     assert "did you mean 'base_url'? Accepted: base_url, base_url_env, api_key_env," in lines[3]
     assert lines[0].startswith("  models.0.options.batch_sise: unknown hf option; did you mean 'batch_size'? ")
     assert "did you mean 'primary'?" in lines[4] and "did you mean 'system_prompt'?" in lines[1]

@@ -49,7 +49,7 @@ def test_override_errors_name_the_key_and_the_fix(tmp_path):
     assert msg.splitlines() == [
         f"{p} with overrides models.0.sampling.temperture=0.7: 1 config error(s):",
         "  models.0.sampling.temperture: unknown key (got 0.7); did you mean 'temperature'? Accepted: max_tokens, "
-        "temperature, top_p, seed"]
+        "temperature, top_p, top_k, min_p, presence_penalty, repetition_penalty, seed"]
     assert err("models.2.name=x") == ("override 'models.2.name=x': models is a list of 1 item(s); '2' is not an index "
                                       "of it (0..0)")
     assert err("models.0.name.x=1") == "override 'models.0.name.x=1': models.0.name is str 'smol', not a mapping; it has no key 'x'"
@@ -86,7 +86,7 @@ def test_stale_resume_names_the_override_that_changed_a_setting_and_the_one_the_
         "--max-tokens=8; give it again to resume)",
         "  models.0.sampling.temperature: stored 0.7, now 0.0 (the stored run set it on its command line: "
         "models.0.sampling.temperature=0.7; give it again to resume)",
-        "  models.0.sampling.top_p: stored 1.0, now 0.9 (now set on the command line: models.0.sampling.top_p=0.9)"]
+        "  models.0.sampling.top_p: stored None, now 0.9 (now set on the command line: models.0.sampling.top_p=0.9)"]
 
 
 def test_every_row_bad_writes_bad_rows_json_and_prints_why(tmp_path, capsys):

@@ -38,7 +38,10 @@ def test_metrics_and_report_carry_provenance_and_no_absolute_path(tmp_path, repo
     assert prov["hardware"]["cpu_count"] == os.cpu_count() and prov["hardware"]["cluster"]["nodes"] == 1
     assert prov["seeds"] == {"alpha": 0, "beta": 0} and prov["overrides"] == ["models.0.sampling.temperature=0.0", "--limit=4"]
     assert prov["configs"]["alpha"]["engine_args"] == {"path": "x.jsonl", "delay_s": 0.0}
-    assert prov["configs"]["alpha"]["sampling"] == {"max_tokens": 32, "temperature": 0.0, "top_p": 1.0, "seed": 0}
+    # unset sampling fields are the model's own defaults (None here; the sweep resolves them into generation_settings)
+    assert prov["configs"]["alpha"]["sampling"] == {"max_tokens": 32, "temperature": None, "top_p": None, "top_k": None,
+                                                    "min_p": None, "presence_penalty": None,
+                                                    "repetition_penalty": None, "seed": 0}
     assert prov["started"] == entry["started"]
     bad = json.loads(metrics_text)["bad_rows"][0]
     assert (bad["path"], bad["reason"]) == ("../../data/m.jsonl", "cannot read ../../data/x.png")
