@@ -6,14 +6,9 @@ from collections import Counter
 
 import pytest
 
-from howeval.judges.rules import (
-    RuleJudge,
-    extract_claims,
-    normalize_newlines,
-    options_from_list,
-    parse_options,
-    split_sentences,
-)
+from howeval.judges.claims import extract_claims, options_from_list, parse_options
+from howeval.judges.rules import RuleJudge
+from howeval.judges.sentences import normalize_newlines, split_sentences
 from howeval.judges.verdict import LABELS, PatternVerdict
 
 J = RuleJudge()
