@@ -465,9 +465,9 @@ def test_on_unresolved_llm_scores_through_the_fake_verifier_and_its_outage_degra
         with app_pair(server, "llmfb", extra_args=extra) as url:
             r = post(url, {"items": [
                 dict(unresolved, kind="base"),
-                dict(unresolved, kind="pattern", response="Stick 4 lays exactly in the middle. Stick 4 is the middle one."),
-                dict(unresolved, kind="base", response="Stick 4 is on the left."),
-                dict(unresolved, kind="base", response="OUTAGE: stick 4."),
+                dict(unresolved, kind="pattern", prompt=q + " (pattern)"),  # another prompt: its own verdict and gate
+                dict(unresolved, kind="base", response="Stick 4 lays at the left end."),
+                dict(unresolved, kind="base", response="OUTAGE: stick 4 lays at the left end."),
                 item(CLEAN, kind="base")]})
             again = post(url, {"items": [dict(unresolved, kind="base")]})
     assert r.status_code == 200, r.text
