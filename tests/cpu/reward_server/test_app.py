@@ -456,7 +456,7 @@ def test_on_unresolved_llm_scores_through_the_fake_verifier_and_its_outage_degra
         text = body["messages"][-1]["content"]
         if "OUTAGE" in text:
             return ("status", 503, {})
-        return ("ok", json.dumps({"correct": "middle" in text, "reason": "same position"}))
+        return ("ok", json.dumps({"correct": "exactly in the middle" in text, "reason": "same position"}))
 
     q = "Which stick is in the middle?"
     unresolved = {"prompt": q, "response": "Stick 4 lays exactly in the middle.", "answer": "3", "answer_type": "free_form"}
