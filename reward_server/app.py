@@ -34,6 +34,7 @@ import hmac
 import json
 import logging
 import os
+import threading
 import time
 from typing import Any
 
@@ -58,6 +59,18 @@ log = logging.getLogger("ray.serve")
 
 DEFAULT_BATCH = {"max_batch_size": 32, "batch_wait_timeout_s": 0.01}
 
+MODEL_AUTOSCALING = {"min_replicas": 1, "max_replicas": 2, "target_ongoing_requests": 8,
+                     "upscale_delay_s": 2.0, "downscale_delay_s": 120.0}
+"""Default ``autoscaling_config`` of PatternRMServer and StepScorer (issue 21: one replica never scaled and
+its rows timed out). An ongoing request is one ingress request's ``label_many`` / ``f1_many`` call, so a
+target of 8 adds a replica while more than 8 requests wait on one, seconds before ``patternrm_timeout_s``
+(20 s) would degrade them. The Serve config (``configs/serve/reward.yaml``) overrides it."""
+
+FAILOVER_S = 5.0
+"""After a part fails for unavailability (dead replica, timeout, back-pressure), the ingress answers its rows
+degraded at once for this many seconds instead of letting each request wait out ``patternrm_timeout_s``; the
+first request after the window tries the part again (issue 21: after a kill every request waited 20 s)."""
+
 SETTINGS: dict[str, Any] = {}
 """The ingress replica's ``token`` and ``max_body_bytes``, read by :class:`BodyLimit` and :func:`check_bearer`.
 
@@ -81,7 +94,7 @@ def _apply_batching(method: Any, user_config: dict | None, where: str) -> None:
 
 
 @serve.deployment(name="PatternRMServer", max_ongoing_requests=256, max_queued_requests=1024,
-                  ray_actor_options={"num_cpus": 0.5})
+                  ray_actor_options={"num_cpus": 0.5}, autoscaling_config=MODEL_AUTOSCALING)
 class PatternRMServer:
     """Serve wrapper of ``howeval.judges.patternrm.model.PatternRM``: ``label(item)`` -> ``{labels, error, raw}``.
 
@@ -120,7 +133,7 @@ class PatternRMServer:
 
 
 @serve.deployment(name="StepScorer", max_ongoing_requests=256, max_queued_requests=1024,
-                  ray_actor_options={"num_cpus": 0.5})
+                  ray_actor_options={"num_cpus": 0.5}, autoscaling_config=MODEL_AUTOSCALING)
 class StepScorer:
     """Batched CRYSTAL step F1: ``f1({"pred": [...], "ref": [...]})`` -> float (SPEC section 3)."""
 
@@ -278,6 +291,13 @@ class RewardIngress:
         self.steps = step_scorer
         self._rm: DeploymentHandle | None = None
         self.metrics = _Metrics()
+        self._down_until: dict[str, float] = {}  # part name -> monotonic time its fail-fast window ends
+        self._down_reason: dict[str, str] = {}
+        self.llm = None
+        if self.cfg.on_unresolved == "llm":
+            from howeval.rewards.llm_fallback import LLMFallback
+
+            self.llm = LLMFallback(self.cfg.llm_verifier)
 
     @property
     def rm(self) -> DeploymentHandle:
@@ -389,17 +409,34 @@ class RewardIngress:
 
         if len(items) > self.cfg.limits.max_items:
             raise RewardItemError(0, f"{len(items)} items exceed limits.max_items={self.cfg.limits.max_items}")
-        plan = await asyncio.to_thread(prepare, [it.model_dump() for it in items], self.cfg.pattern, self.cfg.on_unresolved)
-        rm, f1 = await asyncio.gather(  # one handle call per part and request (per-item calls cost more than the model)
+        total = sum(len(it.response) for it in items)
+        if total > self.cfg.limits.max_request_chars:
+            raise RewardItemError(0, f"the responses hold {total} characters in all, over limits.max_request_chars="
+                                     f"{self.cfg.limits.max_request_chars}: send fewer items per request")
+        stop = threading.Event()  # set when this request's answer can no longer be used (timeout, client gone)
+        try:
+            plan = await asyncio.to_thread(prepare, [it.model_dump() for it in items], self.cfg.pattern,
+                                           self.cfg.on_unresolved, stop)
+        except asyncio.CancelledError:
+            stop.set()  # the worker thread stops before its next item's verifier (no more math-verify children)
+            raise
+        rm, f1, llm = await asyncio.gather(  # one handle call per part and request (per-item calls cost more than the model)
             self._call("patternrm", lambda: self.rm.label_many.remote(plan.rm_requests()), len(plan.rm_index)),
             self._call("step scorer", lambda: self.steps.f1_many.remote(plan.step_requests()), len(plan.step_index)),
+            self._llm(plan.llm_requests()),
         )
-        rows = assemble(plan, rm, f1, self.cfg.pattern, self.cfg.cpr, self.cfg.on_patternrm_failure)
+        rows = assemble(plan, rm, f1, self.cfg.pattern, self.cfg.cpr, self.cfg.on_failure, llm)
         for it, r in zip(items, rows):
             self.metrics.rewards.inc(tags={"kind": it.kind})
             if r["degraded"]:
                 self.metrics.degraded.inc(tags={"kind": it.kind})
         return [RewardResult(**r) for r in rows]
+
+    async def _llm(self, items: list) -> list | None:
+        """The LLM fallback's verdicts for the unresolved items (each failure is its row's reason)."""
+        if not items or self.llm is None:
+            return None
+        return await self.llm.verify(items)
 
     async def _call(self, name: str, make_call: Any, n: int) -> list | str:
         """Make and await the handle call that answers the part's ``n`` inputs; any failure (raised when the
@@ -407,6 +444,9 @@ class RewardIngress:
         degrade."""
         if not n:
             return []
+        now = time.monotonic()
+        if self._down_until.get(name, 0.0) > now:
+            return f"failing over: {self._down_reason.get(name, 'unavailable')} (retried after {self._down_until[name] - now:.1f} s)"
         call = None
         try:
             call = make_call()
@@ -426,6 +466,8 @@ class RewardIngress:
                     pass
             reason = f"unavailable: {type(e).__name__}: {str(e)[:200]}"
             log.warning("%s %s (%d rows)", name, reason, n)
+            self._down_until[name] = time.monotonic() + FAILOVER_S
+            self._down_reason[name] = reason
             return reason
 
 

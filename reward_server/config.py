@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from howeval.config import StrictModel, validate
 
 # The reward parameters are shared with the GRPO trainer: they live in the core.
 from howeval.config.rewards import CPRConfig, PatternConfig, PatternRMConfig  # noqa: F401
+from howeval.rewards.llm_fallback import LLMFallbackConfig
 
 
 class AuthConfig(StrictModel):
@@ -22,9 +23,10 @@ class AuthConfig(StrictModel):
 class LimitsConfig(StrictModel):
     max_body_bytes: int = Field(4_000_000, ge=1024, description="Larger request bodies get 413.")
     max_items: int = Field(1024, ge=1, description="Items per request; more is a 422 on body.items.")
+    max_request_chars: int = Field(2_000_000, ge=1000, description="Characters of all responses of one request together (bounds a request's cost: items x size); more is a 422.")
     request_timeout_s: float = Field(60.0, gt=0, description="Whole-request budget; past it the answer is 504 (clients retry).")
     patternrm_timeout_s: float = Field(20.0, gt=0, description="Budget for the PatternRM and step-scorer calls of one request; past it the rows degrade.")
-    retry_after_s: int = Field(1, ge=0, description="Retry-After (seconds) sent with the 503 of on_patternrm_failure=error. Overload 503s come from Serve's backpressure_config.")
+    retry_after_s: int = Field(1, ge=0, description="Retry-After (seconds) sent with the 503 of degraded=error. Overload 503s come from Serve's backpressure_config.")
 
 
 class OpenRLHFConfig(StrictModel):
@@ -40,12 +42,37 @@ class RewardServerConfig(StrictModel):
     pattern: PatternConfig = Field(default_factory=PatternConfig)
     cpr: CPRConfig = Field(default_factory=CPRConfig)
     patternrm_app: str = Field("patternrm", description="Serve application name of the PatternRM deployment (deployed apart, so it can be stopped or upgraded alone).")
-    on_patternrm_failure: Literal["degrade", "error"] = Field("degrade", description="degrade = verifier-only reward (a = 1) with degraded=true; error = 503 (clients retry).")
-    on_unresolved: Literal["zero", "error"] = Field("zero", description="Verifier could not decide (no LLM judge in the server): zero = s_ver 0 flagged verify_method='unresolved'; error = 422.")
+    degraded: Literal["verifier_only", "error"] = Field("verifier_only", description="A part the reward needs is missing (PatternRM or step scorer down or late, the LLM verifier failing): verifier_only (default) = answer with what is known, the row says degraded=true and why (error), and the TRL adapter logs the share; error = 503 with Retry-After (clients retry; a trainer that cannot get the full reward stops). Legacy spelling: on_patternrm_failure: degrade | error.")
+    on_unresolved: Literal["zero", "error", "llm"] = Field("zero", description="The verifier's rules could not decide: zero = s_ver 0 flagged verify_method='unresolved'; error = 422; llm = ask llm_verifier (SPEC section 2), its failure a degraded row.")
+    llm_verifier: LLMFallbackConfig | None = Field(None, description="OpenAI-compatible LLM verifier for on_unresolved=llm (howeval.rewards.llm_fallback).")
     auth: AuthConfig = Field(default_factory=AuthConfig)
     metrics_public: bool = Field(False, description="Serve GET /metrics without the bearer token (false: it needs the token like the reward routes).")
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     openrlhf: OpenRLHFConfig = Field(default_factory=OpenRLHFConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_failure_key(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "on_patternrm_failure" in data:
+            data = dict(data)
+            old = data.pop("on_patternrm_failure")
+            if "degraded" in data:
+                raise ValueError("give degraded or its legacy spelling on_patternrm_failure, not both")
+            if old not in ("degrade", "error"):
+                raise ValueError(f"on_patternrm_failure={old!r}: expected degrade | error (now spelt degraded: verifier_only | error)")
+            data["degraded"] = "verifier_only" if old == "degrade" else "error"
+        return data
+
+    @model_validator(mode="after")
+    def _llm_needs_endpoint(self) -> RewardServerConfig:
+        if self.on_unresolved == "llm" and self.llm_verifier is None:
+            raise ValueError("on_unresolved='llm' needs llm_verifier: {base_url, model}")
+        return self
+
+    @property
+    def on_failure(self) -> str:
+        """The pipeline's spelling of :attr:`degraded` (``degrade`` | ``error``)."""
+        return "degrade" if self.degraded == "verifier_only" else "error"
 
 
 class PatternRMAppConfig(StrictModel):

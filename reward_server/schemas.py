@@ -86,7 +86,7 @@ class RewardResult(BaseModel):
     z: int | None = Field(None, description="Bernoulli gate (pattern kind).")
     step_f1: float | None = Field(None, description="Step F1 (cpr kind).")
     degraded: bool = Field(False, description="PatternRM was needed (z = 1) but down, failing, late or unparseable: verifier-only reward (a = 1).")
-    verify_method: str = Field(..., description="'rule' or 'unresolved' (rules could not decide; s_ver = 0 under on_unresolved=zero).")
+    verify_method: str = Field(..., description="'rule'; 'unresolved' (rules could not decide; s_ver = 0 under on_unresolved=zero); 'llm' (the LLM verifier decided, on_unresolved=llm); 'llm_error' (it failed: s_ver = 0, degraded = true, error says why).")
     error: str | None = Field(None, description="Why this row degraded, when it did.")
 
 

@@ -14,8 +14,10 @@ The project's one TRL reward function, ``howeval.training.rewards.GRPOReward``, 
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -68,7 +70,9 @@ class RewardClient:
         url: server root, e.g. ``http://127.0.0.1:10601``.
         token_env: env var with the bearer token, read when the client is made (unset: no header; a
             server with auth then answers 401, raised as :class:`RewardRequestError` naming the variable).
-        timeout_s: per-attempt HTTP timeout (cut to what is left of the deadline).
+        timeout_s: per-attempt timeout (cut to what is left of the deadline), enforced on the whole attempt:
+            connecting, sending, the headers and the body (issue 21: httpx's own timeouts are per socket
+            operation, so a server that trickles a byte every few seconds held a call for ever).
         max_retries: retries after the first attempt (so at most ``max_retries + 1`` attempts).
         backoff_s: first retry delay; doubles each retry (capped at 10 s). A 429/503 with ``Retry-After``
             waits what the server asks instead.
@@ -76,6 +80,11 @@ class RewardClient:
             ``2 * timeout_s``): a hung server costs one deadline, not ``(max_retries + 1) * timeout_s``.
             A ``Retry-After`` past the deadline fails at once.
         clock, sleep: injectable for tests (``time.monotonic``, ``time.sleep``).
+        transport: an ``httpx`` transport (tests: ``httpx.MockTransport``); None = the network.
+
+    The HTTP calls run on a private event loop thread (an ``httpx.AsyncClient`` under
+    ``asyncio.wait_for``): a late attempt is cancelled and its connection closed at its budget, so
+    ``score`` returns or raises within ``deadline_s`` (plus scheduling slack) whatever the server sends.
     """
 
     def __init__(self, url: str = "http://127.0.0.1:8000", token_env: str = "HOWEVAL_REWARD_TOKEN",
@@ -97,11 +106,33 @@ class RewardClient:
         self._clock, self._sleep = clock, sleep
         token = os.environ.get(token_env) if token_env else None
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(timeout=timeout_s, headers=self._headers, transport=transport)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="reward-client-loop", daemon=True)
+        self._thread.start()
+        self._http = httpx.AsyncClient(timeout=timeout_s, headers=self._headers, transport=transport)
         self.n_degraded = 0  # rows answered verifier-only since the client was made
+        self.n_rows = 0  # rows answered since the client was made
 
     def close(self) -> None:
-        self._http.close()
+        if self._loop.is_closed():
+            return
+        asyncio.run_coroutine_threadsafe(self._http.aclose(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    def _attempt(self, path: str, body: dict, budget: float) -> httpx.Response:
+        """One POST, all of it (connect, send, headers, body) within ``budget`` seconds, else
+        ``httpx.TimeoutException``."""
+        async def go() -> httpx.Response:
+            return await asyncio.wait_for(self._http.post(self.url + path, json=body, timeout=budget), budget)
+
+        fut = asyncio.run_coroutine_threadsafe(go(), self._loop)
+        try:
+            return fut.result(budget + 5.0)
+        except (asyncio.TimeoutError, TimeoutError):
+            fut.cancel()
+            raise httpx.TimeoutException(f"no complete answer within {budget:.1f} s") from None
 
     def __enter__(self) -> RewardClient:
         return self
@@ -119,7 +150,7 @@ class RewardClient:
                 break
             wait: float | None = None
             try:
-                r = self._http.post(self.url + path, json=body, timeout=min(self.timeout_s, left))
+                r = self._attempt(path, body, min(self.timeout_s, left))
             except (httpx.TransportError, httpx.TimeoutException) as e:
                 last = f"{type(e).__name__}: {e}"
             else:
@@ -157,4 +188,5 @@ class RewardClient:
         if not isinstance(rewards, list) or len(rewards) != len(items):
             raise RewardServiceError(f"server answered {str(out)[:200]} for {len(items)} items")
         self.n_degraded += sum(bool(r.get("degraded")) for r in rewards)
+        self.n_rows += len(rewards)
         return rewards

@@ -31,7 +31,7 @@ from howeval.engines.messages import message_text
 from howeval.judges.patternrm.format import rollout_key
 from howeval.rewards.functions import bernoulli_gate, cpr_reward, pattern_reward, pattern_score
 
-__all__ = ["KINDS", "RewardItemError", "PatternRMUnavailable", "RewardPlan", "prepare", "assemble", "score_batch"]
+__all__ = ["KINDS", "RewardItemError", "RequestAbandoned", "PatternRMUnavailable", "RewardPlan", "prepare", "assemble", "score_batch"]
 
 KINDS = ("base", "pattern", "cpr")
 
@@ -43,6 +43,10 @@ class RewardItemError(ValueError):
     def __init__(self, index: int, message: str):
         super().__init__(f"items.{index}: {message}")
         self.index = index
+
+
+class RequestAbandoned(RuntimeError):
+    """:func:`prepare` stopped because its caller no longer needs the answer (timeout, client gone)."""
 
 
 class PatternRMUnavailable(RuntimeError):
@@ -59,6 +63,11 @@ class RewardPlan:
     rm_index: list[int] = field(default_factory=list)
     step_index: list[int] = field(default_factory=list)
     steps: dict[int, list[str]] = field(default_factory=dict)
+    unresolved_index: list[int] = field(default_factory=list)
+
+    def llm_requests(self) -> list[Mapping[str, Any]]:
+        """The items the rules left unresolved (``on_unresolved='llm'``), for the LLM fallback."""
+        return [self.items[i] for i in self.unresolved_index]
 
     def rm_requests(self) -> list[dict[str, str]]:
         """PatternRM inputs ``[{question, response}]`` for the items with z = 1."""
@@ -69,24 +78,31 @@ class RewardPlan:
         return [{"pred": self.steps[i], "ref": list(self.items[i]["reference_steps"])} for i in self.step_index]
 
 
-def prepare(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, on_unresolved: str = "zero") -> RewardPlan:
+def prepare(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, on_unresolved: str = "zero",
+            stop: Any = None) -> RewardPlan:
     """Stage 1: verify, gate and segment (no model call).
 
     Args:
         items: ``{prompt, response, answer, answer_type, kind, reference_steps?, options?}`` dicts.
         pattern: gate and s_pat parameters.
-        on_unresolved: ``zero`` (s_ver 0, ``verify_method='unresolved'``) or ``error`` (raise).
+        on_unresolved: ``zero`` (s_ver 0, ``verify_method='unresolved'``), ``error`` (raise) or ``llm``
+            (listed in ``plan.unresolved_index`` for the LLM fallback; :func:`assemble` takes its verdicts).
+        stop: a ``threading.Event`` (or None): when set, stop before the next item's verifier and raise
+            :class:`RequestAbandoned` (the server sets it when the request's answer can no longer be used).
 
     Raises:
         RewardItemError: see the class.
+        RequestAbandoned: ``stop`` was set.
     """
     from howeval.judges.verify import verify
     from howeval.parsing.steps import response_steps
 
-    if on_unresolved not in ("zero", "error"):
-        raise ValueError(f"on_unresolved={on_unresolved!r} must be 'zero' or 'error'")
+    if on_unresolved not in ("zero", "error", "llm"):
+        raise ValueError(f"on_unresolved={on_unresolved!r} must be 'zero', 'error' or 'llm'")
     plan = RewardPlan(items=list(items), verdicts=[])
     for i, it in enumerate(plan.items):
+        if stop is not None and stop.is_set():
+            raise RequestAbandoned(f"stopped before items.{i} of {len(plan.items)}: the request was abandoned")
         kind = it.get("kind", "pattern")
         if kind not in KINDS:
             raise RewardItemError(i, f"kind={kind!r} is not one of {list(KINDS)}")
@@ -98,6 +114,8 @@ def prepare(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, on_unres
             if on_unresolved == "error":
                 raise RewardItemError(i, f"verifier could not decide ({v.reason}) and on_unresolved=error")
             plan.verdicts.append((False, "unresolved"))
+            if on_unresolved == "llm":
+                plan.unresolved_index.append(i)
         else:
             plan.verdicts.append((bool(v.correct), "rule"))
         if kind == "pattern":
@@ -114,10 +132,16 @@ def prepare(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, on_unres
 
 
 def assemble(plan: RewardPlan, rm_results: Sequence[Mapping[str, Any]] | str, f1_results: Sequence[float] | str,
-             pattern: PatternConfig, cpr: CPRConfig, on_failure: str = "degrade") -> list[dict[str, Any]]:
+             pattern: PatternConfig, cpr: CPRConfig, on_failure: str = "degrade",
+             llm_results: Sequence[Mapping[str, Any]] | str | None = None) -> list[dict[str, Any]]:
     """Stage 3: the rewards, from the plan and the model answers.
 
     Args:
+        llm_results: the LLM fallback's verdicts, one ``{correct: bool | None, method, reason}`` per
+            ``plan.unresolved_index`` item, or a string (the whole call failed), or None (not asked).
+            A verdict sets s_ver (``verify_method='llm'``); a failed one (``correct`` None) leaves s_ver 0
+            with ``verify_method='llm_error'``, ``degraded: true`` and the reason in ``error`` (or raises
+            :class:`PatternRMUnavailable` under ``on_failure='error'``): never a silent 0.
         rm_results: one ``{labels, error}`` per ``plan.rm_index`` item, or a string: the reason the
             whole PatternRM call failed.
         f1_results: one F1 in [0, 1] per ``plan.step_index`` item, or a string: the reason the step
@@ -132,14 +156,31 @@ def assemble(plan: RewardPlan, rm_results: Sequence[Mapping[str, Any]] | str, f1
                 raise PatternRMUnavailable(f"{name} unavailable: {res}")
         elif len(res) != len(idx):
             raise ValueError(f"{name} returned {len(res)} results for {len(idx)} requests")
+    llm_fail: dict[int, str] = {}
+    verdicts = list(plan.verdicts)
+    if plan.unresolved_index:
+        if llm_results is None:
+            llm_results = "not asked (no LLM fallback configured)"
+        if not isinstance(llm_results, str) and len(llm_results) != len(plan.unresolved_index):
+            raise ValueError(f"llm verifier returned {len(llm_results)} results for {len(plan.unresolved_index)} requests")
+        for n, i in enumerate(plan.unresolved_index):
+            v = llm_results if isinstance(llm_results, str) else llm_results[n]
+            if isinstance(v, Mapping) and v.get("correct") is not None:
+                verdicts[i] = (bool(v["correct"]), "llm")
+            else:
+                reason = v if isinstance(v, str) else str(v.get("reason") or "no verdict")
+                if on_failure == "error":
+                    raise PatternRMUnavailable(f"llm verifier gave no verdict for items.{i}: {reason}")
+                verdicts[i] = (False, "llm_error")
+                llm_fail[i] = reason if reason.startswith("llm verifier") else f"llm verifier: {reason}"
     rm_by = {} if isinstance(rm_results, str) else dict(zip(plan.rm_index, rm_results))
     f1_by = {} if isinstance(f1_results, str) else dict(zip(plan.step_index, f1_results))
     out = []
     for i, it in enumerate(plan.items):
-        correct, method = plan.verdicts[i]
+        correct, method = verdicts[i]
         s_ver = 1.0 if correct else 0.0
         row: dict[str, Any] = {"s_ver": s_ver, "verify_method": method, "labels": None, "s_pat": None, "z": None,
-                               "step_f1": None, "degraded": False, "error": None}
+                               "step_f1": None, "degraded": i in llm_fail, "error": llm_fail.get(i)}
         kind = it.get("kind", "pattern")
         if kind == "base":
             row["reward"] = s_ver
@@ -157,11 +198,13 @@ def assemble(plan: RewardPlan, rm_results: Sequence[Mapping[str, Any]] | str, f1
                 else:
                     if on_failure == "error":
                         raise PatternRMUnavailable(f"patternrm gave no labels for items.{i}: {err}")
-                    row.update(degraded=True, error=f"patternrm: {err or 'returned no labels'}",
+                    why = f"patternrm: {err or 'returned no labels'}"
+                    row.update(degraded=True, error=f"{row['error']}; {why}" if row["error"] else why,
                                reward=pattern_reward(s_ver, None, 0))
         else:
             if i in plan.step_index and isinstance(f1_results, str):
-                row.update(degraded=True, error=f"step scorer: {f1_results}",
+                why = f"step scorer: {f1_results}"
+                row.update(degraded=True, error=f"{row['error']}; {why}" if row["error"] else why,
                            reward=cpr_reward(correct, 0.0, cpr.a_w, cpr.s_w, cpr.lam))
             else:
                 f1 = float(f1_by.get(i, 0.0))  # no predicted steps: F1 = 0 (SPEC section 3)
@@ -173,13 +216,16 @@ def assemble(plan: RewardPlan, rm_results: Sequence[Mapping[str, Any]] | str, f1
 def score_batch(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, cpr: CPRConfig,
                 label_batch: Callable[[list[dict]], list[dict]] | None = None,
                 step_f1: Callable[[list[dict]], list[float]] | None = None,
-                on_unresolved: str = "zero", on_failure: str = "degrade") -> list[dict[str, Any]]:
+                on_unresolved: str = "zero", on_failure: str = "degrade",
+                llm_verify: Callable[[list[Mapping[str, Any]]], list[dict]] | None = None) -> list[dict[str, Any]]:
     """Rewards for ``items`` with synchronous model parts (the in-process GRPO scorer, tests, benchmarks).
 
     Args:
         label_batch: PatternRM ``[{question, response}] -> [{labels, error}]``; an exception it raises
             degrades the rows that needed it (or raises under ``on_failure='error'``).
         step_f1: ``[{pred, ref}] -> [F1]``; exceptions handled the same way.
+        llm_verify: with ``on_unresolved='llm'``, the unresolved items -> ``[{correct, method, reason}]``
+            (e.g. a sync wrapper of ``howeval.rewards.llm_fallback.LLMFallback``); exceptions degrade those rows.
 
     Raises:
         RewardItemError, PatternRMUnavailable; ValueError when a needed part is None (a caller bug).
@@ -201,7 +247,15 @@ def score_batch(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, cpr:
             f1 = [float(x) for x in step_f1(plan.step_requests())]  # type: ignore[misc]
         except Exception as e:  # noqa: BLE001 - a dead step scorer (any failure) is a degraded row, with its reason
             f1 = f"{type(e).__name__}: {str(e)[:200]}"
-    return assemble(plan, rm, f1, pattern, cpr, on_failure)
+    llm: list | str | None = None
+    if plan.unresolved_index:
+        if llm_verify is None:
+            raise ValueError("on_unresolved='llm' needs an LLM verifier (llm_verify)")
+        try:
+            llm = list(llm_verify(plan.llm_requests()))
+        except Exception as e:  # noqa: BLE001 - a failed LLM verifier (any failure) is a degraded row, with its reason
+            llm = f"{type(e).__name__}: {str(e)[:200]}"
+    return assemble(plan, rm, f1, pattern, cpr, on_failure, llm)
 
 
 def step_f1_batch(embedder: Any, pairs: Sequence[Mapping[str, Sequence[str]]], cpr: CPRConfig) -> list[float]:

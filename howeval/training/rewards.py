@@ -14,6 +14,7 @@ Pure of Ray (``ray_jobs/train_grpo.py`` holds all Ray Train wiring, STYLE rule 6
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from howeval.config.rewards import CPRConfig, PatternConfig
 from howeval.records import LABELS
 from howeval.rewards.pipeline import KINDS, rollout_items
 from howeval.training.config import CurriculumSpec, RewardSpec
+
+log = logging.getLogger(__name__)
 
 
 def score_items(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, cpr: CPRConfig,
@@ -43,7 +46,8 @@ def reward_parts(results: Sequence[Mapping[str, Any]]) -> dict[str, float]:
 
     ``accuracy`` = mean s_ver; ``trigger`` = share of PatternRM-labelled rollouts with any pattern
     (Trigger, SPEC section 1); ``pattern/<label>`` = that label's rate; ``s_pat``, ``z``, ``step_f1``,
-    ``degraded`` = their means.
+    ``degraded`` = their means (the share of rows answered without a part: issue 21, visible per step in
+    the training log); ``verify_llm`` = share of rows the LLM verifier decided.
 
     >>> reward_parts([{"reward": 1.0, "s_ver": 1.0, "labels": {"cot": True, "rep": False, "con": False, "pr": False},
     ...                "s_pat": 0.75, "z": 1}, {"reward": 0.0, "s_ver": 0.0, "z": 0}])["trigger"]
@@ -58,6 +62,7 @@ def reward_parts(results: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         if vals:
             out[key] = sum(vals) / len(vals)
     out["degraded"] = sum(bool(r.get("degraded")) for r in results) / n
+    out["verify_llm"] = sum(r.get("verify_method") == "llm" for r in results) / n
     labelled = [r["labels"] for r in results if r.get("labels")]
     if labelled:
         out["trigger"] = sum(any(bool(lab[k]) for k in LABELS) for lab in labelled) / len(labelled)
@@ -107,6 +112,9 @@ class GRPOReward:
         if len(results) != n:
             raise ValueError(f"scorer returned {len(results)} results for {n} items")
         rewards = [float(r["reward"]) for r in results]
+        bad = [r for r in results if r.get("degraded")]
+        if bad:  # issue 21: never silent; reward_parts/degraded below is the per-step share in the training log
+            log.warning("%d/%d %s rewards degraded (e.g. %s)", len(bad), n, kind, bad[0].get("error"))
         if log_metric is not None:
             for k, v in reward_parts(results).items():
                 log_metric(f"reward_parts/{k}", v)

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from howeval.judges.patternrm.layout import LAYOUTS, layout_of, render
 from howeval.records import LABELS
 from howeval.store import read_jsonl
 
@@ -183,6 +184,7 @@ _COT_DRAFTS = [
     "First attempt: I get {w}. Actually, no, that's wrong.", "My first guess was {w}, but let me recompute.",
     "Initially I thought it was {w}. Wait, let me redo this.", "Draft: {w}? No, I made an arithmetic slip.",
     "So it's {w}... hmm, no. Let me recount carefully.", "I'll say {w}. Wait, that doesn't match; recalculating.",
+    "I got {w} the first time through, then redid the sum below.", "{w} was my first count; the count below replaces it.",
 ]
 _THINK = ["<think>\nOkay, let me figure this out. The question asks for the value.\n</think>\n",
           "<think>Let me see... I need to count carefully.</think>\n",
@@ -266,6 +268,8 @@ _PR_WRAPPERS = [
     "Using logical reasoning and the given information, the answer is {a}.",
     "Considering the overall arrangement, the correct answer is {a}.",
     "Through a systematic analysis of the problem, we find that the answer is {a}.",
+    # without the cue words the builder tends to give pr (issue 21: each pattern with and without its surface features)
+    "The total is {a}.", "So there are {a}.", "The missing value is {a}.", "That gives {a} as the result.",
 ]
 _PR_PREMISES = [
     "Since each group must contain the same number of items, the total follows directly.",
@@ -273,6 +277,8 @@ _PR_PREMISES = [
     "Because the pattern continues in the same way, the missing value is determined.",
     "Clearly, the arrangement implies the result.", "Obviously, the remaining parts are equal.",
     "By symmetry, all the other parts must match.", "As the shape is regular, the answer follows immediately.",
+    "Each row has the same number of items as the first one.", "The other two parts are the same size as this one.",
+    "The remaining pieces add up to the same amount.",
 ]
 
 
@@ -296,26 +302,79 @@ INJECTORS: dict[str, Callable[[Base, random.Random], tuple[str, dict[str, int | 
 }
 
 
-def _record(b: Base, text: str, labels: Mapping[str, int | None], recipe: str) -> dict[str, Any]:
+def _record(b: Base, text: str, labels: Mapping[str, int | None], recipe: str, layout: str | None = None) -> dict[str, Any]:
+    if layout is not None:
+        text = render(text, layout)
     return {"uid": b.uid, "question": b.question, "response": text, "labels": {k: labels.get(k) for k in LABELS},
-            "origin": b.origin, "recipe": recipe}
+            "origin": b.origin, "recipe": recipe, "layout": layout_of(text)}
 
 
-def build_offline_corpus(bases: Sequence[Base], per_base: int = 3, pair_rate: float = 0.25, seed: int = 0) -> list[dict[str, Any]]:
+_NEUTRAL = [
+    "We use the values given in the problem.", "All the numbers below come from the question.",
+    "The quantities are read from the problem statement.", "We now combine these values.",
+    "This is the only quantity we still need.", "We keep the units the same throughout.",
+    "Each value is used once in the calculation.", "The next line uses the result above.",
+]
+_HARD_NEG = ["Clearly, ", "Obviously, ", "So, ", "Then, "]
+_EQ = re.compile(r"\d\s*[-+*/×x÷]\s*\d.*=|=\s*-?\d")
+
+
+def clean_twin(b: Base, target_chars: int, rng: random.Random) -> str | None:
+    """A clean text from a clean base, about ``target_chars`` long (issue 21: clean records matched in
+    length to the flawed ones): neutral sentences added (never a repeat, a second value or a leaked
+    draft) when the base is shorter; a supported short form (the base's last computation, then its answer
+    line) when the target is shorter. Sometimes a cue word ("Clearly, ") on a supported step (a hard
+    negative: the cue alone is not a pattern). None when the base has no answer or no computation to keep.
+    """
+    sents = _sentences(b.text)
+    if not sents or not b.answer:
+        return None
+    if target_chars < len(b.text) * 0.7:
+        eqs = [x for x in sents if _EQ.search(x)]
+        if not eqs:
+            return None
+        out = [eqs[-1], rng.choice(_ANSWER_LINES).format(a=b.answer)]
+    else:
+        out = list(sents)
+        pool = rng.sample(_NEUTRAL, len(_NEUTRAL))
+        while sum(len(x) + 1 for x in out) < target_chars * 0.95 and pool:
+            out.insert(rng.randint(0, max(0, len(out) - 1)), pool.pop())
+    if rng.random() < 0.3:
+        idx = [i for i, x in enumerate(out) if _EQ.search(x)]
+        if idx:
+            i = rng.choice(idx)
+            out[i] = rng.choice(_HARD_NEG) + out[i][0].lower() + out[i][1:]
+    return "\n".join(out)
+
+
+def build_offline_corpus(bases: Sequence[Base], per_base: int = 3, pair_rate: float = 0.25, seed: int = 0,
+                         layouts: bool = True, twins: bool = True) -> list[dict[str, Any]]:
     """The corpus: each base as is (when any label is known) plus ``per_base`` injected variants.
 
     Each variant injects one pattern (chosen round-robin from a seeded shuffle); with probability
     ``pair_rate`` a second, different pattern is injected on top (labels of both are 1). The labels of a
     variant start from the base's known labels and are overridden by what the injections set.
 
+    Recipe v2 (issue 21; v1 = ``layouts=False, twins=False``):
+
+    - ``layouts``: every record is rendered in a layout (``layout.LAYOUTS``: prose, ``Step N:``,
+      markdown, code block) drawn independently of its labels, so layout predicts no label;
+    - ``twins``: every injected variant of a clean base gets a clean twin of about the same length
+      (:func:`clean_twin`), so length predicts no label.
+
     Returns:
-        records ``{uid, question, response, labels: {label: 0|1|None}, origin, recipe}``.
+        records ``{uid, question, response, labels: {label: 0|1|None}, origin, recipe, layout}``.
     """
     rng = random.Random(seed)
+    lay = random.Random(seed + 1)
+
+    def pick() -> str | None:
+        return lay.choice(LAYOUTS) if layouts else None
+
     out: list[dict[str, Any]] = []
     for b in bases:
         if any(v is not None for v in b.labels.values()):
-            out.append(_record(b, b.text, b.labels, "none"))
+            out.append(_record(b, b.text, b.labels, "none", pick()))
         kinds = list(LABELS)
         rng.shuffle(kinds)
         for j in range(per_base):
@@ -333,18 +392,24 @@ def build_offline_corpus(bases: Sequence[Base], per_base: int = 3, pair_rate: fl
                     text, set2 = got2
                     labels = {**labels, **{k: v for k, v in set2.items() if v == 1 or labels.get(k) is None}}
                     recipe = f"{first}+{second}"
-            out.append(_record(b, text, labels, recipe))
+            out.append(_record(b, text, labels, recipe, pick()))
+            if twins and b.clean:
+                twin = clean_twin(b, len(text), rng)
+                if twin is not None:
+                    out.append(_record(b, twin, CLEAN, "twin", pick()))
     return out
 
 
 def corpus_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """``{"n", "by_origin", "by_recipe", "labels": {label: {"pos", "neg", "unknown"}}, "clean"}``."""
+    """``{"n", "by_origin", "by_recipe", "by_layout", "labels": {label: {"pos", "neg", "unknown"}}, "clean"}``."""
     recs = list(records)
-    c: dict[str, Any] = {"n": len(recs), "by_origin": {}, "by_recipe": {},
+    c: dict[str, Any] = {"n": len(recs), "by_origin": {}, "by_recipe": {}, "by_layout": {},
                          "labels": {k: {"pos": 0, "neg": 0, "unknown": 0} for k in LABELS}, "clean": 0}
     for r in recs:
         c["by_origin"][r["origin"]] = c["by_origin"].get(r["origin"], 0) + 1
         c["by_recipe"][r["recipe"]] = c["by_recipe"].get(r["recipe"], 0) + 1
+        lay = r.get("layout") or "prose"
+        c["by_layout"][lay] = c["by_layout"].get(lay, 0) + 1
         for k in LABELS:
             v = r["labels"][k]
             c["labels"][k]["unknown" if v is None else ("pos" if v else "neg")] += 1

@@ -50,6 +50,66 @@ class _RulesBackend:
         return [{"labels": dict(v.labels), "error": v.error, "raw": None} for v in verdicts]
 
 
+def _cut_tokens(tok: Any, text: str, keep: int) -> str:
+    """``text`` cut to about ``keep`` tokens: its head and tail halves around a ``[...]`` line."""
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    if len(ids) <= keep:
+        return text
+    half = max(1, (keep - 4) // 2)
+    return tok.decode(ids[:half]) + "\n[...]\n" + tok.decode(ids[-half:])
+
+
+def fit_prompt(tok: Any, question: str, response: str, max_input_tokens: int, max_response_chars: int | None = None) -> str:
+    """The chat prompt of one PatternRM input, at most ``max_input_tokens`` tokens, the template whole.
+
+    Issue 21: truncating the *prompt* (the tokenizer's ``truncation=True``) cut the assistant header of a
+    4,000-character response, so the model saw no turn to answer. Here the template (system prompt, user
+    turn, generation header) is always kept; the question is cut to at most a quarter of the budget, then
+    the response (head and tail kept, ``[...]`` between) to what is left.
+
+    Args:
+        tok: a Hugging Face tokenizer with a chat template.
+        max_input_tokens: the prompt's token budget (>= the empty template's size + 16).
+        max_response_chars: a character cap applied first (``patternrm_messages``), or None.
+
+    Returns:
+        the prompt text (``apply_chat_template(..., add_generation_prompt=True)``); tokenized without
+        special tokens it is at most ``max_input_tokens`` long.
+
+    Raises:
+        ValueError: the empty template alone does not fit in ``max_input_tokens`` (the message gives both).
+    """
+    def render(q: str, r: str) -> str:
+        return tok.apply_chat_template(patternrm_messages(q, r), tokenize=False, add_generation_prompt=True)
+
+    def n_tok(text: str) -> int:
+        return len(tok(text, add_special_tokens=False)["input_ids"])
+
+    base = n_tok(render("", ""))
+    if base + 16 > max_input_tokens:
+        raise ValueError(f"the PatternRM template alone is {base} tokens; max_input_tokens={max_input_tokens} leaves no room")
+    r = response if max_response_chars is None or len(response) <= max_response_chars else render_cut(response, max_response_chars)
+    prompt = render(question, r)
+    if n_tok(prompt) <= max_input_tokens:
+        return prompt
+    budget = max_input_tokens - base
+    q = _cut_tokens(tok, question, budget // 4)
+    room = budget - n_tok(q) - 8
+    for _ in range(4):  # decode/encode round trips can move a few tokens: shrink until it fits
+        prompt = render(q, _cut_tokens(tok, r, room))
+        over = n_tok(prompt) - max_input_tokens
+        if over <= 0:
+            return prompt
+        room -= over + 4
+    raise ValueError(f"could not fit the PatternRM prompt in {max_input_tokens} tokens")
+
+
+def render_cut(response: str, max_chars: int) -> str:
+    """The character cap of ``patternrm_messages`` (head and tail halves around ``[...]``)."""
+    half = max_chars // 2
+    return response[:half] + "\n[...]\n" + response[-half:]
+
+
 class _CheckpointBackend:
     name = "checkpoint"
 
@@ -92,13 +152,10 @@ class _CheckpointBackend:
     def generate(self, items: Sequence[dict]) -> list[str]:
         if self.engine is not None:
             return self._generate_engine(items)
-        prompts = [
-            self.tok.apply_chat_template(patternrm_messages(it.get("question") or "", it["response"], self.max_response_chars),
-                                         tokenize=False, add_generation_prompt=True)
-            for it in items
-        ]
-        enc = self.tok(prompts, return_tensors="pt", padding=True, truncation=True,
-                       max_length=self.max_input_tokens).to(self.device)  # input_ids: (B, T)
+        prompts = [fit_prompt(self.tok, it.get("question") or "", it["response"], self.max_input_tokens, self.max_response_chars)
+                   for it in items]
+        # every prompt fits (fit_prompt): no tokenizer truncation, which would cut the chat template
+        enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)  # input_ids: (B, T)
         with self._torch.inference_mode():
             out = self.model.generate(**enc, max_new_tokens=self.max_new_tokens, do_sample=False,
                                       pad_token_id=self.tok.pad_token_id)  # (B, T + new)

@@ -35,7 +35,7 @@ def server():
 
 @contextlib.contextmanager
 def app_pair(server: str, name: str, batching: dict | None = None, limits: dict | None = None,
-             ingress_options: dict | None = None):
+             ingress_options: dict | None = None, extra_args: dict | None = None):
     """A rules PatternRM application ``patternrm-<name>`` (``batching``: its ``user_config``) and a reward
     application ``reward-<name>`` on ``/<name>`` wired to it (p = 1, so every pattern item goes to PatternRM;
     ``limits`` and ``ingress_options`` for ``RewardIngress``), beside the shared server. Yields the reward
@@ -48,7 +48,8 @@ def app_pair(server: str, name: str, batching: dict | None = None, limits: dict 
     rm = PatternRMServer.options(user_config=batching) if batching else PatternRMServer
     ingress = RewardIngress.options(**ingress_options) if ingress_options else RewardIngress
     cfg = load_server_config({"auth": {"token_env": TOKEN_ENV}, "patternrm_app": f"patternrm-{name}",
-                              "pattern": {"p": 1.0, "seed": 0, "mode": "mean"}, **({"limits": limits} if limits else {})})
+                              "pattern": {"p": 1.0, "seed": 0, "mode": "mean"}, **({"limits": limits} if limits else {}),
+                              **(extra_args or {})})
     try:
         serve.run(rm.bind({"kind": "rules"}), name=f"patternrm-{name}", route_prefix=None)
         serve.run(ingress.bind(StepScorer.bind(cfg.cpr.model_dump()), cfg.model_dump()), name=f"reward-{name}",
@@ -444,3 +445,38 @@ def test_one_forward_pass_holds_the_items_of_several_requests(server):
         assert got == [[two if t == TWO_PATTERNS else clean for t in ts] for ts in texts]
         sizes = serve.get_deployment_handle("PatternRMServer", app_name="patternrm-mix").stats.remote().result()["batch_sizes"]
         assert sizes == [12], sizes
+
+
+def test_on_unresolved_llm_scores_through_the_fake_verifier_and_its_outage_degrades(server):
+    """Issue 21: an answer the rules cannot decide goes to the LLM verifier (the scripted fake chat server);
+    a correct one gets the full reward; the verifier failing gives a degraded row with its reason, never a silent 0."""
+    from fakes.chat_server import ScriptedChatServer
+
+    def script(n, body):
+        text = body["messages"][-1]["content"]
+        if "OUTAGE" in text:
+            return ("status", 503, {})
+        return ("ok", json.dumps({"correct": "exactly in the middle" in text, "reason": "same position"}))
+
+    q = "Which stick is in the middle?"
+    unresolved = {"prompt": q, "response": "Stick 4 lays exactly in the middle.", "answer": "3", "answer_type": "free_form"}
+    with ScriptedChatServer(script) as fake:
+        extra = {"on_unresolved": "llm", "llm_verifier": {"base_url": fake.base_url, "model": "fake-verifier", "timeout_s": 5}}
+        with app_pair(server, "llmfb", extra_args=extra) as url:
+            r = post(url, {"items": [
+                dict(unresolved, kind="base"),
+                dict(unresolved, kind="pattern", prompt=q + " (pattern)"),  # another prompt: its own verdict and gate
+                dict(unresolved, kind="base", response="Stick 4 lays at the left end."),
+                dict(unresolved, kind="base", response="OUTAGE: stick 4 lays at the left end."),
+                item(CLEAN, kind="base")]})
+            again = post(url, {"items": [dict(unresolved, kind="base")]})
+    assert r.status_code == 200, r.text
+    rows = r.json()["rewards"]
+    assert rows[0]["reward"] == 1.0 and rows[0]["verify_method"] == "llm" and not rows[0]["degraded"]
+    assert rows[1]["s_ver"] == 1.0 and rows[1]["verify_method"] == "llm" and 0.9 <= rows[1]["reward"] <= 1.0
+    assert rows[2]["reward"] == 0.0 and rows[2]["verify_method"] == "llm" and not rows[2]["degraded"]
+    assert rows[3]["reward"] == 0.0 and rows[3]["degraded"] is True and rows[3]["verify_method"] == "llm_error"
+    assert "503" in rows[3]["error"]
+    assert rows[4]["verify_method"] == "rule" and rows[4]["reward"] == 1.0
+    assert again.json()["rewards"][0]["reward"] == 1.0
+    assert fake.arrivals == 4  # the repeated item came from the cache

@@ -39,3 +39,54 @@ def test_grpo_reward_equals_server_reward_with_trained_patternrm():
     assert got == pytest.approx(want)
     assert not any(r["degraded"] for r in rows) and {r["z"] for r in rows} == {0, 1}
     assert any(r["labels"] and any(r["labels"].values()) for r in rows)  # the trained PatternRM labelled something
+
+
+def test_load_64_clients_with_the_trained_patternrm_no_row_degrades_while_it_can_scale():
+    """Issue 21: at 64 clients with no fault, 80 pattern rows came back degraded (PatternRM past
+    patternrm_timeout_s: its one replica never scaled). Now PatternRM autoscales (MODEL_AUTOSCALING) before
+    the timeout bites: 64 clients x HOWEVAL_LOAD_TEST_SECONDS (20 s), p = 1 (every item labelled by the
+    trained PatternRM), every answer 200 and no row degraded."""
+    import asyncio
+    import os
+    import time
+
+    import httpx
+    from ray import serve
+
+    from howeval.judges.patternrm.head import embedded_patternrm
+
+    embedded_patternrm()
+    seconds = float(os.environ.get("HOWEVAL_LOAD_TEST_SECONDS", "20"))
+    args = {"pattern": {"p": 1.0, "seed": 0, "mode": "mean"}, "limits": {"patternrm_timeout_s": 20.0}}
+    out: list[tuple[int, dict | None]] = []
+    with running_reward_server(TOKEN_ENV, TOKEN, args, patternrm={"kind": "trained"}) as url:
+        async def drive() -> None:
+            stop = time.monotonic() + seconds
+
+            async def client(c: httpx.AsyncClient, k: int) -> None:
+                j = 0
+                while time.monotonic() < stop:
+                    items = [{"prompt": f"What is {k} + {j}?", "response": f"{k} + {j} = {k + j}. Wait, let me re-check: "
+                              f"{k} + {j} = {k + j}. The answer is \\boxed{{{k + j}}}.", "answer": str(k + j),
+                              "answer_type": "free_form", "kind": "pattern"},
+                             {"prompt": f"What is {k} * 2?", "response": f"By analyzing it carefully, the answer is {2 * k}.",
+                              "answer": str(2 * k), "answer_type": "free_form", "kind": "pattern"}]
+                    r = await c.post(url + "/v1/rewards", json={"items": items},
+                                     headers={"Authorization": f"Bearer {TOKEN}"})
+                    out.append((r.status_code, r.json() if r.status_code == 200 else None))
+                    j += 1
+
+            limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+            async with httpx.AsyncClient(timeout=120, limits=limits) as c:
+                await asyncio.gather(*(client(c, k) for k in range(64)))
+
+        asyncio.run(drive())
+        status = serve.status().applications["patternrm"].deployments["PatternRMServer"]
+        replicas = sum(status.replica_states.values()) if getattr(status, "replica_states", None) else None
+    codes = [c for c, _ in out]
+    assert len(codes) >= 64 and codes.count(200) == len(codes), {c: codes.count(c) for c in set(codes)}
+    rows = [r for _, body in out for r in body["rewards"]]
+    degraded = [r["error"] for r in rows if r["degraded"]]
+    assert not degraded, (len(degraded), len(rows), degraded[:3])
+    assert all(r["labels"] is not None for r in rows)
+    print(f"{len(out)} requests, {len(rows)} rows, 0 degraded; PatternRM replicas at the end: {replicas}")

@@ -11,9 +11,8 @@ from howeval.rewards.client import RewardClient, RewardRequestError, RewardServi
 
 
 def _client(handler, **kw) -> RewardClient:
-    c = RewardClient("http://reward.test", token_env="HOWEVAL_TEST_CLIENT_TOKEN", backoff_s=0.0, **kw)
-    c._http = httpx.Client(transport=httpx.MockTransport(handler), headers=c._headers)
-    return c
+    return RewardClient("http://reward.test", token_env="HOWEVAL_TEST_CLIENT_TOKEN", backoff_s=0.0,
+                        transport=httpx.MockTransport(handler), **kw)
 
 
 def _ok(request: httpx.Request) -> httpx.Response:
@@ -170,3 +169,103 @@ def test_hung_server_costs_one_deadline():
     with pytest.raises(RewardServiceError, match="deadline"):
         _timed_client(handler, clock, max_retries=3, timeout_s=30, deadline_s=45).score([{"prompt": "q"}])
     assert clock.t <= 45.0 and timeouts[0] == 30 and sum(timeouts) + sum(clock.sleeps) == pytest.approx(45.0)
+
+
+class TrickleServer:
+    """A TCP server on 127.0.0.1 that answers every connection one byte at a time (``every_s`` apart):
+    the status line and headers (``part="headers"``), or full headers then a trickled body (``"body"``).
+    Stopped (sockets closed, thread joined) by ``close``."""
+
+    def __init__(self, part: str, every_s: float = 0.2):
+        import socket
+        import threading
+
+        self.part, self.every_s = part, every_s
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.stop = threading.Event()
+        self.connections = 0
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        import socket
+
+        conns = []
+        while not self.stop.is_set():
+            try:
+                c, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            self.connections += 1
+            conns.append(c)
+            body = b'{"rewards": [{"reward": 1.0, "degraded": false}]}'
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + str(len(body) * 100).encode() + b"\r\n\r\n"
+            if self.part == "body":
+                c.sendall(head)
+                data = body * 100
+            else:
+                data = head + body
+            for i in range(len(data)):
+                if self.stop.wait(self.every_s):
+                    break
+                try:
+                    c.sendall(data[i:i + 1])
+                except OSError:
+                    break  # the client gave up: next connection
+        for c in conns:
+            c.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.sock.close()
+
+
+@pytest.mark.parametrize("part", ["headers", "body"])
+def test_trickling_server_cannot_hold_a_call_past_its_deadline(part):
+    """Issue 21: one byte every 0.2 s resets httpx's per-read timeout for ever (> 250 s seen with timeout_s 5);
+    the attempt budget is now enforced on the whole answer, so the call ends by its deadline."""
+    import time
+
+    srv = TrickleServer(part)
+    try:
+        with RewardClient(srv.url, token_env="HOWEVAL_TEST_CLIENT_TOKEN", timeout_s=1.0, max_retries=5, backoff_s=0.1,
+                          deadline_s=2.5) as client:
+            t0 = time.monotonic()
+            with pytest.raises(RewardServiceError, match="deadline"):
+                client.score([{"prompt": "q"}])
+            took = time.monotonic() - t0
+    finally:
+        srv.close()
+    assert took < 2.5 + 3.0  # the deadline plus scheduling slack; before the fix: never returned
+    assert srv.connections >= 2  # each 1 s attempt was cut and retried on a new connection
+
+
+def test_trl_reward_function_logs_the_share_of_degraded_rewards(caplog):
+    """Issue 21: a degraded row is visible in the training log (TRL's log_metric, per step) and warned
+    about, not only counted in the client."""
+    import json
+
+    from howeval.training.rewards import GRPOReward
+
+    def handler(req):
+        n = len(json.loads(req.content)["items"])
+        rows = [{"reward": 1.0, "s_ver": 1.0, "degraded": i < 1, "verify_method": "llm" if i == 2 else "rule",
+                 "error": "patternrm: unavailable: TimeoutError" if i < 1 else None} for i in range(n)]
+        return httpx.Response(200, json={"rewards": rows})
+
+    logged: list[tuple[str, float]] = []
+    client = _client(handler)
+    fn = GRPOReward(client.score, "pattern")
+    with caplog.at_level(logging.WARNING):
+        out = fn(prompts=["q"] * 4, completions=["a"] * 4, answer=["1"] * 4, answer_type=["free_form"] * 4,
+                 log_metric=lambda k, v: logged.append((k, v)))
+    assert out == [1.0] * 4
+    got = dict(logged)
+    assert got["reward_parts/degraded"] == 0.25 and got["reward_parts/verify_llm"] == 0.25
+    assert client.n_degraded == 1 and client.n_rows == 4
+    assert any("1/4 pattern rewards degraded" in r.message and "TimeoutError" in r.message for r in caplog.records)

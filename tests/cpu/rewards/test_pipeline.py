@@ -109,3 +109,28 @@ def test_rollout_items_from_trl_columns():
         rollout_items(["p"], ["c"], ["1", "2"], ["free_form"], "base")
     with pytest.raises(ValueError, match="reference_steps"):
         rollout_items(["p"], ["c"], ["1"], ["free_form"], "cpr")
+
+
+def test_prepare_stops_when_its_request_is_abandoned():
+    """Issue 21: the server sets ``stop`` when a request's answer can no longer be used (its timeout, the
+    client gone); the worker thread then verifies no further item (no more math-verify children)."""
+    import threading
+
+    from howeval.rewards.pipeline import RequestAbandoned
+
+    seen = []
+
+    class Stop:
+        def __init__(self):
+            self.ev = threading.Event()
+
+        def is_set(self):
+            seen.append(len(seen))
+            if len(seen) == 3:  # set while the third item is about to start
+                self.ev.set()
+            return self.ev.is_set()
+
+    with pytest.raises(RequestAbandoned, match="before items.2 of 5"):
+        prepare([item()] * 5, PatternConfig(p=0.0), "zero", Stop())
+    assert len(seen) == 3
+    assert len(prepare([item()] * 2, PatternConfig(p=0.0), "zero", threading.Event()).verdicts) == 2

@@ -44,24 +44,29 @@ class FakeEncoder:
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def test_featurize_one_encoder_call_and_repetition_features():
-    from howeval.judges.patternrm.head import featurize
+def test_featurize_one_encoder_call_layout_blind_and_repetition_features():
+    from howeval.judges.patternrm.head import LEX_FEATURES, featurize
+    from howeval.judges.patternrm.layout import LAYOUTS, render
 
     enc = FakeEncoder()
     x = featurize(enc, ["The sum is five.\nThe sum is five.", "Four.", ""])
-    assert x.shape == (3, 2 * 8 + 6) and enc.n_calls == 1
-    max_sim, share_09, share_08, log_sents = x[0, 16:20]
-    assert max_sim == pytest.approx(1.0) and share_09 == 1.0 and share_08 == 1.0
-    assert log_sents == pytest.approx(__import__("math").log1p(2))
-    assert x[1, 16] == 0.0  # one sentence: no pair
+    assert x.shape == (3, 8 + len(LEX_FEATURES)) and enc.n_calls == 1
+    f = dict(zip(LEX_FEATURES, x[0, 8:]))
+    assert f["rep_max_jaccard"] == pytest.approx(1.0) and f["dup_sentences"] == 1.0
+    assert f["log_sentences"] == pytest.approx(__import__("math").log1p(2))
+    assert dict(zip(LEX_FEATURES, x[1, 8:]))["rep_max_jaccard"] == 0.0  # one sentence: no pair
+    # issue 21: the same content in any layout has the same features (numbered steps, markdown, code)
+    text = "There are 3 red and 2 blue. 3 + 2 = 5. Wait, let me re-check. So the answer is 5."
+    xs = featurize(enc, [render(text, lay) for lay in LAYOUTS])
+    assert all((xs[i] == xs[0]).all() for i in range(len(LAYOUTS)))
     with pytest.raises(TypeError, match=r"responses\[0\]"):
         featurize(enc, [None])
 
 
-def test_train_head_learns_a_separable_label_and_masks_unknowns():
+def test_train_head_learns_a_separable_label_masks_unknowns_and_picks_thresholds_on_training_folds():
     import numpy as np
 
-    from howeval.judges.patternrm.head import train_head
+    from howeval.judges.patternrm.head import predict_proba, train_head
 
     rng = np.random.default_rng(0)
     n = 200
@@ -72,11 +77,46 @@ def test_train_head_learns_a_separable_label_and_masks_unknowns():
         if i % 3 == 0:
             lab["pr"] = None  # unknown: masked out of the loss
         recs.append({"uid": f"u{i}", "labels": lab})
-    head, meta = train_head(X, recs, epochs=60, seed=0)
-    assert set(meta["thresholds"]) == {"cot", "rep", "con", "pr"} and meta["n_train"] + meta["n_val"] == n
-    assert all(f is not None and f > 0.8 for f in meta["val_f1"].values())
+    head, meta = train_head(X, recs, C=1.0, seed=0)
+    assert set(meta["thresholds"]) == {"cot", "rep", "con", "pr"} and meta["n_train"] == n
+    assert all(f is not None and f > 0.8 for f in meta["oof_f1"].values())
+    p = predict_proba(head, X)
+    assert p.shape == (n, 4) and ((p >= 0) & (p <= 1)).all()
+    assert ((p[:, 0] >= meta["thresholds"]["cot"]) == (X[:, 0] > 0)).mean() > 0.9
     with pytest.raises(ValueError, match="label 'cot' has no positive"):
-        train_head(X, [{"uid": r["uid"], "labels": {**r["labels"], "cot": 0}} for r in recs], epochs=1)
+        train_head(X, [{"uid": r["uid"], "labels": {**r["labels"], "cot": 0}} for r in recs])
+    with pytest.raises(ValueError, match="thresholds='eval'"):
+        train_head(X, recs, thresholds="eval")
+
+
+def test_checkpoint_prompt_keeps_the_chat_header_and_cuts_the_response():
+    """Issue 21: a 4,000-character response made a ~1,600-token prompt, and right-truncation to 1,024 cut the
+    assistant header; fit_prompt keeps the whole template and cuts the response (head and tail kept)."""
+    from transformers import AutoTokenizer
+
+    from howeval.engines.checkpoints import embedded_checkpoint
+    from howeval.judges.patternrm.format import SYSTEM_PROMPT, patternrm_messages
+    from howeval.judges.patternrm.model import fit_prompt
+
+    tok = AutoTokenizer.from_pretrained(embedded_checkpoint())
+    response = "".join(f"Step {i}: the row {i} holds {3 * i + 7} blocks, so far {i * (i + 1)} in all. " for i in range(90))
+    response = response[:3990] + " FINAL-42."
+    assert len(response) == 4000
+    full = tok.apply_chat_template(patternrm_messages("How many blocks?", response, 4000), tokenize=False, add_generation_prompt=True)
+    n_full = len(tok(full, add_special_tokens=False)["input_ids"])
+    assert n_full > 1024  # the old right-truncation would have cut the end of this prompt
+    header = tok.apply_chat_template(patternrm_messages("", ""), tokenize=False, add_generation_prompt=True)
+    tail = header[header.rindex(patternrm_messages("", "")[1]["content"]) + len(patternrm_messages("", "")[1]["content"]):]
+    prompt = fit_prompt(tok, "How many blocks?", response, 1024, 4000)
+    ids = tok(prompt, add_special_tokens=False)["input_ids"]
+    assert len(ids) <= 1024
+    assert prompt.endswith(tail) and tail.strip()  # the end of the user turn and the assistant header
+    assert SYSTEM_PROMPT[:60] in prompt and "How many blocks?" in prompt
+    assert "Step 0: the row 0" in prompt and "FINAL-42" in prompt and "[...]" in prompt  # head and tail kept
+    assert fit_prompt(tok, "q", "Short answer: 4.", 1024) == tok.apply_chat_template(
+        patternrm_messages("q", "Short answer: 4."), tokenize=False, add_generation_prompt=True)
+    with pytest.raises(ValueError, match="template alone"):
+        fit_prompt(tok, "q", response, 64)
 
 
 @pytest.mark.slow
@@ -92,4 +132,4 @@ def test_embedded_trained_patternrm_batch_equals_singles():
     singles = [rm.label_batch([it])[0] for it in items]
     assert [b["labels"] for b in batch] == [s["labels"] for s in singles]
     assert all(b["error"] is None and set(b["probs"]) == {"cot", "rep", "con", "pr"} for b in batch)
-    assert rm.version.startswith("patternrm@minilm-head-1")
+    assert rm.version.startswith("patternrm@minilm-head-2")
