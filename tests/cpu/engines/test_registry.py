@@ -21,4 +21,26 @@ def test_batches_in_flight_keeps_the_openai_window_full():
     assert batches_in_flight("openai", {"max_concurrency": 64}, 32) == 3
     assert batches_in_flight("openai", {}, 16) == 2  # default window 8: one batch fills it, one more waits ready
     assert batches_in_flight("openai", {"max_concurrency": 1}, 1) == 2
-    assert batches_in_flight("vllm", {}, 32) == batches_in_flight("hf", {}, 4) == 1
+    assert batches_in_flight("hf", {}, 4) == batches_in_flight("replay", {}, 4) == 1
+
+
+def test_batches_in_flight_keeps_every_vllm_sequence_slot_busy():
+    from howeval.engines.registry import VLLM_DEFAULT_MAX_NUM_SEQS, batches_in_flight
+
+    # enough batches to fill max_num_seqs, plus one queued behind them
+    assert batches_in_flight("vllm", {"max_num_seqs": 128}, 32) == 5
+    assert batches_in_flight("vllm", {"engine_kwargs": {"max_num_seqs": 100}}, 64) == 3
+    assert batches_in_flight("vllm", {}, 64) == -(-VLLM_DEFAULT_MAX_NUM_SEQS // 64) + 1
+    with pytest.raises(ValueError, match="batch_size"):
+        batches_in_flight("vllm", {}, 0)
+
+
+def test_an_engine_declares_its_batches_in_flight_at_registration():
+    from howeval.engines import registry
+
+    registry.register_engine("scripted-in-flight", lambda m, o: None, in_flight=lambda opts, bs: 7)
+    try:
+        assert registry.batches_in_flight("scripted-in-flight", {}, 8) == 7
+    finally:
+        registry._BUILDERS.pop("scripted-in-flight")
+        registry._IN_FLIGHT.pop("scripted-in-flight")

@@ -1,0 +1,170 @@
+"""The vllm engine's loop: one thread owns the offline ``vllm.LLM`` and keeps it stepping while callers add batches.
+
+vLLM's offline API is single-threaded: ``LLM.enqueue_chat`` adds requests, ``LLM.wait_for_completion``
+steps until *every* queued request is done. Called one batch at a time, the engine drains to the batch's
+longest answer before the next batch arrives, and its slots stand empty for the long tail (issue 20).
+
+:class:`EngineLoop` removes the drain. Callers (``VLLMEngine.generate``, from as many threads as the
+stage actor's ``max_concurrency``) put a batch on an inbox and wait; the loop thread, the only code that
+touches the ``LLM``, renders and adds each waiting batch's requests between two engine steps and hands
+every finished output back to the batch that asked for it. While several batches are in flight the
+engine keeps running sequences of all of them, so a batch's long answers overlap the next batches'
+short ones: continuous batching across ``generate`` calls. With one caller it behaves as before.
+
+Failures stay on rows: a request vLLM refuses (too long, images to a text-only model) fails alone; an
+engine step that raises (the engine died) ends every in-flight row with the reason, and every later
+row gets the same reason at once (a dead engine does not come back; the actor's restart does that).
+
+Only ``llm.enqueue_chat`` and ``llm.llm_engine.{step, has_unfinished_requests}`` are used, so the loop
+is tested on CPU with a fake ``LLM`` (tests/cpu/engines/test_vllm_loop.py).
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Any, Callable
+
+from howeval.engines.base import ChatRequest, Completion
+from howeval.parsing.reasoning import split_reasoning
+
+
+def one_line(e: BaseException) -> str:
+    """``Type: message`` of ``e`` on one line, at most 400 characters."""
+    return " ".join(f"{type(e).__name__}: {e}".split())[:400]
+
+
+def error_completion(req: ChatRequest, reason: str) -> Completion:
+    """The error row for ``req`` (``finish_reason`` "error", ``reason`` kept)."""
+    return Completion(text="", finish_reason="error", error=reason, request_id=req.request_id)
+
+
+class _Batch:
+    """One ``generate`` call waiting in the loop: its requests, their completions, rows still running."""
+
+    __slots__ = ("requests", "out", "left", "done", "t0")
+
+    def __init__(self, requests: list[ChatRequest]):
+        self.requests = requests
+        self.out: list[Completion | None] = [None] * len(requests)
+        self.left = 0
+        self.done = threading.Event()
+        self.t0 = time.perf_counter()
+
+
+class EngineLoop:
+    """A thread that owns ``llm`` (a ``vllm.LLM``); :meth:`submit` may be called from any number of threads.
+
+    Args:
+        llm: the offline engine; only this loop's thread may use it after construction.
+        params: ``ChatRequest -> vllm.SamplingParams`` (called on the loop thread, once per request).
+        name: the thread's name.
+    """
+
+    def __init__(self, llm: Any, params: Callable[[ChatRequest], Any], name: str = "vllm-engine-loop"):
+        self.llm = llm
+        self.params = params
+        self.failed: str | None = None  # set once the engine died: every later row gets this reason
+        self._inbox: queue.SimpleQueue[_Batch] = queue.SimpleQueue()
+        self._owner: dict[str, tuple[_Batch, int, str]] = {}  # vLLM request id -> (batch, row, its other id)
+        self._lock = threading.Lock()  # orders `failed` against the inbox: no batch is left waiting
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, requests: list[ChatRequest]) -> list[Completion]:
+        """Run ``requests`` in the shared engine; blocks until each has a Completion (in order).
+
+        Thread-safe: concurrent calls share the engine's running batch.
+        """
+        if not requests:
+            return []
+        b = _Batch(requests)
+        with self._lock:
+            if self.failed is None:
+                self._inbox.put(b)
+                queued = True
+            else:
+                queued = False
+        if not queued:
+            return [error_completion(r, self.failed or "vllm engine: stopped") for r in requests]
+        b.done.wait()
+        return b.out  # type: ignore[return-value]
+
+    # -- the loop thread -----------------------------------------------------------------------------
+    def _run(self) -> None:
+        engine = self.llm.llm_engine
+        try:
+            while True:
+                b = self._inbox.get() if not self._owner else self._next()
+                while b is not None:  # every batch waiting now joins before the next step
+                    self._add(b)
+                    b = self._next()
+                if not self._owner:
+                    continue
+                if engine.has_unfinished_requests():
+                    for res in engine.step():
+                        if res.finished:
+                            self._finish(res)
+                if not engine.has_unfinished_requests() and self._owner:
+                    self._orphans("vllm: the engine returned no output for this request")
+        except BaseException as e:  # the engine died (or this loop has a bug): no row is left waiting
+            self._die(f"vllm engine: {one_line(e)}")
+
+    def _next(self) -> _Batch | None:
+        try:
+            return self._inbox.get_nowait()
+        except queue.Empty:
+            return None
+
+    def _add(self, b: _Batch) -> None:
+        for i, r in enumerate(b.requests):
+            try:
+                (rid,) = self.llm.enqueue_chat([r.messages], self.params(r), use_tqdm=False,
+                                               chat_template_kwargs=r.chat_template_kwargs or None)
+            except Exception as e:  # vLLM refused this request: its row only
+                b.out[i] = error_completion(r, f"vllm: {one_line(e)}")
+                continue
+            # vLLM returns its internal id "<external>-<8 random chars>"; outputs carry the external one
+            rid = str(rid)
+            ext = rid.rsplit("-", 1)[0]
+            self._owner[rid] = (b, i, ext)
+            self._owner[ext] = (b, i, rid)
+            b.left += 1
+        if b.left == 0:
+            b.done.set()
+
+    def _finish(self, res: Any) -> None:
+        hit = self._owner.pop(str(res.request_id), None)
+        if hit is None:
+            return
+        b, i, other = hit
+        self._owner.pop(other, None)
+        r = b.requests[i]
+        o = res.outputs[0]
+        finish = o.finish_reason or "stop"
+        sp = split_reasoning(o.text, finish_reason=finish, opener_in_template=r.reasoning_opener_in_template)
+        b.out[i] = Completion(text=sp.response, reasoning=sp.reasoning, finish_reason=finish, truncated=sp.truncated,
+                              prompt_tokens=len(res.prompt_token_ids or []), completion_tokens=len(o.token_ids),
+                              latency_s=time.perf_counter() - b.t0, raw=o.text, request_id=r.request_id)
+        self._row_done(b)
+
+    def _row_done(self, b: _Batch) -> None:
+        b.left -= 1
+        if b.left == 0:
+            b.done.set()
+
+    def _orphans(self, reason: str) -> None:
+        """Every row still owned ends with ``reason`` (its batch is released)."""
+        for b, i, _ in list(self._owner.values()):  # each row is there twice (both of its ids)
+            if b.out[i] is None:
+                b.out[i] = error_completion(b.requests[i], reason)
+                self._row_done(b)
+        self._owner.clear()
+
+    def _die(self, reason: str) -> None:
+        with self._lock:
+            self.failed = reason
+        self._orphans(reason)
+        while (b := self._next()) is not None:
+            b.out = [error_completion(r, reason) for r in b.requests]
+            b.done.set()

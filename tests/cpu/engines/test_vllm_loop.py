@@ -1,0 +1,121 @@
+"""Tests for howeval.engines.vllm_loop without vllm: a fake ``LLM`` that decodes one token per request per
+step, as vLLM's continuous batching does, with ``max_num_seqs`` slots."""
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
+
+from howeval.engines.base import ChatRequest
+from howeval.engines.vllm_loop import EngineLoop
+
+
+class FakeLLM:
+    """``enqueue_chat`` + ``llm_engine.step``: a request asking for n tokens finishes after n steps once running.
+
+    A message "refuse" is refused at enqueue; ``die_at`` makes step number ``die_at`` raise. Records the most
+    requests ever running at once and which batches (request-id prefixes) were running together.
+    """
+
+    def __init__(self, max_num_seqs: int = 8, die_at: int | None = None, step_s: float = 0.002):
+        self.llm_engine = self
+        self.max_num_seqs, self.die_at, self.step_s = max_num_seqs, die_at, step_s
+        self.waiting: list[dict] = []
+        self.running: list[dict] = []
+        self.counter = 0
+        self.steps = 0
+        self.peak = 0
+        self.threads: set[str] = set()
+        self.tags_together: set[frozenset] = set()
+
+    def enqueue_chat(self, messages, params, use_tqdm=False, chat_template_kwargs=None):
+        self.threads.add(threading.current_thread().name)
+        text = messages[0][0]["content"]
+        if text == "refuse":
+            raise ValueError("prompt too long\nfor this model")
+        self.counter += 1
+        self.waiting.append({"id": str(self.counter), "left": params, "text": text})
+        return [f"{self.counter}-abcdefgh"]
+
+    def has_unfinished_requests(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def step(self):
+        self.threads.add(threading.current_thread().name)
+        self.steps += 1
+        if self.die_at is not None and self.steps >= self.die_at:
+            raise RuntimeError("EngineCore died")
+        while self.waiting and len(self.running) < self.max_num_seqs:
+            self.running.append(self.waiting.pop(0))
+        self.peak = max(self.peak, len(self.running))
+        self.tags_together.add(frozenset(r["text"].split(":")[0] for r in self.running))
+        time.sleep(self.step_s)
+        out = []
+        for r in list(self.running):
+            r["left"] -= 1
+            if r["left"] == 0:
+                self.running.remove(r)
+                out.append(SimpleNamespace(request_id=r["id"], finished=True, prompt_token_ids=[1, 2],
+                                           outputs=[SimpleNamespace(text=f"answer {r['text']}", finish_reason="length",
+                                                                    token_ids=[0] * int(r["text"].split(":")[1]))]))
+        return out
+
+
+def _reqs(tag: str, lengths: list[int]) -> list[ChatRequest]:
+    return [ChatRequest(messages=[{"role": "user", "content": f"{tag}:{n}"}], max_tokens=n, request_id=f"{tag}{i}")
+            for i, n in enumerate(lengths)]
+
+
+def _loop(llm: FakeLLM) -> EngineLoop:
+    return EngineLoop(llm, lambda r: r.max_tokens)
+
+
+def test_one_caller_gets_every_answer_in_order_with_its_own_latency():
+    llm = FakeLLM()
+    out = _loop(llm).submit(_reqs("a", [3, 1, 2]))
+    assert [c.text for c in out] == ["answer a:3", "answer a:1", "answer a:2"]
+    assert [c.completion_tokens for c in out] == [3, 1, 2] and [c.request_id for c in out] == ["a0", "a1", "a2"]
+    assert all(c.error is None and c.finish_reason == "length" for c in out)
+    assert out[1].latency_s <= out[2].latency_s <= out[0].latency_s  # each row's own time, not the batch's share
+    assert llm.threads == {"vllm-engine-loop"}  # only the loop thread touches the engine
+
+
+def test_concurrent_callers_keep_several_batches_in_the_engine():
+    """A batch with one long answer no longer holds the engine: the next batches run beside it."""
+    llm = FakeLLM(max_num_seqs=8)
+    loop = _loop(llm)
+    batches = {t: _reqs(t, [40] + [2] * 3) for t in "abcd"}  # each batch: one long answer, three short
+    with ThreadPoolExecutor(4) as pool:
+        outs = dict(zip(batches, pool.map(loop.submit, batches.values())))
+    for t, out in outs.items():
+        assert [c.text for c in out] == [f"answer {t}:40"] + [f"answer {t}:2"] * 3
+    assert any(len(tags) >= 3 for tags in llm.tags_together)  # requests of >= 3 batches ran in one step
+    assert llm.peak >= 6
+    # one batch at a time would take 4 x 40 steps; together they take about 40 plus start-up
+    assert llm.steps < 80, llm.steps
+
+
+def test_a_refused_request_fails_alone_and_an_all_refused_batch_returns():
+    loop = _loop(FakeLLM())
+    out = loop.submit([*_reqs("a", [2]), ChatRequest(messages=[{"role": "user", "content": "refuse"}], request_id="x")])
+    assert out[0].error is None and out[0].text == "answer a:2"
+    assert out[1].finish_reason == "error" and out[1].error == "vllm: ValueError: prompt too long for this model"
+    assert out[1].request_id == "x"
+    only_bad = loop.submit([ChatRequest(messages=[{"role": "user", "content": "refuse"}])])
+    assert only_bad[0].error.startswith("vllm: ValueError")
+    assert loop.submit([]) == []
+
+
+def test_an_engine_that_dies_ends_every_in_flight_row_and_every_later_one_with_the_reason():
+    llm = FakeLLM(die_at=5, step_s=0.01)
+    loop = _loop(llm)
+    with ThreadPoolExecutor(3) as pool:
+        outs = list(pool.map(loop.submit, [_reqs(t, [50, 1]) for t in "abc"]))
+    reason = "vllm engine: RuntimeError: EngineCore died"
+    for out in outs:
+        assert len(out) == 2
+        assert out[0].error == reason and out[0].finish_reason == "error"
+        assert out[1].error in (None, reason)  # a 1-token answer may have finished before the failure
+    later = loop.submit(_reqs("d", [1, 1]))
+    assert [c.error for c in later] == [reason, reason] and [c.request_id for c in later] == ["d0", "d1"]
