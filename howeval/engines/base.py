@@ -65,7 +65,8 @@ class Completion:
         finish_reason: ``"stop"``, ``"length"``, ``"tool_calls"`` or ``"error"``.
         truncated: True when a thinking response was cut off before its reasoning closed (then ``text`` is "").
         prompt_tokens / completion_tokens: token counts (0 when the backend does not report them).
-        latency_s: wall seconds for this request (batched engines divide the batch time evenly).
+        latency_s: wall seconds for this request (``hf`` divides the batch time evenly; ``vllm`` gives each
+            request's own time from its ``generate`` call to its answer).
         tool_calls: OpenAI-format tool calls ``[{"id", "type": "function", "function": {"name", "arguments"}}]``.
         error: None on success, else the reason the engine failed on this request.
         raw: the raw generated text before the reasoning split (for audits).

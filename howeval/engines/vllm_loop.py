@@ -65,6 +65,8 @@ class EngineLoop:
         self.llm = llm
         self.params = params
         self.failed: str | None = None  # set once the engine died: every later row gets this reason
+        self.in_flight = 0  # rows in the engine now (added, not finished)
+        self.peak_in_flight = 0  # the most rows ever in the engine at once
         self._inbox: queue.SimpleQueue[_Batch] = queue.SimpleQueue()
         self._owner: dict[str, tuple[_Batch, int, str]] = {}  # vLLM request id -> (batch, row, its other id)
         self._lock = threading.Lock()  # orders `failed` against the inbox: no batch is left waiting
@@ -130,6 +132,8 @@ class EngineLoop:
             self._owner[rid] = (b, i, ext)
             self._owner[ext] = (b, i, rid)
             b.left += 1
+            self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         if b.left == 0:
             b.done.set()
 
@@ -149,6 +153,7 @@ class EngineLoop:
         self._row_done(b)
 
     def _row_done(self, b: _Batch) -> None:
+        self.in_flight -= 1
         b.left -= 1
         if b.left == 0:
             b.done.set()

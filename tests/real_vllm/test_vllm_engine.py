@@ -79,3 +79,34 @@ def test_an_engine_that_cannot_start_says_why_in_one_line(tmp_path):
         build_engine("vllm", str(tmp_path), {})
     msg = str(err.value)
     assert "\n" not in msg and msg.startswith(f"vllm engine failed to start for {tmp_path}: ")
+
+
+def test_generate_from_several_threads_keeps_their_batches_in_the_engine_together(smol_dir):
+    """Three threads call generate at once (a stage actor with max_concurrency 3): their requests run in the
+    engine together, each call gets its own answers in order, the same greedy texts as one call at a time,
+    and a too-long prompt still fails alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from howeval.engines.base import ChatRequest
+
+    eng = build_engine("vllm", str(smol_dir), {"max_model_len": 2048, "max_num_seqs": 16})
+
+    def batch(t: int) -> list[ChatRequest]:
+        qs = [f"Count from 1 to {10 + 5 * t}, separated by commas.", f"What is {t} + {t}?", "Name a colour."]
+        return [ChatRequest(messages=[{"role": "user", "content": q}], max_tokens=48, request_id=f"{t}-{i}")
+                for i, q in enumerate(qs)]
+
+    batches = [batch(t) for t in range(3)]
+    batches[1].append(ChatRequest(messages=[{"role": "user", "content": "word " * 4000}], max_tokens=8, request_id="long"))
+    one_at_a_time = [eng.generate(b) for b in batches]
+    assert eng.loop.peak_in_flight <= 4
+    eng.loop.peak_in_flight = 0
+    with ThreadPoolExecutor(3) as pool:
+        together = list(pool.map(eng.generate, batches))
+    assert eng.loop.peak_in_flight > 4  # more than one call's rows were in the engine at once
+    for b, seq, con in zip(batches, one_at_a_time, together):
+        assert [c.request_id for c in con] == [r.request_id for r in b]
+        assert [c.text for c in con] == [c.text for c in seq]  # greedy: the same answers
+    bad = together[1][-1]
+    assert bad.finish_reason == "error" and "vllm:" in bad.error and "2048" in bad.error, bad.error
+    assert all(c.error is None and c.completion_tokens > 0 for b in together for c in b if c.request_id != "long")

@@ -92,6 +92,7 @@ def test_concurrent_callers_keep_several_batches_in_the_engine():
         assert [c.text for c in out] == [f"answer {t}:40"] + [f"answer {t}:2"] * 3
     assert any(len(tags) >= 3 for tags in llm.tags_together)  # requests of >= 3 batches ran in one step
     assert llm.peak >= 6
+    assert loop.peak_in_flight >= 12 and loop.in_flight == 0
     # one batch at a time would take 4 x 40 steps; together they take about 40 plus start-up
     assert llm.steps < 80, llm.steps
 
