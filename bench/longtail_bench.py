@@ -22,6 +22,8 @@ Contenders, each timed from its first request to its last answer (engine start-u
 - ``batch_at_a_time``: the vllm engine called with one batch after another (what the sweep did before
   issue 20: the engine drains to each batch's longest answer). Next to ``one_call`` in the order, both run in
   one fresh process on one engine (one start-up; vLLM's prefix cache emptied before each);
+- ``threads`` (optional): the vllm engine called from as many threads as the pipeline's actor has (one
+  batch each, the next batch when a thread is free), in the local process: the pipeline without Ray;
 - ``raydata``: Ray Data LLM's processor (``vLLMEngineProcessorConfig``, async engine,
   ``max_concurrent_batches`` = the same batches in flight) on the same requests, timed from its engine
   stage's first batch to its last (Ray's task events).
@@ -53,7 +55,7 @@ sys.path.insert(0, str(REPO))
 
 from howeval.engines.vllm_engine import VLLMEngine  # noqa: E402  (imports vllm lazily)
 
-CONTENDERS = ("one_call", "batch_at_a_time", "pipeline", "raydata")
+CONTENDERS = ("one_call", "batch_at_a_time", "threads", "pipeline", "raydata")
 ENGINE = "vllm-longtail"
 _LEN = re.compile(r"-L(\d+)(?:\||$)")
 
@@ -142,7 +144,7 @@ def register_longtail_engine() -> None:
 
 # -- contenders in a fresh process ------------------------------------------------------------------
 def _child(a) -> None:
-    """``--only one_call,batch_at_a_time`` (any order): start one engine, then time each contender on it in
+    """``--only one_call,batch_at_a_time,threads`` (any order): start one engine, then time each contender on it in
     that order (vLLM's prefix cache emptied before each); prints one ``RESULT`` JSON line per contender."""
     from howeval.engines.options import VLLMOptions
     from howeval.engines.prompts import build_request
@@ -165,6 +167,16 @@ def _child(a) -> None:
             comps = []
             for i in range(0, len(reqs), a.batch_size):
                 comps += eng.generate(reqs[i:i + a.batch_size])
+            t2 = time.perf_counter()
+            toks, errors = sum(c.completion_tokens for c in comps), sum(1 for c in comps if c.error)
+        elif which == "threads":  # the engine as the pipeline's actor calls it, without Ray: one thread per batch
+            from concurrent.futures import ThreadPoolExecutor
+
+            from howeval.engines.registry import batches_in_flight
+
+            with ThreadPoolExecutor(batches_in_flight("vllm", m.options, a.batch_size)) as pool:
+                comps = [c for out in pool.map(eng.generate, [reqs[i:i + a.batch_size] for i in range(0, len(reqs), a.batch_size)])
+                         for c in out]
             t2 = time.perf_counter()
             toks, errors = sum(c.completion_tokens for c in comps), sum(1 for c in comps if c.error)
         else:
@@ -271,13 +283,12 @@ def summarize(runs: list[dict]) -> dict:
             for c in CONTENDERS if any(r["contender"] == c for r in runs)}
     s = {f"{c}_s": round(r["seconds"], 2) for c, r in best.items()}
     s = {"one_call_s": s.get("one_call_s"), "pipeline_s": s.get("pipeline_s"),
-         "batch_at_a_time_s": s.get("batch_at_a_time_s"), **({"raydata_s": s["raydata_s"]} if "raydata_s" in s else {})}
+         "batch_at_a_time_s": s.get("batch_at_a_time_s"), **{k: v for k, v in s.items() if k in ("threads_s", "raydata_s")}}
     if s["one_call_s"] and s["pipeline_s"]:
         s["pipeline_vs_one_call"] = round(s["one_call_s"] / s["pipeline_s"], 3)
-    if s["one_call_s"] and s["batch_at_a_time_s"]:
-        s["batch_at_a_time_vs_one_call"] = round(s["one_call_s"] / s["batch_at_a_time_s"], 3)
-    if s["one_call_s"] and s.get("raydata_s"):
-        s["raydata_vs_one_call"] = round(s["one_call_s"] / s["raydata_s"], 3)
+    for c in ("batch_at_a_time", "threads", "raydata"):
+        if s["one_call_s"] and s.get(f"{c}_s"):
+            s[f"{c}_vs_one_call"] = round(s["one_call_s"] / s[f"{c}_s"], 3)
     return s
 
 
@@ -296,6 +307,7 @@ def render(a, summary: dict, runs: list[dict], meta: dict) -> str:
         "| contender | seconds (min) | runs | x one call (throughput share) | tokens | errors |", "|---|---|---|---|---|---|"]
     names = {"one_call": "one `LLM.chat` over all requests", "pipeline": "sweep pipeline, vllm engine (EngineLoop)",
              "batch_at_a_time": "vllm engine, one batch at a time (before)",
+             "threads": "vllm engine called from one thread per batch in flight, no Ray",
              "raydata": "Ray Data LLM processor (`vLLMEngineProcessorConfig`)"}
     one = summary.get("one_call_s")
     for c in CONTENDERS:
@@ -310,8 +322,9 @@ def render(a, summary: dict, runs: list[dict], meta: dict) -> str:
               "Runs in order (load average before / after):", ""]
     for r in runs:
         extra = f", wall with start-up {r['wall_s']:.1f} s" if "wall_s" in r else f", engine start {r.get('startup_s', 0):.1f} s"
+        src = f", carried from {r['carried_from']}" if r.get("carried_from") else ""
         lines.append(f"- round {r['round']} {r['contender']}: {r['seconds']:.1f} s{extra} "
-                     f"(load {r['load1_before']:.1f} / {r['load1_after']:.1f})")
+                     f"(load {r['load1_before']:.1f} / {r['load1_after']:.1f}{src})")
     return "\n".join(lines) + "\n"
 
 
@@ -339,6 +352,8 @@ def main(argv=None) -> int:
     ap.add_argument("--contenders", default="one_call,batch_at_a_time,pipeline,raydata",
                     help="in round 0's order; one_call and batch_at_a_time next to each other share one process")
     ap.add_argument("--once", default="batch_at_a_time,raydata", help="contenders run in the first round only")
+    ap.add_argument("--carry", default=None, help="FILE.json[:contender,...]: copy those contenders' runs from an "
+                    "earlier results file of the same settings into this one (marked carried_from)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "longtail.md"))
     a = ap.parse_args(argv)
     os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", f"0-{os.cpu_count() - 1}")
@@ -362,6 +377,9 @@ def main(argv=None) -> int:
             "load_start": " / ".join(f"{x:.1f}" for x in os.getloadavg()), "lengths": ls,
             "batches_in_flight": None}
     os.environ[SPANS_ENV] = str(Path(tempfile.mkdtemp(prefix="longtail-")) / "spans.txt")
+    # Ray runs its workers 15 nice levels below the driver (raylet's worker_niceness): on a shared machine the
+    # pipeline's engine would get a far smaller CPU share than the fresh-process contenders. Same niceness for all.
+    os.environ.setdefault("RAY_worker_niceness", "0")
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
              runtime_env={"worker_process_setup_hook": register_longtail_engine,
                           "env_vars": {SPANS_ENV: os.environ[SPANS_ENV]}})
@@ -369,13 +387,19 @@ def main(argv=None) -> int:
     state = {"before": os.getloadavg()[0]}
 
     def record(r: dict, rnd: int) -> None:
-        r |= {"round": rnd, "load1_before": state["before"], "load1_after": os.getloadavg()[0]}
+        r |= {"round": rnd, "load1_before": state["before"], "load1_after": os.getloadavg()[0],
+              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
         state["before"] = r["load1_after"]
         runs.append(r)
         print(json.dumps(r), flush=True)
         write(a, runs, meta)  # after every run: a cut-short benchmark keeps what it measured
 
-    local = ("one_call", "batch_at_a_time")
+    if a.carry:
+        path, _, which = a.carry.partition(":")
+        for r in json.loads(Path(path).read_text())["runs"]:
+            if not which or r["contender"] in which.split(","):
+                runs.append({**r, "carried_from": f"{Path(path).name} ({r.get('date', 'earlier run')})"})
+    local = ("one_call", "batch_at_a_time", "threads")
     with tempfile.TemporaryDirectory() as tmp:
         for rnd in range(a.rounds):
             todo = [c for c in asked if rnd == 0 or c not in once]
