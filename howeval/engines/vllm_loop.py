@@ -23,7 +23,8 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from howeval.engines.base import ChatRequest, Completion
 from howeval.parsing.reasoning import split_reasoning
@@ -109,7 +110,7 @@ class EngineLoop:
                             self._finish(res)
                 if not engine.has_unfinished_requests() and self._owner:
                     self._orphans("vllm: the engine returned no output for this request")
-        except BaseException as e:  # the engine died (or this loop has a bug): no row is left waiting
+        except BaseException as e:  # noqa: BLE001 - the engine died (or this loop has a bug): every waiting row gets the reason
             self._die(f"vllm engine: {one_line(e)}")
 
     def _next(self) -> _Batch | None:
@@ -123,7 +124,7 @@ class EngineLoop:
             try:
                 (rid,) = self.llm.enqueue_chat([r.messages], self.params(r), use_tqdm=False,
                                                chat_template_kwargs=r.chat_template_kwargs or None)
-            except Exception as e:  # vLLM refused this request: its row only
+            except Exception as e:  # noqa: BLE001 - vLLM refused this request: the error is kept on its row only
                 b.out[i] = error_completion(r, f"vllm: {one_line(e)}")
                 continue
             # vLLM returns its internal id "<external>-<8 random chars>"; outputs carry the external one
