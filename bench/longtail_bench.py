@@ -134,7 +134,7 @@ class LongtailVLLMEngine(VLLMEngine):
 
 def register_longtail_engine() -> None:
     """Register ``vllm-longtail`` in this process (the driver, and every Ray worker through the setup hook)."""
-    from howeval.engines.options import VLLMOptions
+    from howeval.config.engines import VLLMOptions
     from howeval.engines.registry import _BUILDERS, batches_in_flight, register_engine
 
     if ENGINE not in _BUILDERS:
@@ -146,7 +146,7 @@ def register_longtail_engine() -> None:
 def _child(a) -> None:
     """``--only one_call,batch_at_a_time,threads`` (any order): start one engine, then time each contender on it in
     that order (vLLM's prefix cache emptied before each); prints one ``RESULT`` JSON line per contender."""
-    from howeval.engines.options import VLLMOptions
+    from howeval.config.engines import VLLMOptions
     from howeval.engines.prompts import build_request
 
     _, m = model_config(a, "vllm")
@@ -244,7 +244,7 @@ def run_raydata(a, model, rows: list[dict]) -> dict:
     import ray
     from ray.data.llm import build_processor, vLLMEngineProcessorConfig
 
-    from howeval.engines.options import VLLM_CPU_DEFAULTS
+    from howeval.config.engines import VLLM_CPU_DEFAULTS
     from howeval.engines.prompts import build_request
     from howeval.engines.registry import batches_in_flight
 
