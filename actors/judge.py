@@ -1,7 +1,7 @@
 """Ray Data stage: verify and pattern-judge Response rows (wraps ``howeval.judges.pipeline.Judger``).
 
-Input: Response columns (optionally ``image_data_urls``, every image of the sample as data URLs, for
-image-aware judges). Output: Judgment rows.
+Input: Response columns (optionally ``image_data_urls``, every image of the sample as data URLs, or
+``images``, their bytes, for image-aware judges). Output: Judgment rows.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ REQUIRED_COLUMNS = {
 
 
 class JudgeStage:
-    """Stage class (``ray_jobs.runner`` or ``map_batches``); ``judges`` is a ``JudgesConfig`` or its ``model_dump()``."""
+    """Stage class of the ``judge`` stage (``ray_jobs.plan.judge_stage``); ``judges`` is a ``JudgesConfig`` or its ``model_dump()``."""
 
     def __init__(self, judges: JudgesConfig | dict, only: list[str] | None = None, cache_dir: str | None = None):
         cfg = judges if isinstance(judges, JudgesConfig) else JudgesConfig.model_validate(judges)
@@ -30,4 +30,8 @@ class JudgeStage:
         rows = batch.to_pylist()
         col = next((c for c in ("image_data_urls", "image_data_url") if c in batch.column_names), None)
         images = [r.get(col) for r in rows] if col else None  # every image of the sample (or one)
+        if images is None and "images" in batch.column_names:  # image bytes read by the stage (read_images)
+            from howeval.judges.images import judge_image_urls
+
+            images = [judge_image_urls(r.get("images"), r["sample_id"]) or None for r in rows]
         return conform(self.judger.judge(rows, images), JUDGMENT_SCHEMA)

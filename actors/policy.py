@@ -15,6 +15,9 @@ from howeval.engines.registry import build_engine
 from howeval.engines.prompts import build_request
 from howeval.records import RESPONSE_SCHEMA, check_columns, conform, response_hash
 
+INPUT_ERROR = "input_error"
+"""Optional input column: why the row's input could not be prepared (set by ``actors/images.py``)."""
+
 REQUIRED_COLUMNS = {
     "sample_id": "benchmark item id", "config": "model config name", "mode": "NT or T",
     "question": "prompt text", "images": "image bytes", "options": "answer options or null",
@@ -42,10 +45,10 @@ def response_row(sample: dict, model: ModelConfig, mode: str, c: Completion, ima
 
 
 class PolicyStage:
-    """Callable class for ``Dataset.map_batches(PolicyStage, fn_constructor_kwargs=..., compute=ActorPoolStrategy)``.
+    """Stage class of a sweep's ``generate`` stage (``ray_jobs.plan.generate_stage``; run by Ray Data actors).
 
     Args:
-        model_config: the ``ModelConfig`` (pickled as is by the stage runner), or its ``model_dump()``.
+        model_config: the ``ModelConfig`` (pickled once per actor), or its ``model_dump()``.
     """
 
     def __init__(self, model_config: ModelConfig | dict):
@@ -56,16 +59,25 @@ class PolicyStage:
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         check_columns(batch.column_names, REQUIRED_COLUMNS, "PolicyStage")
-        rows = batch.to_pylist()
+        all_rows = batch.to_pylist()
+        # a row whose input could not be read (actors/images.py: input_error) is recorded, not sent
+        rows = [r for r in all_rows if not r.get(INPUT_ERROR)]
         model = self.model if self.vision else self.model.model_copy(update={"vision": False})
         reqs = [build_request(r, model, r["mode"]) for r in rows]
         try:
-            comps = self.engine.generate(reqs)
+            comps = self.engine.generate(reqs) if reqs else []
             if len(comps) != len(reqs):
                 raise RuntimeError(f"engine returned {len(comps)} completions for {len(reqs)} requests")
         except Exception as e:  # the whole call failed: record on every row, keep going
             comps = [Completion(text="", finish_reason="error", error=f"engine: {type(e).__name__}: {e}") for _ in reqs]
-        out = [response_row(r, self.model, r["mode"], c, count_images(q.messages),
-                            prompt_record(q, r.get("image_names")))
-               for r, q, c in zip(rows, reqs, comps)]
+        done = {id(r): (q, c) for r, q, c in zip(rows, reqs, comps)}
+        out = []
+        for r in all_rows:
+            if id(r) in done:
+                q, c = done[id(r)]
+                out.append(response_row(r, self.model, r["mode"], c, count_images(q.messages),
+                                        prompt_record(q, r.get("image_names"))))
+            else:
+                out.append(response_row(r, self.model, r["mode"], Completion(text="", finish_reason="error",
+                                                                             error=r[INPUT_ERROR]), 0))
         return conform(out, RESPONSE_SCHEMA)

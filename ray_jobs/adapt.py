@@ -38,7 +38,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     cfg = load_run_config(a.run)
     cfg = with_changes(cfg, "adapt", adapt=cfg.adapt or AdaptConfig())
-    samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
+    samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows, read_images=False)
     summaries = run_adapt(cfg, samples)
     write_report(cfg)
     has_items = any(s.get("evidence_boxes") and s.get("images") for s in samples)

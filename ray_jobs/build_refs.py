@@ -87,7 +87,7 @@ def check(cfg: BuildRefsConfig, records: list[dict]) -> None:
 
 
 def run(cfg: BuildRefsConfig) -> list[dict]:
-    samples, bad = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
+    samples, bad = load_samples(cfg.benchmarks, cfg.skip_bad_rows, read_images=False)
     if bad:  # rows skipped by skip_bad_rows: listed with their reasons beside the output
         write_json(join(cfg.output_uri, "bad_rows.json"), json.dumps(bad, indent=2))
     if not samples:

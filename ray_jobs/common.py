@@ -1,13 +1,10 @@
-"""Ray wiring shared by the jobs: cluster start/join, Ray Data context, Parquet writes, record reads."""
+"""Ray wiring shared by the jobs: cluster start/join, the Ray Data context, the cluster summary for provenance."""
 from __future__ import annotations
 
 import logging
 import os
 
-import pyarrow as pa
-
 from howeval.config import RayConfig
-from howeval.store import fs_and_path
 
 log = logging.getLogger("howeval")
 
@@ -46,23 +43,3 @@ def cluster_summary() -> dict | None:
     return {"nodes": sum(1 for n in ray.nodes() if n.get("Alive")), "CPU": res.get("CPU", 0), "GPU": res.get("GPU", 0),
             "accelerators": sorted(k.split(":", 1)[1] for k in res if k.startswith("accelerator_type:"))}
 
-
-def blocks(table: pa.Table, rows_per_block: int) -> list[pa.Table]:
-    """Split a table into blocks of ``rows_per_block`` rows (one Ray Data block each: the resume unit)."""
-    return [table.slice(i, rows_per_block) for i in range(0, table.num_rows, rows_per_block)]
-
-
-def write_parquet(ds, uri: str, num_cpus: float = 0.25) -> None:
-    """``Dataset.write_parquet`` (append) to a local folder or any fsspec URL (wrapped for pyarrow).
-
-    Ray writes one file per block as blocks finish, so a killed job keeps what it finished.
-    """
-    fs, path = fs_and_path(uri)
-    fs.makedirs(path, exist_ok=True)
-    kwargs = {}
-    protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
-    if "file" not in protocols and "local" not in protocols:
-        from pyarrow.fs import FSSpecHandler, PyFileSystem
-
-        kwargs["filesystem"] = PyFileSystem(FSSpecHandler(fs))
-    ds.write_parquet(path, ray_remote_args={"num_cpus": num_cpus}, **kwargs)

@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     flags = {k: v for k, v in (("tau", a.tau), ("alpha", a.alpha), ("order", a.order)) if v is not None}
     cfg = with_changes(cfg, "crystal", crystal=with_changes(cfg.crystal or CrystalConfig(), "--tau/--alpha/--order", **flags))
     settings(cfg)  # unknown keys fail before any work
-    samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
+    samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows, read_images=False)
     # the run now reports at these settings (rows at earlier settings stay stored, keyed by them)
     write_json(join(a.run, "run_config.json"), cfg.model_dump_json(indent=2))
     init_ray(cfg.ray, verbose=False)

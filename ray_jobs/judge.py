@@ -29,7 +29,7 @@ from howeval.judges.pipeline import merge_judges
 from howeval.report.run import write_report
 from howeval.store import join, write_json
 from ray_jobs.common import init_ray
-from ray_jobs.runner import Progress
+from ray_jobs.progress import Progress
 from ray_jobs.stages import generate_and_judge, plan_judging  # noqa: F401  (plan_judging re-exported)
 
 
@@ -41,7 +41,7 @@ def judge_run(cfg: SweepConfig, samples: list[dict] | None = None, only: list[st
     """
     sel = [j for j in cfg.judges.pattern if only is None or j.name in only]
     if samples is None and any(j.kind == "llm" and j.with_image for j in sel):
-        samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
+        samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows, read_images=False)
     init_ray(cfg.ray, verbose=verbose)
     outcome = generate_and_judge(cfg, samples or [], [], judges=cfg.judges, only=only, progress=progress,
                                  verbose=verbose)

@@ -1,7 +1,8 @@
-"""What each job computes, on the shared stage runner: "read the keys written -> pending rows -> batches".
+"""What each job computes: "read the keys written -> pending rows -> pipelines" (``ray_jobs.plan``), run
+on Ray Data (``ray_jobs.execute``).
 
-- :func:`generate_and_judge`: every model config of a sweep at once (one actor pool each), each finished
-  response batch streamed into one judge pool (verifier + pattern judges), responses and judgments
+- :func:`generate_and_judge`: every model config of a sweep at once (one pipeline each: generate ->
+  judge, each finished response batch streamed into the config's judge actors), responses and judgments
   written as they land. Used by ``ray_jobs.sweep`` (all configs, judged), ``ray_jobs.judge`` (no
   configs: only the responses still lacking a judgment) and ``ray_jobs.build_refs`` (writers, unjudged).
 - :func:`score_run`: CRYSTAL step scores of a run's responses (``ray_jobs.crystal``, the sweep).
@@ -26,13 +27,17 @@ from howeval.judges.pipeline import judge_id, verifier_id
 from howeval.records import (JUDGMENT_SCHEMA, KEY, RESPONSE_KEY, RESPONSE_SCHEMA, SAMPLE_SCHEMA, VERIFY_TYPE, conform,
                              key_of, latest_attempts)
 from howeval.store import compact, join, read_table, remove_temp_files
-from ray_jobs.runner import QUIET_ENV, Progress, StageRunner, StageSpec
+from ray_jobs.execute import run_pipelines
+from ray_jobs.plan import Pipeline, Stage, Tally, generate_stage, judge_stage
+from ray_jobs.progress import Progress
 
 log = logging.getLogger("howeval")
 
-WORK_SCHEMA = (SAMPLE_SCHEMA.append(pa.field("config", pa.string())).append(pa.field("mode", pa.string()))
+WORK_SCHEMA = (SAMPLE_SCHEMA.append(pa.field("image_paths", pa.list_(pa.string())))
+               .append(pa.field("config", pa.string())).append(pa.field("mode", pa.string()))
                .append(pa.field("instruction", pa.string())).append(pa.field("attempt", pa.int64())))
-"""Generation input: a sample, the config and mode to run it in, an optional instruction, the attempt number."""
+"""Generation input: a sample (image paths; bytes only when already read), the config and mode to run it in,
+an optional instruction, the attempt number."""
 
 JUDGE_INPUT_SCHEMA = (RESPONSE_SCHEMA.append(pa.field("judges_needed", pa.list_(pa.string())))
                       .append(pa.field("cached_verify", VERIFY_TYPE)).append(pa.field("image_data_urls", pa.list_(pa.string()))))
@@ -115,11 +120,6 @@ def judge_input(batch: pa.Table, out: pa.Table, with_images: bool = False) -> pa
     return conform(rows, JUDGE_INPUT_SCHEMA)
 
 
-def blocks(table: pa.Table, rows_per_block: int) -> list[pa.Table]:
-    """Split a table into batches of ``rows_per_block`` rows (one output file each: the resume unit)."""
-    return [table.slice(i, rows_per_block) for i in range(0, table.num_rows, rows_per_block)]
-
-
 def _response_rank(r: dict):
     return r.get("attempt") or 1
 
@@ -144,15 +144,73 @@ def tidy(output_uri: str) -> dict:
     return dropped
 
 
-# -- the streamed generate -> judge pipeline ------------------------------------------------------------
+# -- the streamed generate -> judge pipelines ----------------------------------------------------------
 @dataclass
 class RunOutcome:
-    """What a pipeline run did: rows written per stage label, and the failed stages with their reason."""
+    """What a run did: rows written per config, judgment rows, and the failed pipelines with their reason."""
 
     failures: dict[str, str] = field(default_factory=dict)
     generated: dict[str, int] = field(default_factory=dict)
     judged: int = 0
     seconds: float = 0.0
+
+
+def plan_sweep(cfg, samples: list[dict], models: list[ModelConfig], latest: dict[tuple, dict], *,
+               judges: JudgesConfig | None, modes=("NT", "T"), max_attempts: int = MAX_ATTEMPTS,
+               only: list[str] | None = None) -> tuple[list[Pipeline], dict]:
+    """The pipelines of a sweep (pure): one per config with rows to generate (generate -> judge) and one
+    ``judge`` pipeline for written responses still lacking a judgment.
+
+    Returns ``(pipelines, totals)``; ``totals`` maps each progress label (``"<config> <mode>"``,
+    ``"judge"``) to ``(total rows, rows already done)``.
+    """
+    out = cfg.output_uri
+    totals: dict[str, tuple[int, int]] = {}
+    n_judges = 0
+    with_images = False
+    cache_dir = None
+    if judges is not None:
+        sel = [j for j in judges.pattern if only is None or j.name in only]
+        n_judges = len(sel)
+        with_images = any(j.kind == "llm" and j.with_image for j in sel)
+        from howeval.judges.cache import judge_cache_dir
+
+        cache_dir = judge_cache_dir(judges, out)  # write-ahead: a killed run pays no finished judge call twice
+    todos = {}
+    for model in models:
+        todo = pending_work(samples, model, latest, modes, max_attempts)
+        for m in (m for m in modes if m in model.modes):
+            waiting = sum(1 for r in todo if r["mode"] == m)
+            totals[f"{model.name} {m}"] = (len(samples), len(samples) - waiting)
+        if todo:
+            todos[model.name] = (model, todo)
+    keys_pending = {key_of(r) for _, todo in todos.values() for r in todo}
+    catch_up: list[dict] = []
+    if judges is not None:
+        rows = [r for r in latest.values() if r["config"] in {m.name for m in models} or not models]
+        judgments = read_table(join(out, "judgments"), JUDGMENT_SCHEMA)[0].to_pylist()
+        catch_up = [r for r in plan_judging(rows, judgments, judges, only) if key_of(r) not in keys_pending]
+        if with_images:
+            paths = {s["sample_id"]: s.get("image_paths") for s in samples}
+            for r in catch_up:
+                r["image_paths"] = paths.get(r["sample_id"])
+        judged_before = len({key_of(r) for r in rows if not r.get("error")}) - len(catch_up)
+        totals["judge"] = (judged_before + len(catch_up) + len(keys_pending), judged_before)
+    share = len(todos) + bool(catch_up)
+    pipelines = []
+    for name, (model, todo) in todos.items():
+        forward = partial(judge_input, with_images=with_images) if judges is not None else None
+        stages = [generate_stage(model, join(out, "responses", model.name), forward)]
+        if judges is not None:
+            stages.append(judge_stage(judges, only, cache_dir, join(out, "judgments", "{config}"),
+                                      batch_size=model.resources.batch_size, share=share))
+        pipelines.append(Pipeline(name, conform(todo, WORK_SCHEMA), stages))
+    if catch_up:
+        schema = JUDGE_INPUT_SCHEMA.append(pa.field("image_paths", pa.list_(pa.string())))
+        pipelines.append(Pipeline("judge", conform(catch_up, schema),
+                                  [judge_stage(judges, only, cache_dir, join(out, "judgments", "{config}"), share=share,
+                                               read_images=with_images)]))
+    return pipelines, {"totals": totals, "n_judges": n_judges}
 
 
 def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, judges: JudgesConfig | None,
@@ -164,8 +222,9 @@ def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, j
     Args:
         cfg: a job config with ``output_uri`` (responses under ``<output_uri>/responses/<config>/``,
             judgments under ``<output_uri>/judgments/<config>/``).
-        samples: benchmark rows (``SAMPLE_SCHEMA`` columns; an ``instruction`` column is passed on).
-        models: the configs to generate with (each its own actor pool); ``[]`` = judge only.
+        samples: benchmark rows (``SAMPLE_SCHEMA`` columns with ``image_paths``; image bytes are read by
+            the stage actors, so ``images`` may be null; an ``instruction`` column is passed on).
+        models: the configs to generate with (one pipeline each); ``[]`` = judge only.
         judges: the judges block; None = generate only (no judgments).
         modes: modes to run (those a model does not configure are skipped).
         max_attempts: attempts per row whose engine call failed (>= 1).
@@ -173,7 +232,7 @@ def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, j
         progress: live progress (a quiet one is made when None).
 
     Returns:
-        :class:`RunOutcome`; ``failures`` maps ``"generate:<config>"`` / ``"judge"`` to a one-line reason.
+        :class:`RunOutcome`; ``failures`` maps a config name (or ``"judge"``) to a one-line reason.
     """
     import time
 
@@ -184,28 +243,32 @@ def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, j
     tidy(out)
     progress = progress or Progress(stream=open(os.devnull, "w"), tty=False)
     outcome = RunOutcome()
-    responses = read_table(join(out, "responses"), RESPONSE_SCHEMA)[0].to_pylist()
-    latest = latest_responses(responses)
-    labels: dict[str, str] = {}  # stage name -> config
+    latest = latest_responses(read_table(join(out, "responses"), RESPONSE_SCHEMA)[0].to_pylist())
+    pipelines, info = plan_sweep(cfg, samples, models, latest, judges=judges, modes=modes, max_attempts=max_attempts,
+                                 only=only)
+    for label, (total, done) in info["totals"].items():
+        progress.add(label, total=total, done=done)
+    n_judges = max(info["n_judges"], 1)
+    for p in pipelines:
+        log.info("pipeline %s", p.describe())
 
-    def on_result(stage, meta, stats):
-        for group, s in stats["groups"].items():
+    def on_counts(pipeline, stage, groups):
+        for group, s in groups.items():
             if stage == "judge":
-                progress.update("judge", s["rows"] // max(n_judges, 1), s["errors"] // max(n_judges, 1))
+                progress.update("judge", s["rows"] // n_judges, s["errors"] // n_judges)
                 outcome.judged += s["rows"]
             else:
-                progress.update(f"{labels[stage]} {group}", s["rows"], s["errors"], s["tokens"])
-                outcome.generated[labels[stage]] = outcome.generated.get(labels[stage], 0) + s["rows"]
+                progress.update(f"{pipeline} {group}", s["rows"], s["errors"], s["tokens"])
+                outcome.generated[pipeline] = outcome.generated.get(pipeline, 0) + s["rows"]
                 if judges is not None and s["errors"]:
                     progress.shrink("judge", s["errors"])
 
-    def on_failure(stage, reason):
-        outcome.failures[stage] = reason
-        if stage == "judge":
+    def on_failure(name, reason):
+        outcome.failures[name] = reason
+        if name == "judge":
             progress.fail("judge", reason)
             progress.note(f"FAILED judge: {reason}")
             return
-        name = labels[stage]
         for m in modes:
             if f"{name} {m}" in progress.lines:
                 ln = progress.lines[f"{name} {m}"]
@@ -214,72 +277,9 @@ def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, j
                     progress.shrink("judge", ln.total - ln.done)
         progress.note(f"FAILED {name}: {reason}")
 
-    def on_start(stage):
-        for label in (["judge"] if stage == "judge" else [f"{labels[stage]} {m}" for m in modes]):
-            if label in progress.lines:
-                progress.start(label)
-
-    runner = StageRunner(max_restarts=max_restarts, max_task_retries=max_task_retries,
-                         env=None if verbose else QUIET_ENV, on_result=on_result, on_failure=on_failure,
-                         on_tick=progress.tick, on_start=on_start)
-    n_judges = 0
-    with_images = False
-    if judges is not None:
-        n_judges = len([j for j in judges.pattern if only is None or j.name in only])
-        with_images = any(j.kind == "llm" and j.with_image for j in judges.pattern if only is None or j.name in only)
-        from actors.judge import JudgeStage
-
-        from howeval.judges.cache import judge_cache_dir
-
-        cache_dir = judge_cache_dir(judges, out)  # write-ahead: a killed run pays no finished judge call twice
-        runner.add(StageSpec(name="judge", cls=JudgeStage, kwargs={"judges": judges, "only": only, "cache_dir": cache_dir},
-                             replicas=judges.replicas, num_cpus=judges.num_cpus, out_uri=join(out, "judgments", "{config}"),
-                             error_col="judge_error", label="judge"))
-    from actors.policy import PolicyStage
-    from howeval.engines.registry import batches_in_flight
-
-    keys_pending: set[tuple] = set()
-    for model in models:
-        todo = pending_work(samples, model, latest, modes, max_attempts)
-        keys_pending |= {key_of(r) for r in todo}
-        for m in (m for m in modes if m in model.modes):
-            waiting = sum(1 for r in todo if r["mode"] == m)
-            progress.add(f"{model.name} {m}", total=len(samples), done=len(samples) - waiting)
-        if not todo:
-            continue
-        stage = f"generate:{model.name}"
-        labels[stage] = model.name
-        r = model.resources
-        runner.add(StageSpec(
-            name=stage, cls=PolicyStage, kwargs={"model_config": model}, out_uri=join(out, "responses", model.name),
-            then="judge" if judges is not None else None,
-            forward=partial(judge_input, with_images=with_images) if judges is not None else None,
-            replicas=r.replicas, num_cpus=r.num_cpus, num_gpus=r.num_gpus, accelerator_type=r.accelerator_type,
-            concurrency=batches_in_flight(model.engine, model.options, r.batch_size),
-            group_col="mode", tokens_col="completion_tokens"))
-        for b in blocks(conform(todo, WORK_SCHEMA), r.batch_size):
-            runner.feed(stage, b, {"config": model.name})
-    if judges is not None:
-        rows = [r for r in latest.values() if r["config"] in {m.name for m in models} or not models]
-        judgments = read_table(join(out, "judgments"), JUDGMENT_SCHEMA)[0].to_pylist()
-        catch_up = plan_judging(rows, judgments, judges, only)
-        catch_up = [r for r in catch_up if key_of(r) not in keys_pending]
-        if catch_up and with_images:
-            from howeval.judges.images import judge_image_urls
-
-            imgs = {s["sample_id"]: s["images"] for s in samples if s.get("images")}
-            for r in catch_up:
-                r["image_data_urls"] = judge_image_urls(imgs.get(r["sample_id"]), r["sample_id"]) or None
-        judged_before = len({key_of(r) for r in rows if not r.get("error")}) - len(catch_up)
-        progress.add("judge", total=judged_before + len(catch_up) + len(keys_pending), done=judged_before)
-        by_config: dict[str, list[dict]] = {}
-        for r in catch_up:
-            by_config.setdefault(r["config"], []).append(r)
-        for name, rs in by_config.items():
-            for b in blocks(conform(rs, JUDGE_INPUT_SCHEMA), 16):
-                runner.feed("judge", b, {"config": name})
     progress.tick(force=True)
-    outcome.failures = runner.run()
+    run_pipelines(pipelines, on_counts=on_counts, on_failure=on_failure, on_tick=progress.tick, verbose=verbose,
+                  max_restarts=max_restarts, max_task_retries=max_task_retries)
     progress.tick(force=True)
     tidy(out)
     outcome.seconds = time.perf_counter() - t0
@@ -290,7 +290,7 @@ def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, j
 def score_run(cfg: SweepConfig, samples: list[dict], verbose: bool = False) -> dict:
     """CRYSTAL step scores of the run's responses that have reference steps, appended to ``<run>/steps``
     (keyed by ``records.STEP_KEY``: rerunning scores nothing twice). Returns ``{"scored": n}`` and
-    ``"failed"`` with the reason when the embedder pool failed."""
+    ``"failed"`` with the reason when the embedder pipeline failed."""
     from actors.embedder import StepScoreUDF
     from howeval.benchmarks.crystal import crystal_settings
     from howeval.parsing.steps import response_steps
@@ -314,19 +314,18 @@ def score_run(cfg: SweepConfig, samples: list[dict], verbose: bool = False) -> d
                                                 "ref_steps": refs[r["sample_id"]]})
     if not todo:
         return {"scored": 0}
-    runner = StageRunner(env=None if verbose else QUIET_ENV)
-    runner.add(StageSpec(name="crystal", cls=StepScoreUDF, batch_format="numpy", out_uri=join(cfg.output_uri, "steps"),
-                         kwargs={"tau": s["tau"], "alpha": s["alpha"], "order": s["order"], "model_path": s["embedder"]},
-                         replicas=s["replicas"], num_cpus=s["num_cpus"], error_col=None))
+    stage = Stage("crystal", StepScoreUDF, batch_format="numpy", out_uri=join(cfg.output_uri, "steps"),
+                  kwargs={"tau": s["tau"], "alpha": s["alpha"], "order": s["order"], "model_path": s["embedder"]},
+                  inputs=tuple(StepScoreUDF.REQUIRED_COLUMNS), outputs=StepScoreUDF.OUTPUT_COLUMNS, batch_size=64,
+                  replicas=s["replicas"], num_cpus=s["num_cpus"])
     table = pa.Table.from_pylist(todo, schema=pa.schema([STEPS_SCHEMA.field(n) for n in (*STEP_KEY, "pred_steps", "ref_steps")]))
-    for b in blocks(table, 64):
-        runner.feed("crystal", b)
-    failures = runner.run()
+    failures = run_pipelines([Pipeline("crystal", table, [stage])], verbose=verbose)
     log.info("CRYSTAL: scored %d responses", len(todo))
     return {"scored": len(todo), **({"failed": failures["crystal"]} if failures else {})}
 
 
-ADAPT_WORK_SCHEMA = SAMPLE_SCHEMA.append(pa.field("config", pa.string())).append(pa.field("adapt_mode", pa.string()))
+ADAPT_WORK_SCHEMA = (SAMPLE_SCHEMA.append(pa.field("image_paths", pa.list_(pa.string())))
+                     .append(pa.field("config", pa.string())).append(pa.field("adapt_mode", pa.string())))
 
 
 def adapt_settings(cfg: SweepConfig, engine: str) -> dict:
@@ -338,17 +337,18 @@ def adapt_settings(cfg: SweepConfig, engine: str) -> dict:
 
 
 def adapt_episodes(cfg: SweepConfig, samples: list[dict], verbose: bool = False) -> tuple[dict, dict[str, str]]:
-    """Every model on the items with evidence boxes, all configs at once; rows under ``<run>/adapt/<config>/``
-    keyed by (sample_id, config, mode). Returns ``({config: summary}, {config: failure reason})``."""
+    """Every model on the items with evidence boxes, all configs at once (one pipeline each); rows under
+    ``<run>/adapt/<config>/`` keyed by (sample_id, config, mode). Returns ``({config: summary}, {config:
+    failure reason})``."""
     from actors.adapt import AdaptStage
     from howeval.benchmarks.adapt.metrics import summarize_rows
     from howeval.records import ADAPT_SCHEMA
     from howeval.store import existing_keys
 
-    items = [s for s in samples if s.get("evidence_boxes") and s.get("images")]
+    items = [s for s in samples if s.get("evidence_boxes") and (s.get("images") or s.get("image_paths"))]
     if not items:
         return {}, {}
-    runner = StageRunner(env=None if verbose else QUIET_ENV)
+    pipelines = []
     for model in cfg.models:
         s = adapt_settings(cfg, model.engine)
         uri = join(cfg.output_uri, "adapt", model.name)
@@ -359,13 +359,12 @@ def adapt_episodes(cfg: SweepConfig, samples: list[dict], verbose: bool = False)
         if not todo:
             continue
         r = model.resources
-        runner.add(StageSpec(name=model.name, cls=AdaptStage, out_uri=uri,
-                             kwargs={"model_config": model, "settings": s, "schema": ADAPT_SCHEMA},
-                             replicas=r.replicas, num_cpus=r.num_cpus, num_gpus=r.num_gpus,
-                             accelerator_type=r.accelerator_type))
-        for b in blocks(conform(todo, ADAPT_WORK_SCHEMA), r.batch_size):
-            runner.feed(model.name, b)
-    failures = runner.run()
+        reads = any(x.get("images") is None for x in todo)
+        pipelines.append(Pipeline(model.name, conform(todo, ADAPT_WORK_SCHEMA), [Stage(
+            "adapt", AdaptStage, {"model_config": model, "settings": s, "schema": ADAPT_SCHEMA}, out_uri=uri,
+            batch_size=r.batch_size, replicas=r.replicas, num_cpus=r.num_cpus, num_gpus=r.num_gpus,
+            accelerator_type=r.accelerator_type, read_images=reads, tally=Tally(model.name))]))
+    failures = run_pipelines(pipelines, verbose=verbose)
     summaries = {m.name: summarize_rows(read_table(join(cfg.output_uri, "adapt", m.name), ADAPT_SCHEMA)[0].to_pylist())
                  for m in cfg.models}
     return summaries, failures

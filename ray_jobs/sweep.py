@@ -31,7 +31,7 @@ from howeval.report.provenance import record_provenance
 from howeval.report.run import write_report
 from howeval.store import join, write_json
 from ray_jobs.common import cluster_summary, init_ray
-from ray_jobs.runner import Progress
+from ray_jobs.progress import Progress
 from ray_jobs.stages import MAX_ATTEMPTS, adapt_episodes, generate_and_judge, score_run
 
 
@@ -42,7 +42,7 @@ def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool 
     Returns ``(metrics, failures)``: the metrics dict also written to ``metrics.json``, and
     ``{config or "judge": one-line reason}`` for what failed (also written to ``failures.json``).
     """
-    samples, bad = load_samples(cfg.benchmarks, cfg.skip_bad_rows)
+    samples, bad = load_samples(cfg.benchmarks, cfg.skip_bad_rows, read_images=False)  # images: read by the actors
     write_json(join(cfg.output_uri, "bad_rows.json"), json.dumps(bad, indent=2))  # also when no row is left
     if not samples:
         raise ValueError(no_samples_message(bad, cfg.output_uri))

@@ -84,7 +84,7 @@ def _str_list(v) -> list[str] | None:
     return [str(x) for x in v]
 
 
-def _sample(row: dict, path: str, line: int, base: str, benchmark: str) -> dict:
+def _sample(row: dict, path: str, line: int, base: str, benchmark: str, read_images: bool = True) -> dict:
     uid = row.get("uid") or row.get("sample_id") or row.get("id")
     if not uid:
         raise BadRowError(path, line, None, "uid", "missing")
@@ -104,9 +104,19 @@ def _sample(row: dict, path: str, line: int, base: str, benchmark: str) -> dict:
         raise BadRowError(path, line, uid, "family", f"no family for category {category!r}; give 'family' (VG|OS|KR)")
     img_field = row.get("images", row.get("image"))
     names = [img_field] if isinstance(img_field, str) else list(img_field or [])
-    images = []
+    images, paths = [], []
     for name in names:
         ipath = name if "://" in name or name.startswith("/") else posixpath.join(base, name)
+        paths.append(ipath)
+        if not read_images:  # the file must exist and not be empty; its bytes are read where they are used
+            try:
+                fs, fpath = fsspec.core.url_to_fs(ipath)
+                size = fs.size(fpath)
+            except (FileNotFoundError, OSError) as e:
+                raise BadRowError(path, line, uid, "image", f"cannot read {ipath} ({type(e).__name__})") from None
+            if not size:
+                raise BadRowError(path, line, uid, "image", f"{ipath}: empty (0 bytes)")
+            continue
         try:
             with fsspec.open(ipath, "rb") as f:
                 images.append(f.read())
@@ -129,7 +139,8 @@ def _sample(row: dict, path: str, line: int, base: str, benchmark: str) -> dict:
         boxes = [[int(x) for x in b] for b in boxes]
     return {
         "sample_id": uid, "benchmark": benchmark, "source": str(row.get("source") or benchmark),
-        "family": family, "category": category, "question": q, "images": images, "image_names": names,
+        "family": family, "category": category, "question": q, "images": images if read_images else None, "image_names": names,
+        "image_paths": paths,
         "options": options or None, "answer": str(answer), "answer_type": atype,
         "reference_steps": ref, "evidence_boxes": boxes, "key_steps": key_steps,
         "domain": row.get("domain"),
@@ -137,7 +148,7 @@ def _sample(row: dict, path: str, line: int, base: str, benchmark: str) -> dict:
 
 
 def load_benchmark(path: str, *, name: str | None = None, limit: int | None = None,
-                   skip_bad_rows: bool = False) -> LoadResult:
+                   skip_bad_rows: bool = False, read_images: bool = True) -> LoadResult:
     """Load a manifest (JSONL or Parquet) through fsspec.
 
     Args:
@@ -146,6 +157,10 @@ def load_benchmark(path: str, *, name: str | None = None, limit: int | None = No
         limit: keep only the first ``limit`` good rows.
         skip_bad_rows: False stops at the first bad row with :class:`BadRowError`; True records it in
             ``LoadResult.bad_rows`` (path, line, uid, field, reason) and goes on.
+        read_images: True puts each image's bytes on its row (``images``); False leaves ``images`` null
+            and only checks that each file exists and is not empty (the Ray pipelines read the bytes on
+            the workers, ``actors/images.py``, so the driver never holds them). ``image_paths`` (resolved
+            paths or URLs) is set either way.
 
     Raises:
         FileNotFoundError: the manifest does not exist.
@@ -159,7 +174,7 @@ def load_benchmark(path: str, *, name: str | None = None, limit: int | None = No
         try:
             if isinstance(row, BadRowError):
                 raise row
-            s = _sample(row, path, i, base, benchmark)
+            s = _sample(row, path, i, base, benchmark, read_images)
             if s["sample_id"] in seen:
                 raise BadRowError(path, i, s["sample_id"], "uid", "duplicate uid")
         except BadRowError as e:
@@ -174,10 +189,10 @@ def load_benchmark(path: str, *, name: str | None = None, limit: int | None = No
     return LoadResult(samples, bad)
 
 
-def load_samples(benchmarks, skip_bad_rows: bool = False) -> tuple[list[dict], list[dict]]:
+def load_samples(benchmarks, skip_bad_rows: bool = False, read_images: bool = True) -> tuple[list[dict], list[dict]]:
     """All samples of several benchmarks (objects with ``path``, ``name``, ``limit`` and optionally
     ``answer_instruction``, put on each sample as ``instruction`` when set) and the bad rows skipped
-    (``skip_bad_rows``).
+    (``skip_bad_rows``); ``read_images`` as in :func:`load_benchmark`.
 
     Raises:
         BadRowError: a bad row when ``skip_bad_rows`` is False.
@@ -185,7 +200,7 @@ def load_samples(benchmarks, skip_bad_rows: bool = False) -> tuple[list[dict], l
     """
     samples, bad, seen = [], [], set()
     for b in benchmarks:
-        res = load_benchmark(b.path, name=b.name, limit=b.limit, skip_bad_rows=skip_bad_rows)
+        res = load_benchmark(b.path, name=b.name, limit=b.limit, skip_bad_rows=skip_bad_rows, read_images=read_images)
         instruction = getattr(b, "answer_instruction", None)
         for s in res.samples:
             if instruction is not None:  # the benchmark's one answer instruction (None: the default one)

@@ -1,43 +1,10 @@
-"""Tests for ray_jobs.common: cluster start/join, blocks, Parquet writes (fakes for Ray; no cluster)."""
+"""Tests for ray_jobs.common: cluster start/join (fakes for Ray; no cluster)."""
 from __future__ import annotations
 
-import pyarrow as pa
 import pytest
 
 import ray_jobs.common as common
 from howeval.config import RayConfig
-
-
-def test_blocks_are_the_resume_unit():
-    t = pa.table({"x": list(range(5))})
-    assert [b.column("x").to_pylist() for b in common.blocks(t, 2)] == [[0, 1], [2, 3], [4]]
-    assert common.blocks(t.slice(0, 0), 2) == []
-
-
-class FakeDataset:
-    def __init__(self):
-        self.calls = []
-
-    def write_parquet(self, path, **kwargs):
-        self.calls.append((path, kwargs))
-
-
-def test_write_parquet_local_folder_is_created_and_passed_as_a_path(tmp_path):
-    ds = FakeDataset()
-    common.write_parquet(ds, str(tmp_path / "out" / "responses"), num_cpus=0.5)
-    ((path, kwargs),) = ds.calls
-    assert path == str(tmp_path / "out" / "responses") and (tmp_path / "out" / "responses").is_dir()
-    assert kwargs == {"ray_remote_args": {"num_cpus": 0.5}}
-
-
-def test_write_parquet_other_filesystems_are_wrapped_for_pyarrow():
-    from pyarrow.fs import PyFileSystem
-
-    ds = FakeDataset()
-    common.write_parquet(ds, "memory://h10-common-test/responses")
-    ((path, kwargs),) = ds.calls
-    assert path == "/h10-common-test/responses"
-    assert isinstance(kwargs["filesystem"], PyFileSystem) and kwargs["ray_remote_args"] == {"num_cpus": 0.25}
 
 
 class FakeRay:

@@ -1,4 +1,4 @@
-"""The shared stage runner: failure reasons, batch file names, progress lines; stages through Ray."""
+"""The Ray Data executor of declared pipelines: failure reasons, batch file names, progress lines; pipelines through Ray."""
 from __future__ import annotations
 
 import io
@@ -7,7 +7,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ray_jobs.runner import Progress, StageRunner, StageSpec, batch_file_name, batch_stats, one_line
+from ray_jobs.execute import batch_file_name, one_line, run_pipelines
+from ray_jobs.plan import Pipeline, Stage
+from ray_jobs.progress import Progress, batch_stats
 
 
 def test_one_line_takes_the_innermost_error_line():
@@ -94,27 +96,29 @@ def _rows(config: str, xs: list[int]) -> pa.Table:
     return pa.table({"sample_id": [f"s{x}" for x in xs], "config": [config] * len(xs), "mode": ["NT"] * len(xs), "x": xs})
 
 
+def _pipe(name: str, stage: Stage, batches: list[pa.Table]) -> Pipeline:
+    return Pipeline(name, pa.concat_tables(batches), [stage])
+
+
 @pytest.mark.ray
-def test_failing_stages_do_not_stop_the_others(ray_local, tmp_path):
+def test_failing_pipelines_do_not_stop_the_others(ray_local, tmp_path):
     """A constructor that raises, a process that dies on one batch (bounded restarts) and a stage that raises
-    each end as a failed stage with a one-line reason; the healthy stage writes all its rows."""
+    each end as a failed pipeline with a one-line reason; the healthy pipeline writes all its rows."""
     fk = ray_local
     starts = tmp_path / "starts.txt"
     failures_seen = []
-    runner = StageRunner(max_restarts=1, max_task_retries=1, on_failure=lambda s, r: failures_seen.append(s))
-    runner.add(StageSpec("ok", fk.Double, out_uri=str(tmp_path / "ok"), num_cpus=0.1))
-    runner.add(StageSpec("broken", fk.BrokenInit, out_uri=str(tmp_path / "broken"), num_cpus=0.1))
-    runner.add(StageSpec("crash", fk.CrashOn, {"bad": 7, "starts_file": str(starts)}, out_uri=str(tmp_path / "crash"),
-                         num_cpus=0.1, in_flight=1))
-    runner.add(StageSpec("raise", fk.RaiseOn, out_uri=str(tmp_path / "raise"), num_cpus=0.1))
-    for i in range(0, 12, 3):
-        runner.feed("ok", _rows("ok", list(range(i, i + 3))))
-        runner.feed("broken", _rows("broken", list(range(i, i + 3))))
-        runner.feed("raise", _rows("raise", list(range(i, i + 3))))
-    runner.feed("crash", _rows("crash", [1, 2]))
-    runner.feed("crash", _rows("crash", [7, 8]))
-    runner.feed("crash", _rows("crash", [9, 10]))
-    failures = runner.run()
+    xs = [list(range(i, i + 3)) for i in range(0, 12, 3)]
+    pipes = [
+        _pipe("ok", Stage("s", fk.Double, batch_size=3, out_uri=str(tmp_path / "ok"), num_cpus=0.1), [_rows("ok", x) for x in xs]),
+        _pipe("broken", Stage("s", fk.BrokenInit, batch_size=3, out_uri=str(tmp_path / "broken"), num_cpus=0.1),
+              [_rows("broken", x) for x in xs]),
+        _pipe("crash", Stage("s", fk.CrashOn, {"bad": 7, "starts_file": str(starts)}, batch_size=2,
+                             out_uri=str(tmp_path / "crash"), num_cpus=0.1),
+              [_rows("crash", [1, 2]), _rows("crash", [7, 8]), _rows("crash", [9, 10])]),
+        _pipe("raise", Stage("s", fk.RaiseOn, batch_size=3, out_uri=str(tmp_path / "raise"), num_cpus=0.1),
+              [_rows("raise", x) for x in xs]),
+    ]
+    failures = run_pipelines(pipes, max_restarts=1, max_task_retries=1, on_failure=lambda s, r: failures_seen.append(s))
 
     assert set(failures) == {"broken", "crash", "raise"} and sorted(failures_seen) == ["broken", "crash", "raise"]
     assert failures["broken"] == "RuntimeError: engine refused gpu_memory_utilization=1.5 (fake)"
@@ -131,15 +135,12 @@ def test_failing_stages_do_not_stop_the_others(ray_local, tmp_path):
 
 @pytest.mark.ray
 def test_forwarded_batches_stream_into_the_next_stage(ray_local, tmp_path):
-    """Each finished batch of stage a goes on to stage b (a -> b), both written; a retried batch name is stable."""
+    """Each finished batch of stage a goes on to stage b (a -> b), both written."""
     fk = ray_local
-    runner = StageRunner()
-    runner.add(StageSpec("a", fk.Double, out_uri=str(tmp_path / "a" / "{config}"), then="b", num_cpus=0.1,
-                         forward=None))
-    runner.add(StageSpec("b", fk.Double, out_uri=str(tmp_path / "b" / "{config}"), num_cpus=0.1))
-    for i in range(0, 6, 2):
-        runner.feed("a", _rows("c1", [i, i + 1]), {"config": "c1"})
-    assert runner.run() == {}
+    a = Stage("a", fk.Double, batch_size=2, out_uri=str(tmp_path / "a" / "{config}"), num_cpus=0.1)
+    b = Stage("b", fk.Double, batch_size=2, out_uri=str(tmp_path / "b" / "{config}"), num_cpus=0.1)
+    rows = pa.concat_tables([_rows("c1", [i, i + 1]) for i in range(0, 6, 2)])
+    assert run_pipelines([Pipeline("c1", rows, [a, b])]) == {}
     a = pq.read_table(tmp_path / "a" / "c1").to_pylist()
     b = pq.read_table(tmp_path / "b" / "c1").to_pylist()
     assert sorted(r["x"] for r in a) == [0, 2, 4, 6, 8, 10]
@@ -151,14 +152,11 @@ def test_a_concurrent_stage_runs_batches_of_one_actor_at_once(ray_local, tmp_pat
     """concurrency=3 on one actor: three 0.6 s batches overlap on three threads of that one process;
     concurrency=1 runs them one after another (the openai engine's window is kept full this way)."""
     fk = ray_local
-    runner = StageRunner()
-    runner.add(StageSpec("threads", fk.Waits, {"seconds": 0.6}, out_uri=str(tmp_path / "threads"), num_cpus=0.1,
-                         concurrency=3))
-    runner.add(StageSpec("serial", fk.Waits, {"seconds": 0.6}, out_uri=str(tmp_path / "serial"), num_cpus=0.1))
-    for i in range(3):
-        runner.feed("threads", _rows("threads", [i]))
-        runner.feed("serial", _rows("serial", [i]))
-    assert runner.run() == {}
+    threads = Stage("s", fk.Waits, {"seconds": 0.6}, batch_size=1, out_uri=str(tmp_path / "threads"), num_cpus=0.1,
+                    concurrency=3)
+    serial = Stage("s", fk.Waits, {"seconds": 0.6}, batch_size=1, out_uri=str(tmp_path / "serial"), num_cpus=0.1)
+    assert run_pipelines([Pipeline("threads", _rows("threads", [0, 1, 2]), [threads]),
+                          Pipeline("serial", _rows("serial", [0, 1, 2]), [serial])]) == {}
 
     def spans(name):
         rows = sorted(pq.read_table(tmp_path / name).to_pylist(), key=lambda r: r["t0"])
@@ -172,10 +170,10 @@ def test_a_concurrent_stage_runs_batches_of_one_actor_at_once(ray_local, tmp_pat
 
 
 def test_no_job_imports_another_job(repo_root):
-    """Jobs share ray_jobs.common / runner / stages, never each other (issue 17)."""
+    """Jobs share ray_jobs.common / plan / execute / progress / stages, never each other (issue 17)."""
     import ast
 
-    shared = {"ray_jobs.common", "ray_jobs.runner", "ray_jobs.stages", "ray_jobs"}
+    shared = {"ray_jobs.common", "ray_jobs.plan", "ray_jobs.execute", "ray_jobs.progress", "ray_jobs.stages", "ray_jobs"}
     offenders = []
     for path in sorted((repo_root / "ray_jobs").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
