@@ -191,9 +191,13 @@ def run_pipelines(pipelines: list[Pipeline], *, on_counts: Callable | None = Non
     todo = [p for p in pipelines if p.rows.num_rows]
     if not todo:
         return {}
-    if not verbose:
-        logging.getLogger("ray.data").setLevel(logging.ERROR)
-    counts = ray.remote(Counts).options(num_cpus=0).remote()
+    if not verbose:  # a failure is reported once, in one line, by the caller (its trace stays in the session logs)
+        logging.getLogger("ray.data").setLevel(logging.CRITICAL)
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    # on the driver's node: the progress sink goes when the driver goes, never with a worker node
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    counts = ray.remote(Counts).options(num_cpus=0, scheduling_strategy=here).remote()
     env = None if verbose else QUIET_ENV
     errors: dict[str, BaseException] = {}
 

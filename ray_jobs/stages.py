@@ -277,6 +277,11 @@ def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, j
                     progress.shrink("judge", ln.total - ln.done)
         progress.note(f"FAILED {name}: {reason}")
 
+    for p in pipelines:  # every pipeline starts now: rates and ETAs count from here
+        labels = ["judge"] if p.name == "judge" else [f"{p.name} {m}" for m in modes] + ["judge"] * len(p.stages[1:])
+        for label in labels:
+            if label in progress.lines:
+                progress.start(label)
     progress.tick(force=True)
     run_pipelines(pipelines, on_counts=on_counts, on_failure=on_failure, on_tick=progress.tick, verbose=verbose,
                   max_restarts=max_restarts, max_task_retries=max_task_retries)
