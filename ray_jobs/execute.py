@@ -97,7 +97,7 @@ def _run_task(batch: pa.Table, stage: Stage, pipeline: str, counts, last: bool, 
     return StageUDF(stage, pipeline, counts, last, env)(batch)
 
 
-def dataset(p: Pipeline, counts=None, env: dict | None = None, max_restarts: int = 1, max_task_retries: int = 1):
+def dataset(p: Pipeline, counts=None, env: dict | None = None, max_restarts: int = 1, max_task_retries: int = -1):
     """The Ray Data Dataset of pipeline ``p`` (lazy: nothing runs until it is consumed)."""
     import ray
 
@@ -162,7 +162,7 @@ def _is_ray_error(e: BaseException) -> bool:
 
 def run_pipelines(pipelines: list[Pipeline], *, on_counts: Callable | None = None, on_failure: Callable | None = None,
                   on_tick: Callable | None = None, verbose: bool = False, max_restarts: int = 1,
-                  max_task_retries: int = 1, poll_s: float = 0.5) -> dict[str, str]:
+                  max_task_retries: int = -1, poll_s: float = 0.5) -> dict[str, str]:
     """Run every pipeline at once, each as its own Dataset consumed in its own thread, until all end.
 
     Args:
@@ -173,7 +173,11 @@ def run_pipelines(pipelines: list[Pipeline], *, on_counts: Callable | None = Non
         on_tick: ``() -> None`` about every ``poll_s`` seconds (progress redraw).
         verbose: keep the libraries' own output in the actors.
         max_restarts: restarts of a dead actor process (the constructor runs again), per actor.
-        max_task_retries: retries of a batch whose actor died while computing it.
+        max_task_retries: retries of a batch whose actor died or became unreachable while computing it;
+            -1 (default) = as long as the actor can come back, so the bound is ``max_restarts``: a batch
+            that kills its engine is retried once per restart. A finite number here turns a lost node
+            into failed configs: the retry reaches the actor while it is still being restarted elsewhere
+            (``ActorUnavailableError``).
 
     Returns:
         ``{failed pipeline: one-line reason}``.

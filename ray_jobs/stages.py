@@ -216,7 +216,7 @@ def plan_sweep(cfg, samples: list[dict], models: list[ModelConfig], latest: dict
 def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, judges: JudgesConfig | None,
                        modes=("NT", "T"), max_attempts: int = MAX_ATTEMPTS, only: list[str] | None = None,
                        progress: Progress | None = None, verbose: bool = False, max_restarts: int = 1,
-                       max_task_retries: int = 1) -> RunOutcome:
+                       max_task_retries: int = -1) -> RunOutcome:
     """Generate every pending row of every config at once and judge each response batch as it lands.
 
     Args:
