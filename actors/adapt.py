@@ -24,7 +24,8 @@ REQUIRED_COLUMNS = {"sample_id": "item id", "images": "image bytes", "question":
 
 
 class AdaptStage:
-    """Callable class for ``map_batches``; one engine per actor; ``settings`` from the sweep's ``adapt:``."""
+    """Stage class of an ``adapt:<config>`` pipeline (``ray_jobs.stages.adapt_episodes``); one engine per actor;
+    ``settings`` from the sweep's ``adapt:``."""
 
     def __init__(self, model_config: ModelConfig | dict, settings: dict, schema: pa.Schema):
         self.model = model_config if isinstance(model_config, ModelConfig) else ModelConfig.model_validate(model_config)

@@ -11,9 +11,7 @@ Column flow (one row)::
     out: + step_matched=2, step_precision=1.0, step_recall=0.667, step_f1=0.8,
            step_lis=1.0, step_ordered_f1=0.8
 
-Usage::
-
-    ds = score_steps(ds, tau=0.35, alpha=0.5, pool_size=2, num_cpus=0.75)
+Run by the ``crystal`` pipeline (``ray_jobs.stages.score_run``; resources from the sweep's ``crystal:``).
 """
 from __future__ import annotations
 
@@ -36,7 +34,7 @@ STEP_MATCHED = "step_matched"
 
 
 class StepScoreUDF:
-    """Callable class for ``Dataset.map_batches(..., compute=ActorPoolStrategy(...))``.
+    """Stage class of the ``crystal`` stage (``batch_format="numpy"``; one embedder per actor).
 
     Args:
         tau: matching threshold (strict), SPEC section 3.
@@ -90,36 +88,3 @@ class StepScoreUDF:
         # Ragged list columns (object arrays of arrays) go back as Arrow lists, not pickled objects.
         return pa.Table.from_pydict({k: [list(x) if isinstance(x, (np.ndarray, list, tuple)) else x for x in v]
                                      if v.dtype == object else v for k, v in out.items()})
-
-
-def score_steps(
-    ds: Any,
-    *,
-    tau: float = 0.35,
-    alpha: float = 0.5,
-    order: str = "lis",
-    model_path: str | None = None,
-    pool_size: int = 1,
-    num_cpus: float = 1.0,
-    batch_size: int = 64,
-) -> Any:
-    """Add the step-score columns to a Ray Dataset with ``pool_size`` embedder actors.
-
-    Args:
-        ds: a ``ray.data.Dataset`` with the ``StepScoreUDF.REQUIRED_COLUMNS``.
-        tau, alpha, order, model_path: passed to ``StepScoreUDF``.
-        pool_size: number of embedder actors (each loads the model once).
-        num_cpus: CPUs reserved per actor; on a 2-core machine keep it below 1 (e.g. 0.75) so reads and
-            writes still get CPU (DESIGN.md, "Ray").
-        batch_size: rows per batch handed to an actor.
-    """
-    import ray.data
-
-    return ds.map_batches(
-        StepScoreUDF,
-        fn_constructor_kwargs={"tau": tau, "alpha": alpha, "order": order, "model_path": model_path},
-        compute=ray.data.ActorPoolStrategy(size=pool_size),
-        batch_size=batch_size,
-        batch_format="numpy",
-        num_cpus=num_cpus,
-    )

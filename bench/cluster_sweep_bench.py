@@ -18,7 +18,9 @@ max(generation, judging). Every figure includes actor start-up (the engine "load
 is measured apart. Then the paper-size dry run: ``configs/sweeps/patterneval-25.yaml`` with every engine
 swapped for ``replay`` (no delay) and its LLM judges pointed at the fake server (no latency), on
 ``--paper-prompts`` prompts: it must complete, and its wall time over its rows gives the pipeline's own
-per-request overhead used by the README's capacity plan.
+per-request overhead used by the capacity plan. It runs twice side by side, each in a fresh process:
+text-only rows and rows with an image each (the driver loads image paths; the actors read the bytes), with
+the driver's peak RSS (goal, issue 20: image run <= 1.2 x text run).
 """
 from __future__ import annotations
 
@@ -42,11 +44,12 @@ from howeval.records import RESPONSE_SCHEMA  # noqa: E402
 from howeval.store import join, read_jsonl, read_table  # noqa: E402
 
 
-def write_inputs(d: Path, n: int, configs: int) -> tuple[Path, list[Path]]:
+def write_inputs(d: Path, n: int, configs: int, images: bool = True) -> tuple[Path, list[Path]]:
     """A manifest of ``n`` prompts (the demo set repeated, unique uids, absolute image paths) and, per
     config, the recorded answers its replay engine gives (the gold answer, both modes). Each config's text
     names the config, so no two configs give the same response and the judge's cache (one call per identical
-    request) cannot answer one config's rows from another's: every response costs one judge call."""
+    request) cannot answer one config's rows from another's: every response costs one judge call.
+    ``images`` False leaves every row without its image (the text-only variant)."""
     demo = REPO / "datasets" / "demo"
     d.mkdir(parents=True, exist_ok=True)
     base = read_jsonl(demo / "manifest.jsonl")
@@ -56,7 +59,10 @@ def write_inputs(d: Path, n: int, configs: int) -> tuple[Path, list[Path]]:
         for i in range(n):
             row = dict(base[i % len(base)])
             row["uid"] = f"{row['uid']}#{i}"
-            row["image"] = str(demo / row["image"])
+            if images:
+                row["image"] = str(demo / row["image"])
+            else:
+                row.pop("image", None)
             m.write(json.dumps(row) + "\n")
             rows.append(row)
     for c, path in enumerate(recorded):
@@ -90,7 +96,7 @@ def bench_configs(a, d: Path, url: str) -> dict:
                                            "benchmarks": [{"path": str(manifest)}], "judges": fake_judge(url),
                                            "ray": {"num_cpus": 2}})
 
-    samples, _ = load_samples(cfg("x").benchmarks)
+    samples, _ = load_samples(cfg("x").benchmarks, read_images=False)  # as the sweep: the actors read the images
     res: dict = {"alone_s": {}}
     serial = cfg("serial")
     t0 = time.perf_counter()
@@ -131,12 +137,16 @@ def bench_configs(a, d: Path, url: str) -> dict:
     return res
 
 
-def paper_dry_run(a, d: Path, url: str) -> dict:
-    """The 25-config file with replay engines (no delay) and the fake judge (no latency) on ``--paper-prompts``."""
+def paper_dry_run(a, d: Path, url: str, images: bool) -> dict:
+    """The 25-config file with replay engines (no delay) and the fake judge (no latency) on ``--paper-prompts``,
+    each row with its image (``images``) or without; the driver loads rows as the sweep does (image paths
+    only, the actors read the bytes). Runs in its own process so that its peak RSS is its own."""
+    import resource
+
     from ray_jobs.stages import generate_and_judge
 
     paper = load_sweep_config(REPO / "configs" / "sweeps" / "patterneval-25.yaml")
-    manifest, recorded = write_inputs(d, a.paper_prompts, len(paper.models))
+    manifest, recorded = write_inputs(d, a.paper_prompts, len(paper.models), images=images)
     raw = paper.model_dump()
     for m, path in zip(raw["models"], recorded):
         m.update(engine="replay", model=None, options={"path": str(path)},
@@ -146,14 +156,50 @@ def paper_dry_run(a, d: Path, url: str) -> dict:
     raw.update(output_uri=str(d / "paper"), benchmarks=[BenchmarkConfig(path=str(manifest)).model_dump()],
                judges=fake_judge(url, replicas=2, concurrency=8), crystal=None, adapt=None, ray={"num_cpus": 2})
     cfg = SweepConfig.model_validate(raw)
-    samples, _ = load_samples(cfg.benchmarks)
+    samples, _ = load_samples(cfg.benchmarks, read_images=False)
     t = time.perf_counter()
     out = generate_and_judge(cfg, samples, list(cfg.models), judges=cfg.judges)
     wall = time.perf_counter() - t
     n = len(cfg.models) * a.paper_prompts * 2
     assert not out.failures and out.judged == n, (out.failures, out.judged)
-    return {"configs": len(cfg.models), "prompts": a.paper_prompts, "responses": n, "judge_calls": out.judged,
-            "wall_s": round(wall, 1), "overhead_ms_per_response_and_judgment": round(1000 * wall / n, 2)}
+    rows = read_table(join(cfg.output_uri, "responses"), RESPONSE_SCHEMA)[0]
+    assert rows.num_rows == n and rows.column("images_seen").to_pylist().count(0) == n  # replay: text engine
+    return {"images": images, "configs": len(cfg.models), "prompts": a.paper_prompts, "responses": n,
+            "judge_calls": out.judged, "wall_s": round(wall, 1),
+            "overhead_ms_per_response_and_judgment": round(1000 * wall / n, 2),
+            "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
+def paper_child(a, variant: str) -> int:
+    """``--paper-child text|image``: one paper-size dry run in this (fresh) process; prints its JSON."""
+    from howeval.config import RayConfig
+    from ray_jobs.common import init_ray
+
+    os.environ.setdefault("HOWEVAL_BENCH_KEY", "unused")
+    init_ray(RayConfig(num_cpus=2), verbose=False)
+    with tempfile.TemporaryDirectory() as d, FakeJudgeServer(fault_rate=0.0) as srv:
+        print("RESULT " + json.dumps(paper_dry_run(a, Path(d) / "paper", srv.base_url, images=variant == "image")))
+    return 0
+
+
+def paper_side_by_side(a) -> dict:
+    """Text-only and image-per-row dry runs, each in a fresh process, interleaved ``--paper-repeats`` times."""
+    import subprocess
+
+    runs = []
+    for r in range(a.paper_repeats):
+        for variant in (("text", "image") if r % 2 == 0 else ("image", "text")):
+            cmd = [sys.executable, __file__, "--paper-child", variant, "--paper-prompts", str(a.paper_prompts)]
+            p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "RAY_ADDRESS": "local"})
+            line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
+            if p.returncode or not line:
+                raise RuntimeError(f"paper dry run ({variant}) failed: {p.stdout[-2000:]}{p.stderr[-2000:]}")
+            runs.append(json.loads(line[0][7:]) | {"round": r, "load1": round(os.getloadavg()[0], 1)})
+            print(json.dumps(runs[-1]), flush=True)
+    best = {v: min((x for x in runs if x["images"] == (v == "image")), key=lambda x: x["wall_s"]) for v in ("text", "image")}
+    ratio = best["image"]["wall_s"] / best["text"]["wall_s"]
+    return {"runs": runs, "text": best["text"], "image": best["image"],
+            "goal_image_vs_text": {"ratio": round(ratio, 3), "goal": 1.2, "met": ratio <= 1.2}}
 
 
 def main(argv=None) -> int:
@@ -164,8 +210,13 @@ def main(argv=None) -> int:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--judge-latency", type=float, default=0.2, help="fake judge seconds per call")
     p.add_argument("--paper-prompts", type=int, default=200, help="0 skips the paper-size dry run")
+    p.add_argument("--paper-repeats", type=int, default=1, help="text / image dry-run pairs, interleaved")
+    p.add_argument("--skip-sweep", action="store_true", help="only the paper-size dry runs")
+    p.add_argument("--paper-child", choices=["text", "image"], help=argparse.SUPPRESS)
     p.add_argument("--out", default=str(REPO / "bench" / "results" / "cluster_sweep.json"))
     a = p.parse_args(argv)
+    if a.paper_child:
+        return paper_child(a, a.paper_child)
     os.environ.setdefault("HOWEVAL_BENCH_KEY", "unused")
     from howeval.config import RayConfig
     from ray_jobs.common import init_ray
@@ -176,11 +227,14 @@ def main(argv=None) -> int:
               "machine": f"{os.cpu_count()} CPUs, {platform.machine()}, Python {platform.python_version()}, "
                          f"load average at start {os.getloadavg()[0]:.1f}"}
     with tempfile.TemporaryDirectory() as d:
-        with FakeJudgeServer(fault_rate=0.0, latency_s=a.judge_latency) as srv:
-            result["sweep"] = bench_configs(a, Path(d) / "sweep", srv.base_url)
-        if a.paper_prompts:
-            with FakeJudgeServer(fault_rate=0.0) as srv:
-                result["paper_dry_run"] = paper_dry_run(a, Path(d) / "paper", srv.base_url)
+        if not a.skip_sweep:
+            with FakeJudgeServer(fault_rate=0.0, latency_s=a.judge_latency) as srv:
+                result["sweep"] = bench_configs(a, Path(d) / "sweep", srv.base_url)
+    import ray
+
+    ray.shutdown()  # the dry runs start their own
+    if a.paper_prompts:
+        result["paper_dry_run"] = paper_side_by_side(a)
     result["load_average_at_end"] = round(os.getloadavg()[0], 1)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(result, indent=2) + "\n")

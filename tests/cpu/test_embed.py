@@ -167,20 +167,27 @@ def test_udf_adds_columns(embedder, worked_example):
 
 @pytest.mark.slow
 @pytest.mark.ray
-def test_udf_in_ray_data_actor_pool(worked_example):
+def test_udf_in_ray_data_actor_pool(worked_example, tmp_path):
     ray = pytest.importorskip("ray")
-    from actors.embedder import score_steps
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from actors.embedder import StepScoreUDF
+    from ray_jobs.execute import run_pipelines
+    from ray_jobs.plan import Pipeline, Stage
 
     rows = [
         {"sample_id": str(i), "pred_steps": worked_example["predicted_steps"], "ref_steps": worked_example["reference_steps"]}
         for i in range(4)
     ]
+    stage = Stage("crystal", StepScoreUDF, {"tau": 0.35, "alpha": 0.3}, batch_size=2, replicas=1, num_cpus=0.75,
+                  batch_format="numpy", out_uri=str(tmp_path / "steps"))
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
     try:
-        ds = ray.data.from_items(rows, override_num_blocks=2)
-        out = score_steps(ds, tau=0.35, alpha=0.3, pool_size=1, num_cpus=0.75, batch_size=2).take_all()
+        assert run_pipelines([Pipeline("crystal", pa.Table.from_pylist(rows), [stage])]) == {}
     finally:
         ray.shutdown()
+    out = pq.read_table(tmp_path / "steps").to_pylist()
     assert len(out) == 4
     assert all(r["step_matched"] == 5 for r in out)
     assert all(r["step_lis"] == pytest.approx(0.6) for r in out)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from howeval.config import JudgesConfig, ModelConfig
 from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA, conform
@@ -93,3 +94,41 @@ def test_tidy_leaves_one_response_and_one_judgment_per_key(tmp_path):
     judg = sorted((r["sample_id"], r["response_hash"], r["judge_error"]) for r in pq.read_table(run / "judgments").to_pylist())
     assert judg == [("a", "ha2", None), ("b", "hb", None)]
     assert not list((run / "responses").rglob("*.tmp"))
+
+
+def test_plan_sweep_declares_each_configs_stages(tmp_path):
+    """The planner (no Ray) gives one pipeline per config with work: generate -> judge, resources and batches
+    in flight from the config (an openai config keeps several batches in one actor), plus a judge pipeline
+    for responses written without a judgment; images travel as paths."""
+    import subprocess
+    import sys
+
+    from howeval.config import SweepConfig
+    from ray_jobs.stages import plan_sweep
+
+    cfg = SweepConfig.model_validate({
+        "name": "p", "output_uri": str(tmp_path / "run"), "benchmarks": [{"path": "m.jsonl"}],
+        "models": [{"name": "rep", "engine": "replay", "options": {"path": "x.jsonl"}, "modes": {"NT": {}, "T": {}},
+                    "resources": {"replicas": 2, "num_cpus": 0.5, "batch_size": 4}},
+                   {"name": "api", "engine": "openai", "model": "m", "modes": {"NT": {}},
+                    "options": {"base_url": "http://127.0.0.1:1/v1", "max_concurrency": 16},
+                    "resources": {"batch_size": 8}}],
+        "judges": {"pattern": [{"name": "rules"}], "replicas": 2, "num_cpus": 0.3}})
+    samples = [{"sample_id": s, "question": "q", "images": None, "image_paths": [f"/img/{s}.png"]} for s in "ab"]
+    written = {("a", "rep", "NT"): {**_resp("a", "NT", h="h"), "config": "rep"}}
+    pipes, info = plan_sweep(cfg, samples, list(cfg.models), written, judges=cfg.judges)
+    assert [p.name for p in pipes] == ["rep", "api", "judge"]
+    rep, api, judge = pipes
+    assert [s.name for s in rep.stages] == ["generate", "judge"] and rep.rows.num_rows == 3  # a/NT is written
+    gen = rep.stages[0]
+    assert (gen.replicas, gen.concurrency, gen.num_cpus, gen.batch_size, gen.read_images) == (2, 1, 0.5, 4, True)
+    assert api.stages[0].concurrency == 3  # ceil(16 / 8) + 1 batches in flight in one actor
+    assert rep.rows.column("image_paths").to_pylist()[0] == ["/img/a.png"]
+    assert rep.rows.column("images").null_count == rep.rows.num_rows  # no image bytes leave the driver
+    assert rep.stages[1].num_cpus == pytest.approx(0.1) and rep.stages[1].replicas == 2  # 0.3 CPUs over 3 pipelines
+    assert judge.rows.column("sample_id").to_pylist() == ["a"] and [s.name for s in judge.stages] == ["judge"]
+    assert info["totals"]["rep NT"] == (2, 1) and info["totals"]["judge"] == (1 + 3 + 2, 0)
+    assert "generate" in rep.describe() and "PolicyStage" in rep.describe()
+    # the planner is pure: importing it loads no Ray
+    code = "import sys, ray_jobs.plan, ray_jobs.stages; print('ray' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
