@@ -78,7 +78,7 @@ class StageUDF:
             else:
                 out = self.stage(batch)
             if spec.out_uri and out.num_rows:
-                write_table(out, join(spec.out_uri.format(**_first(batch)), batch_file_name(batch)))
+                _write(out, batch, spec.out_uri)
             if self.counts is not None and spec.tally is not None:
                 t = spec.tally
                 self.counts.add.remote(self.pipeline, spec.name, batch_stats(out, t.group_col, t.error_col, t.tokens_col))
@@ -88,9 +88,17 @@ class StageUDF:
         return nxt if nxt is not None else pa.table({"rows": pa.array([], pa.int64())})
 
 
-def _first(batch: pa.Table) -> dict:
-    """Values of the first row's string columns (fills ``{config}`` in an output URI)."""
-    return {c: batch.column(c)[0].as_py() for c in ("config",) if c in batch.column_names}
+def _write(out: pa.Table, batch: pa.Table, uri: str) -> None:
+    """Write ``out`` as one file named by ``batch``'s keys; with ``{config}`` in ``uri``, one file per config
+    value of ``out`` (a judge batch may hold rows of several configs), each named by its own rows' keys."""
+    if "{config}" not in uri:
+        write_table(out, join(uri, batch_file_name(batch)))
+        return
+    import pyarrow.compute as pc
+
+    for config in out.column("config").unique().to_pylist():
+        part = out.filter(pc.equal(out.column("config"), config))
+        write_table(part, join(uri.format(config=config), batch_file_name(part)))
 
 
 def _run_task(batch: pa.Table, stage: Stage, pipeline: str, counts, last: bool, env) -> pa.Table:

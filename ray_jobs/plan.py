@@ -134,16 +134,20 @@ def generate_stage(model, out_uri: str, forward: Callable | None) -> Stage:
 
 def judge_stage(judges, only, cache_dir: str | None, out_uri: str, batch_size: int = 16, share: int = 1,
                 read_images: bool = False) -> Stage:
-    """Verifier + pattern judges: ``judges.replicas`` ``JudgeStage`` actors writing ``judgments/<config>/``.
+    """Verifier + pattern judges: ``JudgeStage`` actors writing ``judgments/<config>/``.
 
-    ``share``: how many pipelines run a judge pool at once; each pool's actors then take
-    ``judges.num_cpus / share`` CPUs, so the judges of a sweep reserve what one pool did and a judge
-    actor always fits beside its config's engine (whole reservations per config could leave every
-    config with an engine and no judge, or the reverse: a deadlock on a small node).
+    ``share``: how many pipelines run a judge pool at once. ``judges.replicas`` and ``judges.num_cpus``
+    describe the sweep's judges as a whole: each pool gets ``max(1, replicas // share)`` actors and the
+    CPUs are split so all pools together reserve ``replicas x num_cpus``. So 25 configs do not start 25
+    times the judge processes, and a judge actor always fits beside its config's engine (whole
+    reservations per config could leave every config with an engine and no judge, or the reverse: a
+    deadlock on a small node).
     """
     from actors.judge import JudgeStage, REQUIRED_COLUMNS
 
+    share = max(share, 1)
+    replicas = max(1, judges.replicas // share)
     return Stage("judge", JudgeStage, {"judges": judges, "only": only, "cache_dir": cache_dir},
-                 inputs=tuple(REQUIRED_COLUMNS), outputs=("judgments",), batch_size=batch_size,
-                 replicas=judges.replicas, num_cpus=judges.num_cpus / max(share, 1), out_uri=out_uri,
+                 inputs=tuple(REQUIRED_COLUMNS), outputs=("judgments",), batch_size=batch_size, replicas=replicas,
+                 num_cpus=judges.num_cpus * judges.replicas / (share * replicas), out_uri=out_uri,
                  tally=Tally("judge", error_col="judge_error"), read_images=read_images)

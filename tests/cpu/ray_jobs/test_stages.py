@@ -125,7 +125,8 @@ def test_plan_sweep_declares_each_configs_stages(tmp_path):
     assert api.stages[0].concurrency == 3  # ceil(16 / 8) + 1 batches in flight in one actor
     assert rep.rows.column("image_paths").to_pylist()[0] == ["/img/a.png"]
     assert rep.rows.column("images").null_count == rep.rows.num_rows  # no image bytes leave the driver
-    assert rep.stages[1].num_cpus == pytest.approx(0.1) and rep.stages[1].replicas == 2  # 0.3 CPUs over 3 pipelines
+    # the judges' 2 actors x 0.3 CPUs are the sweep's: spread over 3 pipelines, one actor each at 0.2
+    assert rep.stages[1].replicas == 1 and rep.stages[1].num_cpus == pytest.approx(0.2)
     assert judge.rows.column("sample_id").to_pylist() == ["a"] and [s.name for s in judge.stages] == ["judge"]
     assert info["totals"]["rep NT"] == (2, 1) and info["totals"]["judge"] == (1 + 3 + 2, 0)
     assert "generate" in rep.describe() and "PolicyStage" in rep.describe()
