@@ -162,9 +162,10 @@ bench-sweep: $(STAMP)
 	nice -n 10 $(BIN)/python bench/sweep_bench.py --out bench/results/sweep_bench.md $(SWEEP_BENCH_ARGS)
 
 # all configs at once with judging streamed vs one after another (12 latency-modelled configs, fake LLM judge),
-# plus the paper-size dry run (25 configs, replay engines, 200 prompts) -> bench/results/cluster_sweep.json
+# plus the paper-size dry run (25 configs, replay engines, 200 prompts), text-only and one image per row side by side,
+# each in a fresh process with its driver peak RSS -> bench/results/cluster_sweep.json
 bench-cluster: $(STAMP)
-	nice -n 10 $(BIN)/python bench/cluster_sweep_bench.py --out bench/results/cluster_sweep.json
+	nice -n 10 $(BIN)/python bench/cluster_sweep_bench.py --out bench/results/cluster_sweep.json $(CLUSTER_BENCH_ARGS)
 
 # verifier speed on the real responses of ../shared/data, beside the previous run's figures and the first version's
 bench-verify: $(STAMP)

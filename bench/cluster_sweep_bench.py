@@ -163,9 +163,11 @@ def paper_dry_run(a, d: Path, url: str, images: bool) -> dict:
     n = len(cfg.models) * a.paper_prompts * 2
     assert not out.failures and out.judged == n, (out.failures, out.judged)
     rows = read_table(join(cfg.output_uri, "responses"), RESPONSE_SCHEMA)[0]
-    assert rows.num_rows == n and rows.column("images_seen").to_pylist().count(0) == n  # replay: text engine
+    assert rows.num_rows == n and rows.column("error").null_count == n, "rows missing or with errors"
+    seen = sum(rows.column("images_seen").to_pylist())
+    assert seen == (n if images else 0), seen  # one image per row reached the engine, or none
     return {"images": images, "configs": len(cfg.models), "prompts": a.paper_prompts, "responses": n,
-            "judge_calls": out.judged, "wall_s": round(wall, 1),
+            "judge_calls": out.judged, "images_seen": seen, "wall_s": round(wall, 1),
             "overhead_ms_per_response_and_judgment": round(1000 * wall / n, 2),
             "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
