@@ -21,12 +21,12 @@ import os
 import re
 import threading
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 import pyarrow as pa
 
-from howeval.store import join, write_table
 from actors.images import ReadImages
+from howeval.store import join, write_table
 from ray_jobs.plan import NAME_COLUMNS, Pipeline, Stage
 from ray_jobs.progress import batch_stats
 

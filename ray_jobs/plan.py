@@ -17,8 +17,9 @@ of the same kind.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 NAME_COLUMNS = ("sample_id", "config", "mode", "attempt", "judge", "response_hash", "judges_needed", "adapt_mode")
 """Columns whose values name a batch's output file (the same rows -> the same file: a retried batch
@@ -121,7 +122,7 @@ class Pipeline:
 def generate_stage(model, out_uri: str, forward: Callable | None) -> Stage:
     """A config's policy actors: ``PolicyStage(model)``, resources and batches in flight from the config;
     each actor reads its rows' images itself (no image passes through the driver)."""
-    from actors.policy import PolicyStage, REQUIRED_COLUMNS
+    from actors.policy import REQUIRED_COLUMNS, PolicyStage
     from howeval.engines.registry import batches_in_flight
 
     r = model.resources
@@ -143,7 +144,7 @@ def judge_stage(judges, only, cache_dir: str | None, out_uri: str, batch_size: i
     reservations per config could leave every config with an engine and no judge, or the reverse: a
     deadlock on a small node).
     """
-    from actors.judge import JudgeStage, REQUIRED_COLUMNS
+    from actors.judge import REQUIRED_COLUMNS, JudgeStage
 
     share = max(share, 1)
     replicas = max(1, judges.replicas // share)

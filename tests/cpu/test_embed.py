@@ -10,8 +10,8 @@ import os
 import numpy as np
 import pytest
 
-from howeval.metrics.steps import step_scores
 from howeval.embed import StepEmbedder, default_model_path
+from howeval.metrics.steps import step_scores
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a hub from the tests
 

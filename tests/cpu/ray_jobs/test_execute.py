@@ -82,8 +82,8 @@ def test_progress_redraws_in_place_on_a_terminal():
 @pytest.fixture(scope="module")
 def ray_local():
     import ray
-
     from fakes import stages as fake_stages
+
     from howeval.config import RayConfig
     from ray_jobs.common import init_ray
 

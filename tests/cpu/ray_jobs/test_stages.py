@@ -10,6 +10,7 @@ from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA, conform
 from howeval.store import compact, write_table
 from ray_jobs.stages import judge_input, latest_responses, pending_work, plan_judging, tidy
 
+
 def _png() -> bytes:
     import io
 
