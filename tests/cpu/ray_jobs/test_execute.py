@@ -129,7 +129,10 @@ def test_failing_pipelines_do_not_stop_the_others(ray_local, tmp_path):
     ok = pq.read_table(tmp_path / "ok").to_pylist()
     assert sorted(r["x"] for r in ok) == [2 * x for x in range(12)]
     crash = pq.read_table(tmp_path / "crash").to_pylist()
-    assert sorted(r["x"] for r in crash) == [2, 4]  # the batch before the crash is kept; the rest stays pending
+    # the batch before the crash is kept, the crashing batch stays pending; a batch queued behind it may run on
+    # the restarted actor before the retry kills it again (Ray Data keeps 2 batches in flight per actor)
+    xs = sorted(r["x"] for r in crash)
+    assert xs in ([2, 4], [2, 4, 18, 20]) and 14 not in xs and 16 not in xs, xs
     assert not (tmp_path / "broken").exists() and not (tmp_path / "raise").exists()
 
 
