@@ -35,7 +35,9 @@ def test_compare_two_demo_runs_with_different_max_tokens(tmp_path, repo_root):
         assert sweep(["--config", str(path), "--output", str(out), "--limit", "4", "--max-tokens", tokens]) == 0
     # the per-sample log of a real run: one line per response, with the prompt as sent
     lines = [json.loads(x) for x in (a / "samples.jsonl").read_text().splitlines()]
-    assert len(lines) == 8 and all(x["prompt"]["messages"][0]["role"] == "system" for x in lines)
+    # the demo's NT mode has a system prompt; T has none (the model's own template switches thinking)
+    assert len(lines) == 8 and {x["mode"]: x["prompt"]["messages"][0]["role"] for x in lines} == {"NT": "system",
+                                                                                                  "T": "user"}
     assert all(x["prompt"]["max_tokens"] == 8 and x["raw_output"] is not None for x in lines)
     # the paper's main table of a real run carries metrics.json's numbers
     import csv
