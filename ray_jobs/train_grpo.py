@@ -154,6 +154,12 @@ def train_loop_per_worker(loop_config: dict) -> None:
             print("[train_grpo] start " + json.dumps({"world_size": world, "resumed_from": resumed_from,
                                                        "time": time.time()}), flush=True)
 
+        if resumed_from is not None and 0 < args.max_steps <= resumed_from:
+            # a group (re)started after the last step's checkpoint, e.g. an elastic resize at the very end:
+            # TRL would run one step past max_steps from there, so there is nothing left to train
+            if rank == 0:
+                print(f"[train_grpo] checkpoint at step {resumed_from} >= max_steps {args.max_steps}: done", flush=True)
+            return
         trainer = GRPOTrainer(model=loop_config["model"], reward_funcs=[reward], args=args, train_dataset=dataset,
                               callbacks=[_make_callback()(rank, world, resumed_from)])
         trainer.train(resume_from_checkpoint=resume_dir)

@@ -83,11 +83,17 @@ def test_one_caller_gets_every_answer_in_order_with_its_own_latency():
 
 def test_concurrent_callers_keep_several_batches_in_the_engine():
     """A batch with one long answer no longer holds the engine: the next batches run beside it."""
-    llm = FakeLLM(max_num_seqs=8)
+    llm = FakeLLM(max_num_seqs=8, step_s=0.02)  # 40 steps = 0.8 s: callers delayed by a loaded machine still overlap
     loop = _loop(llm)
     batches = {t: _reqs(t, [40] + [2] * 3) for t in "abcd"}  # each batch: one long answer, three short
+    start = threading.Barrier(4)
+
+    def submit_together(reqs):
+        start.wait()  # the four callers submit at the same moment, as a stage actor's threads do
+        return loop.submit(reqs)
+
     with ThreadPoolExecutor(4) as pool:
-        outs = dict(zip(batches, pool.map(loop.submit, batches.values())))
+        outs = dict(zip(batches, pool.map(submit_together, batches.values())))
     for t, out in outs.items():
         assert [c.text for c in out] == [f"answer {t}:40"] + [f"answer {t}:2"] * 3
     assert any(len(tags) >= 3 for tags in llm.tags_together)  # requests of >= 3 batches ran in one step
