@@ -128,11 +128,12 @@ def test_failing_pipelines_do_not_stop_the_others(ray_local, tmp_path):
     assert len(starts.read_text().split()) == 2
     ok = pq.read_table(tmp_path / "ok").to_pylist()
     assert sorted(r["x"] for r in ok) == [2 * x for x in range(12)]
-    crash = pq.read_table(tmp_path / "crash").to_pylist()
-    # the batch before the crash is kept, the crashing batch stays pending; a batch queued behind it may run on
-    # the restarted actor before the retry kills it again (Ray Data keeps 2 batches in flight per actor)
+    crash = pq.read_table(tmp_path / "crash").to_pylist() if (tmp_path / "crash").exists() else []
+    # the crashing batch is never written; the other two are written whole or not at all. Which of them ran
+    # before the second crash depends on Ray Data's dispatch order (actor locality may hand the actor [7, 8]
+    # first; 2 batches are in flight per actor), so any whole subset of them is right (CI saw none of them)
     xs = sorted(r["x"] for r in crash)
-    assert xs in ([2, 4], [2, 4, 18, 20]) and 14 not in xs and 16 not in xs, xs
+    assert xs in ([], [2, 4], [18, 20], [2, 4, 18, 20]), xs
     assert not (tmp_path / "broken").exists() and not (tmp_path / "raise").exists()
 
 
