@@ -151,7 +151,7 @@ def measure_ref(commit: str, data: Path, repeats: int) -> dict:
         tar_path.write_bytes(blob)
         with tarfile.open(tar_path) as tf:
             tf.extractall(tmp, filter="data")
-        module = "howeval.judges.verify" if (Path(tmp) / "howeval/judges/verify.py").exists() else "howeval.verify"
+        module = "howeval.judges.verify" if (Path(tmp) / "howeval/judges/verify").exists() else "howeval.verify"
         env = dict(os.environ, PYTHONPATH=tmp)
         proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", module, "--data", str(data),
                                "--repeats", str(repeats)], cwd=tmp, env=env, capture_output=True, text=True)

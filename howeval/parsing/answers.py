@@ -17,7 +17,7 @@ import re
 from howeval.parsing.limits import MAX_NESTING, nesting_depth
 from howeval.parsing.text import boxed_contents, strip_latex
 
-__all__ = ["extract_answer", "find_final_answer", "extract_option_letter"]
+__all__ = ["CONCLUDES_RE", "extract_answer", "extract_option_letter", "find_final_answer", "last_sentence"]
 
 # Where an extracted answer came from (the second item of find_final_answer's result).
 SOURCE_BOXED = "boxed"
@@ -39,10 +39,10 @@ _GSM8K_RE = re.compile(
     r"^[ \t]*(?:step\s*\d+\s*[:.)]\s*)?####[ \t]*(?P<ans>[^\n#]+?)[ \t]*$", re.MULTILINE | re.IGNORECASE
 )  # "#### 18", also as a numbered step ("Step 5: #### 18")
 _BOLD_RE = re.compile(r"\*\*(?P<b>[^*\n]{1,80}?)\*\*|__(?P<u>[^_\n]{1,80}?)__")
-# A concluding statement: "... is 12.", "... comes to 45 apples.", "... equals 7", "x = 3".
-_CONCLUDES_RE = re.compile(
+CONCLUDES_RE = re.compile(
     r"\b(?:is|are|was|were|equals?|comes?\s+to|totals?|gives?|makes?|becomes?|results?\s+in)\b|=", re.IGNORECASE
 )
+"""A concluding statement: "... is 12.", "... comes to 45 apples.", "... equals 7", "x = 3" (search, not match)."""
 _VALUE_RE = re.compile(
     r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?%?(?![\w.]*\d)"
     r"|\\[dt]?frac\s*\{[^{}]+\}\s*\{[^{}]+\}"
@@ -91,8 +91,13 @@ def _clean_line_answer(ans: str) -> str:
     return ans
 
 
-def _last_sentence(text: str) -> str:
-    """The last sentence of the last non-empty line (trailing period kept off)."""
+def last_sentence(text: str) -> str:
+    """The last sentence of the last non-empty line ("" for a blank text); a sentence ends at ". " before a
+    capital or "(" ("P.M." and "1.35" do not end one).
+
+    >>> last_sentence("Step 1: add.\\nSo the total is 12. This is the answer.")
+    'This is the answer.'
+    """
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     if not lines:
         return ""
@@ -123,8 +128,8 @@ def _final_sentence_value(text: str) -> str | None:
     >>> _final_sentence_value("It fell below 5 in 2003. No other year in the chart is under 5.") is None
     True
     """
-    sent = _last_sentence(text)
-    if not sent or len(sent) > 300 or not _CONCLUDES_RE.search(sent):
+    sent = last_sentence(text)
+    if not sent or len(sent) > 300 or not CONCLUDES_RE.search(sent):
         return None
     if _BOUND_RE.search(strip_latex(sent)):
         return None

@@ -1,0 +1,167 @@
+"""Options and the ``multiple_choice`` verifier: which option an answer names, by letter, text, number or math.
+
+SPEC section 1: "following each source task's own criteria". The gold is a letter (MATH-Vision) or an
+option value (PuzzleVQA). The answer names an option by letter, by option text, by number (units
+ignored) or by math-verify equivalence; an answer naming no option is wrong, one naming two is
+unresolved. :func:`verify_options` also serves the TabMWP text types and CRYSTAL when options are given.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from howeval.judges.verify.answer import find_candidate, missing_answer, norm_text, strip_trailing
+from howeval.judges.verify.mathexpr import looks_math, math_equal
+from howeval.judges.verify.numbers import numbers_close, parse_number, units_compatible
+from howeval.judges.verify.result import METHOD_RULE, VerifyResult, register_verifier
+from howeval.parsing.answers import (
+    CONCLUDES_RE,
+    SOURCE_FINAL_SENTENCE,
+    extract_option_letter,
+    last_sentence,
+)
+from howeval.parsing.text import strip_latex
+
+__all__ = ["as_options", "option_letter", "verify_multiple_choice", "verify_options"]
+
+
+def option_letter(i: int) -> str:
+    """The letter of option ``i`` (0 -> "A", ..., 25 -> "Z").
+
+    Raises:
+        IndexError: ``i`` is not in 0..25.
+    """
+    return "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[i]
+
+
+def as_options(options: list | None) -> list[str]:
+    """An item's options as strings (PuzzleVQA options may be ints); ``[]`` for None or no options."""
+    return [str(o) for o in options] if options else []
+
+
+def _option_index_by_value(value: str, options: Sequence[str], rel_tol: float) -> tuple[int | None, str]:
+    """Index of the option equal to ``value`` (text, number, or math-verify); (None, "ambiguous"|"none")."""
+    nv = norm_text(value)
+    hits = [i for i, o in enumerate(options) if nv and norm_text(o) == nv]
+    if len(set(norm_text(options[i]) for i in hits)) == 1:
+        return hits[0], "option text"
+    pv = parse_number(value)
+    if pv:
+        hits = []
+        for i, o in enumerate(options):
+            po = parse_number(o)
+            if po and numbers_close(pv[0], po[0], rel_tol) and units_compatible(pv[1], po[1]):
+                hits.append(i)
+        if len(hits) == 1:
+            return hits[0], "option number"
+        if len(hits) > 1:
+            return None, "ambiguous"
+    if looks_math(value):
+        hits = [i for i, o in enumerate(options) if looks_math(o) and math_equal(o, value)]
+        if len(hits) == 1:
+            return hits[0], "option math-equivalent"
+        if len(hits) > 1:
+            return None, "ambiguous"
+    # an option's text inside a longer answer ("The answer is April"): exactly one, not a part of another
+    inside = [i for i, o in enumerate(options) if norm_text(o) and re.search(rf"\b{re.escape(norm_text(o))}\b", nv)]
+    inside = [i for i in inside if not any(j != i and norm_text(options[i]) in norm_text(options[j]) for j in inside)]
+    if len(inside) == 1:
+        return inside[0], "option text in answer"
+    if len(inside) > 1:
+        return None, "ambiguous"
+    return None, "none"
+
+
+def _pick_option(cand: str, options: Sequence[str], rel_tol: float) -> tuple[int | None, str]:
+    """The option a candidate answer names: by letter first, then by value. (None, why) if none.
+
+    A candidate naming two or more different option letters ("(A) Yes (B) No", an echoed option list)
+    names none: ``(None, "ambiguous: ...")``.
+    """
+    named = sorted({m for m in re.findall(r"\(([A-Z])\)", cand) if ord(m) - ord("A") < len(options)})
+    if len(named) > 1:
+        return None, f"ambiguous: names options {', '.join(named)} (an echoed option list?)"
+    letter = extract_option_letter(cand, len(options))
+    if letter is not None:
+        idx = ord(letter) - ord("A")
+        rest = re.sub(r"^\W*[A-Z]\W+", "", strip_latex(cand)) if len(strip_latex(cand)) > 3 else ""
+        if rest:
+            j, _ = _option_index_by_value(rest, options, rel_tol)
+            if j is not None and j != idx and norm_text(options[j]) != norm_text(options[idx]):
+                return None, f"ambiguous: letter {letter} but text names {option_letter(j)}"
+        return idx, "letter"
+    return _option_index_by_value(cand, options, rel_tol)
+
+
+def _gold_option_index(answer: str, options: Sequence[str], rel_tol: float) -> int:
+    a = answer.strip()
+    if re.fullmatch(r"[A-Z]", a) and ord(a) - ord("A") < len(options):
+        return ord(a) - ord("A")
+    idx, how = _option_index_by_value(a, options, rel_tol)
+    if idx is None or how == "option text in answer":
+        raise ValueError(f"gold answer {answer!r} is neither an option letter nor one of the options {list(options)}")
+    return idx
+
+
+def verify_options(response: str, answer: str, options: Sequence[str], rel_tol: float) -> VerifyResult:
+    """The verdict on a response to an item with options: the option it names against the gold option.
+
+    Args:
+        response: the user-facing response.
+        answer: the gold, an option letter ("B") or an option's value ("1", "blue").
+        options: the option texts, option A first (non-empty).
+        rel_tol: relative tolerance when an answer names an option by number (> 0).
+
+    Returns:
+        ``correct=True`` when the named option is the gold one (or has the same normalized text),
+        False when another option or no option is named by a short answer, None (unresolved) when
+        the answer is ambiguous, a long answer names no option, or no answer is found.
+
+    Raises:
+        ValueError: the gold is neither an option letter nor one of the options.
+    """
+    gold = _gold_option_index(answer, options, rel_tol)
+    cand, src = find_candidate(response)
+    if cand is None and src != "empty":
+        # a whole response that is one option, with or without its letter: "(B) Each term in pattern B ..."
+        whole = strip_trailing(response)
+        starts_with_letter = re.match(r"\(?[A-Z][).:]\s", whole) is not None
+        if starts_with_letter or any(norm_text(whole) == norm_text(o) for o in options):
+            cand, src = whole, "whole response"
+    if cand is None and src not in ("empty", "refusal"):
+        # a concluding last sentence that names exactly one option by its text ("... the wettest was April.")
+        last = last_sentence(response)
+        if CONCLUDES_RE.search(last):
+            j, how_j = _option_index_by_value(last, options, rel_tol)
+            if j is not None and how_j == "option text in answer":
+                cand, src = strip_trailing(last), SOURCE_FINAL_SENTENCE
+    if cand is None:
+        return missing_answer(response, src)
+    idx, how = _pick_option(cand, options, rel_tol)
+    gold_desc = f"gold {option_letter(gold)} ({options[gold]})"
+    if idx is None:
+        if how.startswith("ambiguous"):
+            return VerifyResult(None, cand, METHOD_RULE, f"unresolved: {how}; {gold_desc}")
+        if len(cand.split()) <= 8 or parse_number(cand) or looks_math(cand):
+            return VerifyResult(False, cand, METHOD_RULE, f"answer ({src}) names no option; {gold_desc}")
+        return VerifyResult(None, cand, METHOD_RULE, f"unresolved: long answer ({src}) names no option; {gold_desc}")
+    ok = idx == gold or norm_text(options[idx]) == norm_text(options[gold])
+    return VerifyResult(ok, cand, METHOD_RULE, f"picked {option_letter(idx)} ({options[idx]}) by {how} ({src}); {gold_desc}")
+
+
+@register_verifier("multiple_choice")
+def verify_multiple_choice(response: str, answer: str, options: list | None, *, rel_tol: float) -> VerifyResult:
+    """Options A.. ; gold is a letter ("A", MATH-Vision) or an option value ("1", PuzzleVQA).
+
+    The response's answer (boxed / answer line / bare) names an option by letter, by normalized
+    text, by number with units ignored ("9" = "9 litres"), or by math-verify equivalence
+    ("6(\\sqrt{2}-1)" = "$6(\\sqrt{2}-1)$"). Names no option: False. Letter and text disagree:
+    unresolved.
+
+    Raises:
+        ValueError: no options, or the gold is neither a letter nor an option.
+    """
+    opts = as_options(options)
+    if not opts:
+        raise ValueError(f"multiple_choice needs options; got {options!r} for gold {answer!r}")
+    return verify_options(response, answer, opts, rel_tol)
