@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from howeval.benchmarks.adapt.loop import run_adaptive_batch
 from howeval.benchmarks.adapt.metrics import key_step_coverage
-from howeval.config import ModelConfig
+from howeval.config import AdaptConfig, ModelConfig, check_config
 from howeval.engines.registry import build_engine
 from howeval.records import check_columns, conform
 from howeval.judges.verify import verify
@@ -24,16 +24,29 @@ REQUIRED_COLUMNS = {"sample_id": "item id", "images": "image bytes", "question":
 
 
 class AdaptStage:
-    """Stage class of an ``adapt:<config>`` pipeline (``ray_jobs.stages.adapt_episodes``); one engine per actor;
-    ``settings`` from the sweep's ``adapt:``."""
+    """Stage class of an ``adapt:<config>`` pipeline (``ray_jobs.stages.adapt_episodes``); one engine per actor.
 
-    def __init__(self, model_config: ModelConfig | dict, settings: dict, schema: pa.Schema):
-        self.model = model_config if isinstance(model_config, ModelConfig) else ModelConfig.model_validate(model_config)
-        self.engine = build_engine(self.model.engine, self.model.model, self.model.options)
-        self.settings, self.schema = settings, schema
+    Args:
+        model_config: the config whose engine runs the episodes (pickled once per actor).
+        settings: the sweep's ``adapt:`` block with ``tool_format`` filled in for this engine
+            (``ray_jobs.stages.adapt_settings``): turns, tokens per turn, coverage threshold, embedder.
+        schema: the output schema (``howeval.records.ADAPT_SCHEMA``).
+
+    Raises:
+        TypeError: ``model_config`` or ``settings`` is not the config object (a dict is not re-validated here).
+        ValueError: ``settings.tool_format`` is unset (call ``AdaptConfig.for_engine`` first).
+    """
+
+    def __init__(self, model_config: ModelConfig, settings: AdaptConfig, schema: pa.Schema):
+        check_config(model_config, ModelConfig, "model_config")
+        check_config(settings, AdaptConfig, "settings")
+        if settings.tool_format is None:
+            raise ValueError("settings.tool_format is None: pass AdaptConfig.for_engine(engine), which fills it in")
+        self.model, self.settings, self.schema = model_config, settings, schema
+        self.engine = build_engine(self.model.engine, self.model.model, self.model.engine_options())
         from howeval.embed import StepEmbedder
 
-        self.embedder = StepEmbedder(model_path=settings.get("embedder"))
+        self.embedder = StepEmbedder(model_path=settings.embedder)
 
     def coverage(self, key_steps: list[str] | None, steps: list[str]) -> float | None:
         """Key-step coverage by embedding match at ``coverage_tau`` (SPEC 4); None without key steps."""
@@ -41,7 +54,7 @@ class AdaptStage:
             return None
         if not steps:
             return 0.0
-        return key_step_coverage(key_steps, steps, self.embedder.similarity, tau=self.settings["coverage_tau"])
+        return key_step_coverage(key_steps, steps, self.embedder.similarity, tau=self.settings.coverage_tau)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         check_columns(batch.column_names, REQUIRED_COLUMNS, "AdaptStage")
@@ -54,9 +67,9 @@ class AdaptStage:
                       "evidence_boxes": r.get("evidence_boxes") or [], "key_steps": r.get("key_steps") or [],
                       "domain": r.get("domain") or "unknown"} for r in sel]
             try:
-                results = run_adaptive_batch(self.engine, items, mode, self.settings["max_turns"],
-                                             tool_format=self.settings["tool_format"],
-                                             max_tokens=self.settings["max_tokens"], temperature=0.0)
+                results = run_adaptive_batch(self.engine, items, mode, self.settings.max_turns,
+                                             tool_format=self.settings.tool_format,
+                                             max_tokens=self.settings.max_tokens, temperature=0.0)
             except Exception as e:  # the whole batch failed in the engine: recorded on each row
                 out += [{"sample_id": r["sample_id"], "config": self.model.name, "mode": mode,
                          "error": f"{type(e).__name__}: {e}"} for r in sel]

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from howeval.config import CrystalConfig, check_config
 from howeval.records import check_columns
 
 PRED_STEPS = "pred_steps"
@@ -37,11 +38,14 @@ class StepScoreUDF:
     """Stage class of the ``crystal`` stage (``batch_format="numpy"``; one embedder per actor).
 
     Args:
-        tau: matching threshold (strict), SPEC section 3.
-        alpha: order weight of Ordered Match F1, in [0, 1].
-        order: ``"lis"`` or ``"kendall"`` (``howeval.metrics.steps.ORDER_SCORES``).
-        model_path: local sentence-transformers directory; None = bundled all-MiniLM-L6-v2.
-        batch_size: encoder batch size.
+        settings: the sweep's ``crystal:`` block (``howeval.config.CrystalConfig``, checked at load): ``tau``
+            (strict matching threshold, SPEC section 3), ``alpha`` (order weight of Ordered Match F1, in
+            [0, 1]), ``order`` (``"lis"`` or ``"kendall"``), ``embedder`` (a local sentence-transformers
+            folder; None = the bundled all-MiniLM-L6-v2). None = the defaults.
+        batch_size: encoder batch size (>= 1).
+
+    Raises:
+        TypeError: ``settings`` is not a ``CrystalConfig`` (a dict is not re-validated here).
     """
 
     REQUIRED_COLUMNS: dict[str, str] = {
@@ -50,23 +54,13 @@ class StepScoreUDF:
     }
     OUTPUT_COLUMNS: tuple[str, ...] = (STEP_PRECISION, STEP_RECALL, STEP_F1, STEP_LIS, STEP_ORDERED_F1, STEP_MATCHED)
 
-    def __init__(
-        self,
-        tau: float = 0.35,
-        alpha: float = 0.5,
-        order: str = "lis",
-        model_path: str | None = None,
-        batch_size: int = 64,
-    ):
-        from howeval.metrics.steps import ORDER_SCORES
+    def __init__(self, settings: CrystalConfig | None = None, batch_size: int = 64):
         from howeval.embed import StepEmbedder
 
-        if order not in ORDER_SCORES:
-            raise ValueError(f"order={order!r} is not registered; registered: {sorted(ORDER_SCORES)}")
-        if not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"alpha={alpha!r} must lie in [0, 1]")
-        self.tau, self.alpha, self.order = tau, alpha, order
-        self.embedder = StepEmbedder(model_path=model_path, batch_size=batch_size)
+        settings = CrystalConfig() if settings is None else settings
+        check_config(settings, CrystalConfig, "settings")
+        self.tau, self.alpha, self.order = settings.tau, settings.alpha, settings.order
+        self.embedder = StepEmbedder(model_path=settings.embedder, batch_size=batch_size)
 
     @classmethod
     def check_columns(cls, batch: Mapping[str, Any]) -> None:

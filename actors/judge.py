@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from howeval.config import JudgesConfig
+from howeval.config import JudgesConfig, check_config
 from howeval.judges.pipeline import Judger
 from howeval.records import JUDGMENT_SCHEMA, check_columns, conform
 
@@ -19,11 +19,20 @@ REQUIRED_COLUMNS = {
 
 
 class JudgeStage:
-    """Stage class of the ``judge`` stage (``ray_jobs.plan.judge_stage``); ``judges`` is a ``JudgesConfig`` or its ``model_dump()``."""
+    """Stage class of the ``judge`` stage (``ray_jobs.plan.judge_stage``).
 
-    def __init__(self, judges: JudgesConfig | dict, only: list[str] | None = None, cache_dir: str | None = None):
-        cfg = judges if isinstance(judges, JudgesConfig) else JudgesConfig.model_validate(judges)
-        self.judger = Judger(cfg, only=only, cache_dir=cache_dir)
+    Args:
+        judges: the sweep's ``judges:`` block (pickled once per actor).
+        only: pattern-judge names to run (None = all).
+        cache_dir: the write-ahead judge cache folder (``howeval.judges.cache``), or None.
+
+    Raises:
+        TypeError: ``judges`` is not a ``JudgesConfig`` (a dict is not re-validated here).
+    """
+
+    def __init__(self, judges: JudgesConfig, only: list[str] | None = None, cache_dir: str | None = None):
+        check_config(judges, JudgesConfig, "judges")
+        self.judger = Judger(judges, only=only, cache_dir=cache_dir)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         check_columns(batch.column_names, REQUIRED_COLUMNS, "JudgeStage")

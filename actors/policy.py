@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from howeval.config import ModelConfig
+from howeval.config import ModelConfig, check_config
 from howeval.engines.base import Completion
 from howeval.engines.messages import count_images, prompt_record
 from howeval.engines.registry import build_engine
@@ -48,12 +48,17 @@ class PolicyStage:
     """Stage class of a sweep's ``generate`` stage (``ray_jobs.plan.generate_stage``; run by Ray Data actors).
 
     Args:
-        model_config: the ``ModelConfig`` (pickled once per actor), or its ``model_dump()``.
+        model_config: the ``ModelConfig`` (pickled once per actor); its engine gets the typed options
+            object (``ModelConfig.engine_options()``).
+
+    Raises:
+        TypeError: ``model_config`` is not a ``ModelConfig`` (a dict is not re-validated here).
     """
 
-    def __init__(self, model_config: ModelConfig | dict):
-        self.model = model_config if isinstance(model_config, ModelConfig) else ModelConfig.model_validate(model_config)
-        self.engine = build_engine(self.model.engine, self.model.model, self.model.options)
+    def __init__(self, model_config: ModelConfig):
+        check_config(model_config, ModelConfig, "model_config")
+        self.model = model_config
+        self.engine = build_engine(self.model.engine, self.model.model, self.model.engine_options())
         # "ocr" sends text only (any engine); True sends pixels only to engines that take images
         self.vision = self.model.vision == "ocr" or (self.model.vision and getattr(self.engine, "supports_images", True))
 

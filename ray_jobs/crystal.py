@@ -21,8 +21,8 @@ from ray_jobs.common import init_ray
 from ray_jobs.stages import score_run
 
 
-def settings(cfg: SweepConfig) -> dict:
-    """The sweep's ``crystal:`` block over the defaults (``howeval.benchmarks.crystal.crystal_settings``)."""
+def settings(cfg: SweepConfig) -> CrystalConfig:
+    """The sweep's ``crystal:`` block, or the defaults (``howeval.benchmarks.crystal.crystal_settings``)."""
     return crystal_settings(cfg.crystal)
 
 

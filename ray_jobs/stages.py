@@ -22,7 +22,7 @@ from functools import partial
 
 import pyarrow as pa
 
-from howeval.config import JudgesConfig, ModelConfig, SweepConfig
+from howeval.config import AdaptConfig, JudgesConfig, ModelConfig, SweepConfig
 from howeval.judges.pipeline import judge_id, verifier_id
 from howeval.records import (JUDGMENT_SCHEMA, KEY, RESPONSE_KEY, RESPONSE_SCHEMA, SAMPLE_SCHEMA, VERIFY_TYPE, conform,
                              key_of, latest_attempts)
@@ -297,13 +297,13 @@ def score_run(cfg: SweepConfig, samples: list[dict], verbose: bool = False) -> d
     (keyed by ``records.STEP_KEY``: rerunning scores nothing twice). Returns ``{"scored": n}`` and
     ``"failed"`` with the reason when the embedder pipeline failed."""
     from actors.embedder import StepScoreUDF
-    from howeval.benchmarks.crystal import crystal_settings
+    from howeval.benchmarks.crystal import DEFAULT_EMBEDDER, crystal_settings
     from howeval.parsing.steps import response_steps
     from howeval.records import STEP_KEY, STEPS_SCHEMA
     from howeval.store import existing_keys
 
     s = crystal_settings(cfg.crystal)
-    emb = s["embedder"] or "all-MiniLM-L6-v2"
+    emb = s.embedder or DEFAULT_EMBEDDER
     refs = {x["sample_id"]: x["reference_steps"] for x in samples if x.get("reference_steps")}
     responses = latest_responses(read_table(join(cfg.output_uri, "responses"), RESPONSE_SCHEMA)[0].to_pylist())
     remove_temp_files(join(cfg.output_uri, "steps"))
@@ -312,7 +312,7 @@ def score_run(cfg: SweepConfig, samples: list[dict], verbose: bool = False) -> d
     for r in responses.values():
         if r["sample_id"] not in refs or r.get("error"):
             continue
-        key = (r["sample_id"], r["config"], r["mode"], r["response_hash"], emb, s["tau"], s["alpha"], s["order"])
+        key = (r["sample_id"], r["config"], r["mode"], r["response_hash"], emb, s.tau, s.alpha, s.order)
         if key in done:
             continue
         todo.append(dict(zip(STEP_KEY, key)) | {"pred_steps": response_steps(r["response"] or "", r.get("reasoning")),
@@ -320,9 +320,8 @@ def score_run(cfg: SweepConfig, samples: list[dict], verbose: bool = False) -> d
     if not todo:
         return {"scored": 0}
     stage = Stage("crystal", StepScoreUDF, batch_format="numpy", out_uri=join(cfg.output_uri, "steps"),
-                  kwargs={"tau": s["tau"], "alpha": s["alpha"], "order": s["order"], "model_path": s["embedder"]},
-                  inputs=tuple(StepScoreUDF.REQUIRED_COLUMNS), outputs=StepScoreUDF.OUTPUT_COLUMNS, batch_size=64,
-                  replicas=s["replicas"], num_cpus=s["num_cpus"])
+                  kwargs={"settings": s}, inputs=tuple(StepScoreUDF.REQUIRED_COLUMNS),
+                  outputs=StepScoreUDF.OUTPUT_COLUMNS, batch_size=64, replicas=s.replicas, num_cpus=s.num_cpus)
     table = pa.Table.from_pylist(todo, schema=pa.schema([STEPS_SCHEMA.field(n) for n in (*STEP_KEY, "pred_steps", "ref_steps")]))
     failures = run_pipelines([Pipeline("crystal", table, [stage])], verbose=verbose)
     log.info("CRYSTAL: scored %d responses", len(todo))
@@ -333,12 +332,10 @@ ADAPT_WORK_SCHEMA = (SAMPLE_SCHEMA.append(pa.field("image_paths", pa.list_(pa.st
                      .append(pa.field("config", pa.string())).append(pa.field("adapt_mode", pa.string())))
 
 
-def adapt_settings(cfg: SweepConfig, engine: str) -> dict:
+def adapt_settings(cfg: SweepConfig, engine: str) -> AdaptConfig:
     """The sweep's ``adapt:`` block (validated at load; defaults when unset) with tool_format filled in for
-    ``engine`` (plain text for ``hf``/``replay``)."""
-    from howeval.config import AdaptConfig
-
-    return (cfg.adapt or AdaptConfig()).for_engine(engine).model_dump()
+    ``engine`` (plain text for ``hf``/``replay``): what each ``AdaptStage`` of that engine is given."""
+    return (cfg.adapt or AdaptConfig()).for_engine(engine)
 
 
 def adapt_episodes(cfg: SweepConfig, samples: list[dict], verbose: bool = False) -> tuple[dict, dict[str, str]]:
@@ -359,7 +356,7 @@ def adapt_episodes(cfg: SweepConfig, samples: list[dict], verbose: bool = False)
         uri = join(cfg.output_uri, "adapt", model.name)
         remove_temp_files(uri)
         done = existing_keys(read_table(uri, ADAPT_SCHEMA)[0], ("sample_id", "config", "mode"))
-        todo = [{**x, "config": model.name, "adapt_mode": m} for m in s["modes"] for x in items
+        todo = [{**x, "config": model.name, "adapt_mode": m} for m in s.modes for x in items
                 if (x["sample_id"], model.name, m) not in done]
         if not todo:
             continue

@@ -6,6 +6,7 @@ The step metrics themselves (greedy matching, Match F1, LIS / Kendall order, Ord
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 
 from howeval.config import CrystalConfig, validate
 
@@ -27,17 +28,22 @@ def summarize_step_rows(rows: list[dict]) -> dict:
     return out
 
 
-CRYSTAL_DEFAULTS = CrystalConfig().model_dump()
+CRYSTAL_DEFAULTS = CrystalConfig()
 """Defaults of a sweep's ``crystal:`` block (SPEC 3: τ 0.35, α 0.5, LIS order; bundled embedder)."""
 
+DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
+"""The embedder name recorded on step rows when the ``crystal:`` block names none (the bundled model)."""
 
-def crystal_settings(block: CrystalConfig | dict | None) -> dict:
-    """A sweep's ``crystal:`` block (typed, a plain mapping, or None = the defaults) as a dict over
-    :data:`CRYSTAL_DEFAULTS`.
+
+def crystal_settings(block: CrystalConfig | Mapping | None) -> CrystalConfig:
+    """A sweep's ``crystal:`` block as a :class:`CrystalConfig`: the typed block itself, a plain mapping
+    validated over the defaults, or :data:`CRYSTAL_DEFAULTS` for None.
 
     Raises:
-        ConfigError: an unknown key or a bad value (names the key and the rule).
+        ConfigError: an unknown key or a bad value in a mapping (names the key and the rule).
     """
     if isinstance(block, CrystalConfig):
-        return block.model_dump()
-    return validate(CrystalConfig, dict(block or {}), "crystal").model_dump()
+        return block
+    if block is None:
+        return CRYSTAL_DEFAULTS
+    return validate(CrystalConfig, dict(block), "crystal")

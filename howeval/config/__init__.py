@@ -7,6 +7,7 @@ from howeval.config.base import (
     ConfigError,
     StrictModel,
     apply_dotlist,
+    check_config,
     dotlist_keys,
     format_validation_error,
     load_yaml_config,
@@ -43,7 +44,7 @@ from howeval.config.sweep import (
 )
 
 __all__ = [
-    "PATTERN_JUDGE_CONFIGS", "AdaptConfig", "apply_dotlist", "dotlist_keys", "BenchmarkConfig", "BuildRefsConfig", "ConfigError", "CrystalConfig",
+    "PATTERN_JUDGE_CONFIGS", "AdaptConfig", "apply_dotlist", "check_config", "dotlist_keys", "BenchmarkConfig", "BuildRefsConfig", "ConfigError", "CrystalConfig",
     "JudgeEngineConfig", "JudgesConfig", "LLMJudgeConfig", "ModeConfig", "ModelConfig", "PatternJudgeBase",
     "PatternJudgeConfig", "PatternRMJudgeConfig", "RayConfig", "ResourcesConfig", "RulesJudgeConfig",
     "SamplingConfig", "StrictModel", "SweepConfig", "VerifierConfig", "format_validation_error", "pattern_judge_config",

@@ -161,6 +161,20 @@ def validate(cls: type[M], raw: Any, source: str) -> M:
         raise ConfigError(format_validation_error(e, source, cls, raw)) from None
 
 
+def check_config(obj: Any, cls: type[BaseModel], name: str) -> None:
+    """Raise TypeError unless ``obj`` is a ``cls``: a stage takes the typed config object (Ray pickles it),
+    never a dict to validate again.
+
+    >>> check_config({"num_cpus": 1}, StrictModel, "settings")
+    Traceback (most recent call last):
+    ...
+    TypeError: settings: expected a StrictModel, got dict (pass the config object, not its model_dump())
+    """
+    if not isinstance(obj, cls):
+        raise TypeError(f"{name}: expected a {cls.__name__}, got {type(obj).__name__} (pass the config object, "
+                        "not its model_dump())")
+
+
 def with_changes(model: M, source: str, **changes: Any) -> M:
     """``model.model_copy(update=changes)``, checked: the changed fields and the model's validators run again
     (``model_copy`` alone checks nothing). Unchanged fields keep their typed objects: nothing is dumped to a

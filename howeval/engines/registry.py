@@ -1,7 +1,10 @@
 """Engine registry: name -> builder (STYLE rule 2). Unknown names raise, listing the registered ones."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel
 
 from howeval.config.engines import ENGINE_OPTIONS
 from howeval.engines.base import Engine
@@ -34,15 +37,19 @@ def register_engine(name: str, builder: Callable[..., Engine], options_model=Non
         ENGINE_OPTIONS.setdefault(name, options_model)
 
 
-def build_engine(name: str, model: str | None, options: dict | None = None) -> Engine:
-    """Build the engine ``name`` for ``model`` with validated ``options``.
+def build_engine(name: str, model: str | None, options: BaseModel | Mapping[str, Any] | None = None) -> Engine:
+    """Build the engine ``name`` for ``model`` with its options object.
+
+    ``options`` is the engine's typed options object (``ModelConfig.engine_options()``: passed on as is), or a
+    mapping (None = ``{}``) validated against the engine's options model here.
 
     Raises:
         ValueError: unknown engine name (lists registered) or invalid options (pydantic names the key).
     """
     if name not in _BUILDERS:
         raise ValueError(f"unknown engine {name!r}; registered: {sorted(_BUILDERS)}")
-    opts = ENGINE_OPTIONS[name].model_validate(options or {})
+    model_cls = ENGINE_OPTIONS[name]
+    opts = options if isinstance(options, model_cls) else model_cls.model_validate(options or {})
     return _BUILDERS[name](model, opts)
 
 

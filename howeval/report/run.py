@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 
 from howeval.benchmarks.adapt.metrics import summarize_rows
-from howeval.benchmarks.crystal import crystal_settings, summarize_step_rows
+from howeval.benchmarks.crystal import DEFAULT_EMBEDDER, crystal_settings, summarize_step_rows
 from howeval.config import SweepConfig
 from howeval.judges.pipeline import judge_id
 from howeval.metrics.patterneval import sweep_metrics
@@ -179,7 +179,7 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
     steps = read_table(join(out, "steps"), STEPS_SCHEMA)[0].to_pylist()
     if steps and cfg.crystal is not None:  # only rows at the run's current (tau, alpha, order, embedder)
         cs = crystal_settings(cfg.crystal)
-        want = (cs["embedder"] or "all-MiniLM-L6-v2", cs["tau"], cs["alpha"], cs["order"])
+        want = (cs.embedder or DEFAULT_EMBEDDER, cs.tau, cs.alpha, cs.order)
         steps = [r for r in steps if (r["embedder"], r["tau"], r["alpha"], r["order"]) == want]
     if steps:
         metrics["crystal"] = summarize_step_rows(steps)

@@ -173,6 +173,7 @@ def test_udf_in_ray_data_actor_pool(worked_example, tmp_path):
     import pyarrow.parquet as pq
 
     from actors.embedder import StepScoreUDF
+    from howeval.config import CrystalConfig
     from ray_jobs.execute import run_pipelines
     from ray_jobs.plan import Pipeline, Stage
 
@@ -180,7 +181,7 @@ def test_udf_in_ray_data_actor_pool(worked_example, tmp_path):
         {"sample_id": str(i), "pred_steps": worked_example["predicted_steps"], "ref_steps": worked_example["reference_steps"]}
         for i in range(4)
     ]
-    stage = Stage("crystal", StepScoreUDF, {"tau": 0.35, "alpha": 0.3}, batch_size=2, replicas=1, num_cpus=0.75,
+    stage = Stage("crystal", StepScoreUDF, {"settings": CrystalConfig(tau=0.35, alpha=0.3)}, batch_size=2, replicas=1, num_cpus=0.75,
                   batch_format="numpy", out_uri=str(tmp_path / "steps"))
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
     try:

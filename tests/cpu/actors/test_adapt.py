@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from actors.adapt import AdaptStage
-from howeval.config import AdaptConfig
+from howeval.config import AdaptConfig, ModelConfig
 from howeval.records import ADAPT_SCHEMA, MissingColumnsError
 
 
@@ -41,8 +41,8 @@ def stage(tmp_path, monkeypatch):
     # the replay engine keys an adapt turn by its request id "<uid>:<mode>:t<turn>"
     lines = [{"sample_id": "s1:text:t1", "response": "The sign is red.\nIt reads STOP.\nAnswer: STOP"}]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    settings = AdaptConfig(modes=["text"]).for_engine("replay").model_dump()
-    model = {"name": "rep", "engine": "replay", "options": {"path": str(path)}, "modes": {"NT": {}}}
+    settings = AdaptConfig(modes=["text"]).for_engine("replay")
+    model = ModelConfig(name="rep", engine="replay", options={"path": str(path)}, modes={"NT": {}})
     return AdaptStage(model, settings, ADAPT_SCHEMA)
 
 
@@ -80,3 +80,14 @@ def test_missing_columns_are_named(stage):
     row = {k: v for k, v in _row("s1").items() if k != "evidence_boxes"}
     with pytest.raises(MissingColumnsError, match=r"AdaptStage: missing columns \['evidence_boxes'\]"):
         stage(pa.Table.from_pylist([row]))
+
+
+def test_dumped_configs_are_refused_not_revalidated(tmp_path):
+    model = ModelConfig(name="rep", engine="replay", options={"path": str(tmp_path / "r.jsonl")}, modes={"NT": {}})
+    settings = AdaptConfig(modes=["text"]).for_engine("replay")
+    with pytest.raises(TypeError, match="settings: expected a AdaptConfig, got dict"):
+        AdaptStage(model, settings.model_dump(), ADAPT_SCHEMA)
+    with pytest.raises(TypeError, match="model_config: expected a ModelConfig, got dict"):
+        AdaptStage(model.model_dump(), settings, ADAPT_SCHEMA)
+    with pytest.raises(ValueError, match="tool_format is None"):
+        AdaptStage(model, AdaptConfig(modes=["text"]), ADAPT_SCHEMA)

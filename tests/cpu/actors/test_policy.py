@@ -9,6 +9,7 @@ import pytest
 from PIL import Image
 
 from actors.policy import REQUIRED_COLUMNS, PolicyStage
+from howeval.config import ModelConfig
 from howeval.records import RESPONSE_SCHEMA, MissingColumnsError, response_hash
 
 
@@ -28,7 +29,7 @@ def _rows(*ids: str, mode: str = "T") -> list[dict]:
 def stage(tmp_path):
     path = tmp_path / "recorded.jsonl"
     path.write_text(json.dumps({"sample_id": "s1", "mode": "T", "response": "<think>2+2</think> The answer is 4."}) + "\n")
-    return PolicyStage({"name": "rep", "engine": "replay", "options": {"path": str(path)}, "modes": {"T": {}}})
+    return PolicyStage(ModelConfig(name="rep", engine="replay", options={"path": str(path)}, modes={"T": {}}))
 
 
 def test_rows_keep_both_channels_and_errors_stay_on_their_row(stage):
@@ -69,3 +70,8 @@ def test_missing_columns_are_named(stage):
     with pytest.raises(MissingColumnsError, match=r"PolicyStage: missing columns \['answer_type'\] \(answer_type: verifier type\)"):
         stage(pa.Table.from_pylist(rows))
     assert "answer_type" in REQUIRED_COLUMNS
+
+
+def test_a_dumped_config_is_refused_not_revalidated(tmp_path):
+    with pytest.raises(TypeError, match="model_config: expected a ModelConfig, got dict"):
+        PolicyStage({"name": "rep", "engine": "replay", "options": {"path": str(tmp_path / "r.jsonl")}, "modes": {"T": {}}})

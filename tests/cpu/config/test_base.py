@@ -98,10 +98,12 @@ def test_crystal_and_adapt_blocks_are_typed_and_validated_at_load(tmp_path):
 def test_crystal_settings_accepts_the_typed_block():
     from howeval.benchmarks.crystal import CRYSTAL_DEFAULTS, crystal_settings
 
-    assert crystal_settings(None) == CRYSTAL_DEFAULTS == {"tau": 0.35, "alpha": 0.5, "order": "lis", "embedder": None,
-                                                          "replicas": 1, "num_cpus": 0.75}
-    assert crystal_settings(CrystalConfig(order="kendall"))["order"] == "kendall"
-    assert crystal_settings({"alpha": 0.25})["alpha"] == 0.25
+    assert crystal_settings(None) == CRYSTAL_DEFAULTS
+    assert CRYSTAL_DEFAULTS.model_dump() == {"tau": 0.35, "alpha": 0.5, "order": "lis", "embedder": None,
+                                             "replicas": 1, "num_cpus": 0.75}
+    typed = CrystalConfig(order="kendall")
+    assert crystal_settings(typed) is typed and crystal_settings(typed).order == "kendall"  # the object, not a dump
+    assert crystal_settings({"alpha": 0.25}).alpha == 0.25
     with pytest.raises(ConfigError, match="crystal: 1 config error"):
         crystal_settings({"tua": 0.3})
 

@@ -19,11 +19,11 @@ def _cfg(tmp_path, manifest, replay, adapt=None) -> SweepConfig:
 
 def test_settings_fill_tool_format_per_engine(tmp_path):
     cfg = _cfg(tmp_path, "m.jsonl", "r.jsonl")
-    assert settings(cfg, "replay")["tool_format"] == "text" and settings(cfg, "hf")["tool_format"] == "text"
-    assert settings(cfg, "openai")["tool_format"] == "openai"
-    assert settings(cfg, "vllm") == {**AdaptConfig().model_dump(), "tool_format": "openai"}
+    assert settings(cfg, "replay").tool_format == "text" and settings(cfg, "hf").tool_format == "text"
+    assert settings(cfg, "openai").tool_format == "openai"
+    assert settings(cfg, "vllm") == AdaptConfig(tool_format="openai")
     pinned = _cfg(tmp_path, "m.jsonl", "r.jsonl", {"tool_format": "openai", "modes": ["text"], "max_turns": 2})
-    assert settings(pinned, "hf")["tool_format"] == "openai" and settings(pinned, "hf")["modes"] == ["text"]
+    assert settings(pinned, "hf").tool_format == "openai" and settings(pinned, "hf").modes == ["text"]
 
 
 def test_no_items_with_evidence_boxes_runs_nothing(tmp_path):
