@@ -55,7 +55,14 @@ def _norm_value(v: str) -> str:
     return v
 
 
-def _as_number(v: str | None) -> float | None:
+def as_number(v: str | None) -> float | None:
+    """A claim value read as a number: plain ("1,250", "$3", "25%", "12cm^2", trailing units dropped) or a
+    fraction ("7/18", "\\frac{7}{18}"); None for anything else, a zero denominator or None.
+    Used by Con (SPEC section 1, "PatternEval": Contradiction) and the PR check of a conclusion.
+
+    >>> as_number("$1,250"), as_number("frac{3}{4}"), as_number("April"), as_number("1/0")
+    (1250.0, 0.75, None, None)
+    """
     if v is None:
         return None
     s = v.replace(",", "").replace("$", "").replace("%", "").replace("\\", "")
@@ -71,7 +78,7 @@ def _as_number(v: str | None) -> float | None:
 
 
 def _same_value(a: str, b: str) -> bool:
-    na, nb = _as_number(a), _as_number(b)
+    na, nb = as_number(a), as_number(b)
     if na is not None and nb is not None:
         return abs(na - nb) <= 1e-6 * max(1.0, abs(na), abs(nb))
     return a == b
@@ -99,19 +106,20 @@ def _claims_disagree(a: Claim, b: Claim, options: dict[str, str]) -> bool:
 MAX_PAIRWISE_CLAIMS = 64
 """Up to this many distinct claims are compared pair by pair (the first disagreeing pair in text order is
 the evidence); more (a text built to stall the judge: 10,000 forms of one value) go through the linear
-scan of :func:`_disagreeing_pair`."""
+scan of :func:`disagreeing_pair`."""
 
 
 def _canon(v: str | None) -> str | None:
     """A claim value's comparison key: a number to 9 significant digits, else the normalized text."""
     if v is None:
         return None
-    n = _as_number(v)
+    n = as_number(v)
     return f"#{n:.9g}" if n is not None else v
 
 
-def _disagreeing_pair(claims: list[Claim], options: dict[str, str]) -> tuple[Claim, Claim] | None:
-    """Two claims that are definitely different answers (:func:`_claims_disagree`), or None.
+def disagreeing_pair(claims: list[Claim], options: dict[str, str]) -> tuple[Claim, Claim] | None:
+    """Two claims that are definitely different answers (:func:`_claims_disagree`), or None: the evidence of
+    Con (SPEC section 1, "PatternEval": Contradiction). ``options`` maps option letters to their texts.
 
     Pairwise for up to :data:`MAX_PAIRWISE_CLAIMS` claims; beyond that in one linear pass: two different
     letters; else two letter-free claims with different values; else a letter claim whose value differs

@@ -14,8 +14,8 @@ from typing import Any, Mapping, Sequence
 
 from howeval.parsing.text import NUMBER_WORDS
 from howeval.judges.base import JudgeItem, as_judge_items
-from howeval.judges.claims import Claim, _as_number, _disagreeing_pair, extract_claims, options_from_list, parse_options
-from howeval.judges.sentences import Sentence, _clip, _mask_template, _norm_sentence, _words, mask_code_and_quotes, normalize_newlines, split_sentences
+from howeval.judges.claims import Claim, as_number, disagreeing_pair, extract_claims, options_from_list, parse_options
+from howeval.judges.sentences import Sentence, clip_text, mask_code_and_quotes, mask_template, norm_sentence, normalize_newlines, split_sentences, word_tokens
 from howeval.judges.budget import DEFAULT_ITEM_BUDGET_S, BudgetExceeded, CpuDeadline
 from howeval.parsing.limits import InputTooLarge, check_text
 from howeval.judges.verdict import LABELS, PatternVerdict, make_verdict
@@ -82,7 +82,7 @@ def _has_support(s: str) -> bool:
         return True
     if re.search(r"\"[^\"]{2,}\"|“[^”]{2,}”", s):
         return True
-    return any(w in _QUANTITY_WORDS or w == "half" for w in _words(s))
+    return any(w in _QUANTITY_WORDS or w == "half" for w in word_tokens(s))
 
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
@@ -91,7 +91,7 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
 def _numbers(s: str) -> list[float]:
     s = re.sub(r"\\boxed\s*\{[^{}]*\}", " ", s)
     out = [float(x.replace(",", "")) for x in re.findall(r"(?<![A-Za-z_])\d+(?:,\d{3})*(?:\.\d+)?", s)]
-    out += [float(v) for w in _words(s) if (v := _QUANTITY_WORDS.get(w)) is not None]
+    out += [float(v) for w in word_tokens(s) if (v := _QUANTITY_WORDS.get(w)) is not None]
     return out
 
 
@@ -252,7 +252,7 @@ class RuleJudge:
             closes = [m for m in tags if m.group(0).lstrip("<◁").startswith("/") or "end_of" in m.group(0)]
             trace.think_end = closes[-1].end() if closes else len(text)
             trace.superseded_before = trace.think_end
-            first = f"thinking tag {tags[0].group(0)!r}: " + _clip(text[max(0, tags[0].start() - 60) : tags[0].end() + 120])
+            first = f"thinking tag {tags[0].group(0)!r}: " + clip_text(text[max(0, tags[0].start() - 60) : tags[0].end() + 120])
         for s in sents:
             if deadline is not None:
                 deadline.check()
@@ -265,7 +265,7 @@ class RuleJudge:
                     if self_correction:
                         trace.superseded_before = max(trace.superseded_before, s.start + len(s.text))
                     if first is None:
-                        first = f"{name}: {_clip(s.text)}"
+                        first = f"{name}: {clip_text(s.text)}"
                     break
         return first, trace
 
@@ -274,20 +274,20 @@ class RuleJudge:
     def _rep(self, text: str, sents: list[Sentence]) -> str | None:
         seen: dict[str, Sentence] = {}
         for s in sents:
-            n = _norm_sentence(s.text)
+            n = norm_sentence(s.text)
             if sum(not w[0].isdigit() for w in n.split()) >= self.min_dup_words:
                 if n in seen:
-                    return f"repeated sentence: {_clip(s.text)}"
+                    return f"repeated sentence: {clip_text(s.text)}"
                 seen[n] = s
         groups: dict[str, list[Sentence]] = {}
         for s in sents:
-            t = _mask_template(s.text)
+            t = mask_template(s.text)
             if len(t.split()) >= self.min_template_words:
                 groups.setdefault(t, []).append(s)
         for t, ss in groups.items():
             if len(ss) >= self.min_template_repeats:
-                return f"same sentence template x{len(ss)}: {_clip(ss[0].text, 160)} | {_clip(ss[1].text, 160)}"
-        toks = _words(re.sub(r"\\boxed\s*\{[^{}]*\}", " ", text))
+                return f"same sentence template x{len(ss)}: {clip_text(ss[0].text, 160)} | {clip_text(ss[1].text, 160)}"
+        toks = word_tokens(re.sub(r"\\boxed\s*\{[^{}]*\}", " ", text))
         for n, need in ((self.ngram_long, 2), (self.ngram_short, self.min_template_repeats)):
             hit = _repeated_ngram(toks, n, need)
             if hit:
@@ -296,7 +296,7 @@ class RuleJudge:
         counts = Counter((c.letter, c.value) for c in claims)
         for c in claims:
             if counts[(c.letter, c.value)] >= self.min_conclusion_repeats:
-                return f"conclusion stated x{counts[(c.letter, c.value)]}: {_clip(c.source, 80)}"
+                return f"conclusion stated x{counts[(c.letter, c.value)]}: {clip_text(c.source, 80)}"
         return None
 
     # -- Con ------------------------------------------------------------------------------------------
@@ -311,10 +311,10 @@ class RuleJudge:
             if c.pos >= trace.superseded_before and not any(a <= c.pos < b for a, b in trace_ranges)
         ]
         distinct = list({(c.letter, c.value): c for c in reversed(claims)}.values())[::-1]  # first of each
-        pair = _disagreeing_pair(distinct, opts)
+        pair = disagreeing_pair(distinct, opts)
         if pair:
             a, b = pair
-            return f"different final answers: {_clip(a.source, 80)!r} vs {_clip(b.source, 80)!r}"
+            return f"different final answers: {clip_text(a.source, 80)!r} vs {clip_text(b.source, 80)!r}"
         kept = [s for s in sents if s.idx not in in_trace and s.start >= trace.think_end]
         polar: dict[str, tuple[bool, Sentence]] = {}
         for s in kept:
@@ -322,13 +322,13 @@ class RuleJudge:
                 deadline.check()
             clause = re.sub(r"^(?:however|but|so|thus|hence|therefore|also|and|yet|still|then)\b,?\s*", "", s.text, flags=re.I)
             clause = re.sub(r"^[^,;:]{1,40},\s+(?=\S+(?:\s+\S+){3})", "", clause)  # short lead-in phrase
-            toks = _norm_sentence(clause.replace("cannot", "can not").replace("n't", " not")).split()
+            toks = norm_sentence(clause.replace("cannot", "can not").replace("n't", " not")).split()
             if len(toks) < 5:
                 continue
             neg = sum(t in ("not", "no", "never") for t in toks) % 2 == 1
             key = " ".join(t for t in toks if t not in ("not", "no", "never"))
             if key in polar and polar[key][0] != neg:
-                return f"claim and its negation: {_clip(polar[key][1].text, 120)!r} vs {_clip(s.text, 120)!r}"
+                return f"claim and its negation: {clip_text(polar[key][1].text, 120)!r} vs {clip_text(s.text, 120)!r}"
             polar.setdefault(key, (neg, s))
         return None
 
@@ -346,26 +346,26 @@ class RuleJudge:
             return cue_text[s.idx]
 
         def is_answer_sentence(s: Sentence) -> bool:
-            return bool(re.search(r"\\boxed|\banswer\b", s.text, re.IGNORECASE)) or len(_words(s.text)) <= 2
+            return bool(re.search(r"\\boxed|\banswer\b", s.text, re.IGNORECASE)) or len(word_tokens(s.text)) <= 2
 
         # (1) staged analysis, then a bare conclusion
         for i, s in enumerate(kept):
             if _STAGED.search(cue(s)):
                 body = [b for b in kept[i + 1 :] if not is_answer_sentence(b) and not _ASSERTIVE.search(cue(b))]
                 if len(body) <= self.max_bare_body_sentences and not any(_has_support(b.text) for b in body):
-                    return f"staged analysis with no content: {_clip(s.text)}"
+                    return f"staged analysis with no content: {clip_text(s.text)}"
                 break
         # (2) assertive wrapper with no concrete support in its sentence or the preceding context
         for i, s in enumerate(kept):
             if _ASSERTIVE.search(cue(s)) and not _STAGED.search(cue(s)):
                 context = [p for p in kept[max(0, i - 3) : i] if p.para >= s.para - 1]
                 if not _has_support(s.text) and not any(_has_support(p.text) for p in context):
-                    return f"reasoning wrapper without support: {_clip(s.text)}"
+                    return f"reasoning wrapper without support: {clip_text(s.text)}"
         # (3) a numeric conclusion that nothing in the reasoning produces
         claims = [c for c in extract_claims(text) if c.pos >= trace.superseded_before]
         if claims:
             final = claims[-1]
-            val = _as_number(final.value) if final.letter is None else None
+            val = as_number(final.value) if final.letter is None else None
             concl = next((s for s in kept if s.start <= final.pos < s.start + len(s.text) + 1), None)
             body = [s for s in kept if s is not concl and not (s.start <= final.pos < s.start + len(s.text) + 1)]
             body = [s for s in body if not is_answer_sentence(s)]
@@ -379,7 +379,7 @@ class RuleJudge:
                 nums = [x for s in body for x in _numbers(s.text)]
                 nums.append(float(sum(bool(_LIST_ITEM.match(s.text)) for s in body)))  # items enumerated
                 if not _derivable(val, nums):
-                    return f"conclusion {final.source!r} is not derived from any quantity given: {_clip(concl.text)}"
+                    return f"conclusion {final.source!r} is not derived from any quantity given: {clip_text(concl.text)}"
         return None
 
 

@@ -115,21 +115,40 @@ def mask_code_and_quotes(text: str) -> str:
 _WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*")
 
 
-def _words(s: str) -> list[str]:
+def word_tokens(s: str) -> list[str]:
+    """The lower-cased words and numbers of ``s``, in order (a number keeps its ``.``/``,`` groups: "1,250",
+    "2.5"); punctuation, markdown and math delimiters are dropped. Used by the Rep and PR cues
+    (SPEC section 1, "PatternEval": Repetition, Performative reasoning).
+
+    >>> word_tokens("**Step 2:** add 1,250 and 2.5!")
+    ['step', '2', 'add', '1,250', 'and', '2.5']
+    """
     return _WORD.findall(s.lower())
 
 
-def _norm_sentence(s: str) -> str:
-    """Lower-case words and numbers only (punctuation, markdown and math delimiters dropped)."""
+def norm_sentence(s: str) -> str:
+    """A sentence as its lower-case words and numbers joined by single spaces (:func:`word_tokens`), a
+    leading list marker ("-", "*", "2.", "(a)") dropped: the key two sentences repeat each other by
+    (SPEC section 1, "PatternEval": Repetition).
+
+    >>> norm_sentence("2. The **total** is 12.")
+    'the total is 12'
+    """
     s = re.sub(r"^\s*(?:[-*•]|\d+[.)]|\([a-zA-Z0-9]\))\s+", "", s)  # list markers
-    return " ".join(_words(s))
+    return " ".join(word_tokens(s))
 
 
-def _mask_template(s: str) -> str:
-    """Sentence template: numbers -> #, single letters / option labels -> @, inline math -> §."""
+def mask_template(s: str) -> str:
+    """A sentence's template (:func:`norm_sentence` with numbers -> ``#``, single letters / option labels ->
+    ``@``, inline math ``$...$`` / ``\\(...\\)`` dropped): sentences that differ only in those repeat one
+    template (SPEC section 1, "PatternEval": Repetition).
+
+    >>> mask_template("Option B gives 12 apples, so $x=3$.")
+    'option @ gives # apples so'
+    """
     s = re.sub(r"\$[^$]*\$", " § ", s)
     s = re.sub(r"\\\(.*?\\\)", " § ", s)
-    s = _norm_sentence(s)
+    s = norm_sentence(s)
     toks = []
     for t in s.split():
         if re.fullmatch(r"[0-9][0-9.,]*", t):
@@ -141,6 +160,12 @@ def _mask_template(s: str) -> str:
     return " ".join(toks)
 
 
-def _clip(s: str, n: int = 240) -> str:
+def clip_text(s: str, n: int = 240) -> str:
+    """``s`` on one line (whitespace runs collapsed) and at most ``n`` characters (``n`` >= 4), cut with
+    "..." : the evidence quoted in a verdict's reason.
+
+    >>> clip_text("a  very\\nlong sentence", 12)
+    'a very lo...'
+    """
     s = " ".join(s.split())
     return s if len(s) <= n else s[: n - 3] + "..."
