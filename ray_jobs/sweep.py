@@ -32,7 +32,7 @@ from howeval.report.run import write_report
 from howeval.store import join, write_json
 from ray_jobs.common import cluster_summary, init_ray
 from ray_jobs.progress import Progress
-from ray_jobs.stages import MAX_ATTEMPTS, adapt_episodes, generate_and_judge, score_run
+from ray_jobs.stages import MAX_ATTEMPTS, adapt_episodes, adapt_lines, crystal_line, generate_and_judge, score_run
 
 
 def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool = False,
@@ -55,12 +55,16 @@ def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool 
                                  progress=progress, verbose=verbose)
     failures = {k.split(":", 1)[-1]: v for k, v in outcome.failures.items()}
     if cfg.crystal is not None:
-        progress.note(f"CRYSTAL: {score_run(cfg, samples, verbose=verbose)}")
+        progress.note(crystal_line(score_run(cfg, samples, verbose=verbose, progress=progress)))
     if cfg.adapt is not None:
-        _, adapt_failures = adapt_episodes(cfg, samples, verbose=verbose)
+        summaries, adapt_failures = adapt_episodes(cfg, samples, verbose=verbose, progress=progress)
+        for line in adapt_lines(summaries, adapt_failures):
+            progress.note(line)
         failures.update({f"adapt:{k}": v for k, v in adapt_failures.items()})
     write_json(join(cfg.output_uri, "failures.json"), json.dumps(failures, indent=2, sort_keys=True))
-    return write_report(cfg, bad_rows=bad), failures
+    progress.section("report: metrics, tables, plots, samples")
+    progress.tick(force=True)
+    return write_report(cfg, bad_rows=bad, on_file=progress.wrote), failures
 
 
 def no_samples_message(bad: list[dict], output_uri: str) -> str:
