@@ -58,6 +58,7 @@ class _Line:
     new: int = 0
     start: float | None = None
     last: float | None = None
+    ready: float | None = None
     failed: str | None = None
 
 
@@ -67,7 +68,8 @@ class Progress:
     Each line: rows done / total, errors, then
 
     - before any row: ``waiting`` (not started), or ``starting 35s`` (started 35 s ago: engines loading,
-      the first batch on its way; it ticks with every redraw);
+      the first batch on its way; it ticks with every redraw), ``starting 50s (ready after 35s)`` once
+      an actor of the stage is built (:meth:`ready`);
     - after: rows/s, tokens/s and an ETA. The rate is the rows since the label started over the time to
       the last batch; between batches the ETA counts down from the finish that rate projects. When that
       finish has passed with rows still to come (the next batch is late), the rate is taken up to now, so
@@ -113,6 +115,12 @@ class Progress:
         if ln.start is None:
             ln.start = self.clock()
 
+    def ready(self, label: str) -> None:
+        """An actor of the label's stage is built (engine loaded): the line says how long that took."""
+        ln = self.lines[label]
+        if ln.ready is None:
+            ln.ready = self.clock()
+
     def update(self, label: str, rows: int, errors: int = 0, tokens: int = 0) -> None:
         ln = self.lines[label]
         if ln.start is None:
@@ -154,7 +162,8 @@ class Progress:
         elif left <= 0:
             parts.append("done")
         elif ln.start is not None:
-            parts.append(f"starting {duration(now - ln.start)}")
+            parts.append(f"starting {duration(now - ln.start)}"
+                         + (f" (ready after {duration(ln.ready - ln.start)})" if ln.ready is not None else ""))
         else:
             parts.append("waiting")
         return "  ".join(parts)

@@ -254,6 +254,12 @@ def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, j
         log.info("pipeline %s", p.describe())
 
     def on_counts(pipeline, stage, groups):
+        if not groups:  # an actor of this stage is built
+            labels = ["judge"] if stage == "judge" else [f"{pipeline} {m}" for m in modes]
+            for label in labels:
+                if label in progress.lines:
+                    progress.ready(label)
+            return
         for group, s in groups.items():
             if stage == "judge":
                 progress.update("judge", s["rows"] // n_judges, s["errors"] // n_judges)
@@ -348,6 +354,8 @@ def score_run(cfg: SweepConfig, samples: list[dict], verbose: bool = False, prog
 
 
 def _count(progress: Progress, label: str, groups: dict) -> None:
+    if not groups:  # an actor is built
+        progress.ready(label)
     for s in groups.values():
         progress.update(label, s["rows"], s["errors"], s["tokens"])
 
@@ -413,6 +421,9 @@ def adapt_episodes(cfg: SweepConfig, samples: list[dict], verbose: bool = False,
         progress.tick(force=True)
 
     def on_counts(pipeline, _stage, groups):
+        if not groups:  # an actor is built
+            for label in [k for k in progress.lines if k.startswith(f"{pipeline} ")]:
+                progress.ready(label)
         for mode, s in groups.items():
             if f"{pipeline} {mode}" in progress.lines:
                 progress.update(f"{pipeline} {mode}", s["rows"], s["errors"], s["tokens"])

@@ -48,9 +48,11 @@ def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool 
         raise ValueError(no_samples_message(bad, cfg.output_uri))
     cfg = with_generation_settings(cfg)  # what each engine applies: model defaults + overrides, in run_config.json
     write_json(join(cfg.output_uri, "run_config.json"), cfg.model_dump_json(indent=2))
+    progress = progress or Progress()
+    progress.note(f"{len(samples)} samples x {len(cfg.models)} config(s) -> {cfg.output_uri}; starting Ray"
+                  + (f" ({len(bad)} bad rows skipped: bad_rows.json)" if bad else ""))
     init_ray(cfg.ray, verbose=verbose)
     record_provenance(cfg, cluster=cluster_summary())  # <run>/provenance.json: code, packages, hardware, arguments
-    progress = progress or Progress()
     outcome = generate_and_judge(cfg, samples, list(cfg.models), judges=cfg.judges, max_attempts=max_attempts,
                                  progress=progress, verbose=verbose)
     failures = {k.split(":", 1)[-1]: v for k, v in outcome.failures.items()}

@@ -96,6 +96,11 @@ def test_progress_counts_the_seconds_a_line_spends_starting():
     assert p.line("a NT") == "  a NT        0/4        0%  err 0  starting 35s"
     clock.t += 60
     assert p.line("a NT").endswith("starting 1:35") and p.line("judge").endswith("waiting")
+    p.ready("a NT")  # an actor of the stage is built: how long its start took stays on the line
+    clock.t += 20
+    assert p.line("a NT").endswith("err 0  starting 1:55 (ready after 1:35)")
+    p.ready("a NT")  # a second actor changes nothing
+    assert p.line("a NT").endswith("(ready after 1:35)")
 
 
 def test_progress_sections_keep_the_finished_block_and_title_the_next():
