@@ -100,7 +100,7 @@ class Progress:
 
     def section(self, title: str) -> None:
         """Start a new block titled ``title`` (e.g. ``"CRYSTAL step scores"``); the previous block stays on
-        screen as last drawn (draw it with ``tick(force=True)`` first)."""
+        screen as last drawn (draw it final with :meth:`finish` first)."""
         self._drawn = 0
         self.lines = {}
         self.title = title
@@ -184,6 +184,12 @@ class Progress:
         self.stream.write("\n".join(lines) + "\n")
         self.stream.flush()
         self._drawn = len(lines) if self.tty else 0
+
+    def finish(self) -> None:
+        """Draw the block once more, final, and leave it on screen: what follows (a summary line, the next
+        section) is printed under it."""
+        self.tick(force=True)
+        self._drawn = 0
 
     def wrote(self, uri: str) -> None:
         """A line for a file just written, with the seconds since the section began, under the block

@@ -292,7 +292,7 @@ def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, j
     progress.tick(force=True)
     run_pipelines(pipelines, on_counts=on_counts, on_failure=on_failure, on_tick=progress.tick, verbose=verbose,
                   max_restarts=max_restarts, max_task_retries=max_task_retries)
-    progress.tick(force=True)
+    progress.finish()
     tidy(out)
     outcome.seconds = time.perf_counter() - t0
     return outcome
@@ -347,7 +347,7 @@ def score_run(cfg: SweepConfig, samples: list[dict], verbose: bool = False, prog
     failures = run_pipelines([Pipeline("crystal", table, [stage])], verbose=verbose,
                              on_counts=lambda _p, _s, groups: _count(progress, "crystal", groups),
                              on_failure=on_failure, on_tick=progress.tick)
-    progress.tick(force=True)
+    progress.finish()
     log.info("CRYSTAL: scored %d responses", len(todo))
     return {"scored": len(todo), "seconds": time.perf_counter() - t0,
             **({"failed": failures["crystal"]} if failures else {})}
@@ -435,7 +435,7 @@ def adapt_episodes(cfg: SweepConfig, samples: list[dict], verbose: bool = False,
     failures = run_pipelines(pipelines, verbose=verbose, on_counts=on_counts, on_failure=on_failure,
                              on_tick=progress.tick)
     if pipelines:
-        progress.tick(force=True)
+        progress.finish()
     summaries = {m.name: summarize_rows(read_table(join(cfg.output_uri, "adapt", m.name), ADAPT_SCHEMA)[0].to_pylist())
                  for m in cfg.models}
     return summaries, failures
