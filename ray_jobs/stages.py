@@ -442,8 +442,8 @@ def adapt_episodes(cfg: SweepConfig, samples: list[dict], verbose: bool = False,
 
 
 def adapt_lines(summaries: dict, failures: dict[str, str]) -> list[str]:
-    """:func:`adapt_episodes`' result in words, one line per config: accuracy per mode with its count, the
-    MCC of tool calling, errors and unresolved verdicts; a failed config with its reason."""
+    """:func:`adapt_episodes`' result in words, one line per config: accuracy per mode (text, adaptive,
+    oracle) with its count, the MCC of tool calling, errors and unresolved verdicts; a failed config with its reason."""
     out = []
     for name, s in sorted(summaries.items()):
         if name in failures:
@@ -451,7 +451,9 @@ def adapt_lines(summaries: dict, failures: dict[str, str]) -> list[str]:
             continue
         if not s.get("n"):
             continue
-        accs = " · ".join(f"{m} {_pct(s['accuracy'][m]['all'])} ({s['n'][m]})" for m in s["n"])
+        order = ("text", "adaptive", "oracle")
+        modes = sorted(s["n"], key=lambda m: (order.index(m) if m in order else len(order), m))
+        accs = " · ".join(f"{m} {_pct(s['accuracy'][m]['all'])} ({s['n'][m]})" for m in modes)
         extra = [f"MCC {s['mcc']:.3f}" if s.get("mcc") is not None else "MCC –"]
         if sum((s.get("errors") or {}).values()):
             extra.append(f"{sum(s['errors'].values())} engine errors")

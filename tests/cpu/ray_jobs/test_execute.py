@@ -144,7 +144,7 @@ def test_crystal_and_adapt_summaries_read_as_sentences():
     assert crystal_line({"scored": 0, "seconds": 0.1}) == "CRYSTAL: every response with reference steps was already scored"
     assert crystal_line({"scored": 3, "seconds": 4, "failed": "OSError: no embedder"}) == (
         "CRYSTAL FAILED after 4s: OSError: no embedder (the responses stay unscored)")
-    summary = {"n": {"text": 14, "adaptive": 13, "oracle": 14}, "errors": {"adaptive": 1},
+    summary = {"n": {"oracle": 14, "adaptive": 13, "text": 14}, "errors": {"adaptive": 1},  # modes as they came
                "accuracy": {"text": {"all": 2 / 14}, "adaptive": {"all": 1 / 13}, "oracle": {"all": None}},
                "mcc": 0.123456, "unresolved": 2}
     assert adapt_lines({"m": summary, "gone": {}, "bad": summary}, {"bad": "RuntimeError: no engine"}) == [
