@@ -17,16 +17,21 @@ from howeval.benchmarks.loaders import load_samples
 from howeval.config import AdaptConfig, SweepConfig, load_run_config, with_changes
 from howeval.report.run import write_report
 from ray_jobs.common import init_ray
-from ray_jobs.stages import adapt_episodes, adapt_settings as settings  # noqa: F401  (settings re-exported)
+from ray_jobs.progress import Progress
+from ray_jobs.stages import adapt_episodes, adapt_lines, adapt_settings as settings  # noqa: F401  (settings re-exported)
 
 
-def run_adapt(cfg: SweepConfig, samples: list[dict], verbose: bool = False) -> dict:
+def run_adapt(cfg: SweepConfig, samples: list[dict], verbose: bool = False, progress: Progress | None = None) -> dict:
     """Run every model on the items with evidence boxes, all configs at once; returns ``{config: summary}``.
-    A config whose engine fails is reported on stderr and left out (its rows stay pending)."""
+    Prints a progress line per config x mode and a summary line per config; a config whose engine fails
+    is reported on stderr and left out (its rows stay pending)."""
     if not any(s.get("evidence_boxes") and s.get("images") for s in samples):
         return {}
     init_ray(cfg.ray, verbose=verbose)
-    summaries, failures = adapt_episodes(cfg, samples, verbose=verbose)
+    progress = progress or Progress()
+    summaries, failures = adapt_episodes(cfg, samples, verbose=verbose, progress=progress)
+    for line in adapt_lines({k: v for k, v in summaries.items() if k not in failures}, {}):
+        progress.note(line)
     for name, reason in sorted(failures.items()):
         print(f"FAILED {name}: {reason}", file=sys.stderr)
     return {k: v for k, v in summaries.items() if k not in failures}
@@ -39,8 +44,11 @@ def main(argv=None) -> int:
     cfg = load_run_config(a.run)
     cfg = with_changes(cfg, "adapt", adapt=cfg.adapt or AdaptConfig())
     samples, _ = load_samples(cfg.benchmarks, cfg.skip_bad_rows, read_images=False)
-    summaries = run_adapt(cfg, samples)
-    write_report(cfg)
+    progress = Progress()
+    summaries = run_adapt(cfg, samples, progress=progress)
+    progress.section("report")
+    progress.tick(force=True)
+    write_report(cfg, on_file=progress.wrote)
     has_items = any(s.get("evidence_boxes") and s.get("images") for s in samples)
     return 1 if has_items and any(m.name not in summaries for m in cfg.models) else 0
 

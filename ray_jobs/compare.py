@@ -52,11 +52,30 @@ def main(argv=None) -> int:
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    for mode, m in comp["modes"].items():
-        print(f"{mode}: {m['n_shared']} shared prompts; Acc {m['acc']['a']} -> {m['acc']['b']}; "
-              f"Trigger {m['trigger']['a']} -> {m['trigger']['b']}")
-    print(f"wrote {args.out}/compare.md and compare.html")
+    print("\n".join(summary_lines(comp)))
+    print(f"wrote {args.out}/compare.md, compare.html and compare.json")
     return 0
+
+
+def summary_lines(comp: dict) -> list[str]:
+    """One line per mode: shared prompts, then Acc and Trigger of A -> B in % (one decimal, as the sweep's
+    summary), the paired delta in points and its bootstrap interval, e.g.
+    ``NT: 4 shared prompts; Acc 25.0% -> 50.0% (+25.0 pts, CI [-25.0, +75.0]); Trigger 0.0% -> 0.0% (+0.0 pts, CI [+0.0, +0.0])``."""
+    out = []
+    for mode, m in comp["modes"].items():
+        parts = [f"{name} {_stat(m[key])}" for name, key in (("Acc", "acc"), ("Trigger", "trigger"))]
+        out.append(f"{mode}: {m['n_shared']} shared prompts; " + "; ".join(parts))
+    return out
+
+
+def _stat(s: dict) -> str:
+    def pct(x):
+        return "–" if x is None else f"{100 * x:.1f}%"
+
+    ci = s.get("ci")
+    delta = "" if s.get("delta") is None else f" ({100 * s['delta']:+.1f} pts" + (
+        f", CI [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}])" if ci else ")")
+    return f"{pct(s.get('a'))} -> {pct(s.get('b'))}{delta}"
 
 
 if __name__ == "__main__":

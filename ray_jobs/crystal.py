@@ -18,7 +18,8 @@ from howeval.config import CrystalConfig, SweepConfig, load_run_config, with_cha
 from howeval.report.run import write_report
 from howeval.store import join, write_json
 from ray_jobs.common import init_ray
-from ray_jobs.stages import score_run
+from ray_jobs.progress import Progress
+from ray_jobs.stages import crystal_line, score_run
 
 
 def settings(cfg: SweepConfig) -> CrystalConfig:
@@ -41,9 +42,13 @@ def main(argv=None) -> int:
     # the run now reports at these settings (rows at earlier settings stay stored, keyed by them)
     write_json(join(a.run, "run_config.json"), cfg.model_dump_json(indent=2))
     init_ray(cfg.ray, verbose=False)
-    print(score_run(cfg, samples))
-    write_report(cfg)
-    return 0
+    progress = Progress()
+    res = score_run(cfg, samples, progress=progress)
+    progress.note(crystal_line(res))
+    progress.section("report")
+    progress.tick(force=True)
+    write_report(cfg, on_file=progress.wrote)
+    return 1 if res.get("failed") else 0
 
 
 if __name__ == "__main__":

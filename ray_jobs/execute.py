@@ -54,9 +54,12 @@ class StageUDF:
         counts: the progress sink actor handle, or None.
         last: True for the pipeline's last stage: it returns a one-row count instead of the rows.
         env: environment variables set before the stage is built (``QUIET_ENV`` unless verbose).
+        announce: once built (the engine loaded), send the sink an event with no groups: "an actor of this
+            stage is ready" (the progress line then says how long its start took). Off for task stages.
     """
 
-    def __init__(self, stage: Stage, pipeline: str, counts=None, last: bool = False, env: dict | None = None):
+    def __init__(self, stage: Stage, pipeline: str, counts=None, last: bool = False, env: dict | None = None,
+                 announce: bool = True):
         if env:
             import warnings
 
@@ -65,6 +68,8 @@ class StageUDF:
             logging.getLogger().setLevel(logging.ERROR)
         self.spec, self.pipeline, self.counts, self.last = stage, pipeline, counts, last
         self.stage = stage.cls(**stage.kwargs)
+        if announce and counts is not None and stage.tally is not None:
+            counts.add.remote(pipeline, stage.name, {})
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         spec = self.spec
@@ -102,7 +107,7 @@ def _write(out: pa.Table, batch: pa.Table, uri: str) -> None:
 
 
 def _run_task(batch: pa.Table, stage: Stage, pipeline: str, counts, last: bool, env) -> pa.Table:
-    return StageUDF(stage, pipeline, counts, last, env)(batch)
+    return StageUDF(stage, pipeline, counts, last, env, announce=False)(batch)
 
 
 def dataset(p: Pipeline, counts=None, env: dict | None = None, max_restarts: int = 1, max_task_retries: int = -1):
@@ -176,7 +181,7 @@ def run_pipelines(pipelines: list[Pipeline], *, on_counts: Callable | None = Non
     Args:
         pipelines: what to run (names unique); pipelines without rows are skipped.
         on_counts: ``(pipeline, stage, {group: {"rows", "errors", "tokens"}}) -> None`` per output batch,
-            called on this thread.
+            called on this thread; ``{}`` (no groups) when an actor of that stage has been built (ready).
         on_failure: ``(pipeline, one-line reason) -> None`` when a pipeline fails, on this thread.
         on_tick: ``() -> None`` about every ``poll_s`` seconds (progress redraw).
         verbose: keep the libraries' own output in the actors.

@@ -66,9 +66,12 @@ def main(argv=None) -> int:
         require_ready(cfg.judges, args.judges or f"{args.run}/run_config.json", only=args.only)  # keys, URLs: before Ray
         if args.judges:
             write_json(join(args.run, "run_config.json"), cfg.model_dump_json(indent=2))
-        res = judge_run(cfg, only=args.only, progress=Progress())
+        progress = Progress()
+        res = judge_run(cfg, only=args.only, progress=progress)
         if not args.no_report:
-            write_report(cfg)
+            progress.section("report")
+            progress.tick(force=True)
+            write_report(cfg, on_file=progress.wrote)
     except (ConfigError, FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -3,8 +3,10 @@
 - :func:`batch_stats`: rows / errors / tokens of one output batch per group (run in the stage actor).
 - :class:`Counts`: a small Ray actor the stage actors send those counts to (fire and forget); the driver
   drains it every tick. Created by ``ray_jobs.execute``; defined here so progress lives in one file.
-- :class:`Progress`: the block of lines, one per ``"<config> <mode>"`` and one for the judge: rows done /
-  total, errors, tokens/s, ETA (redrawn in place on a terminal, every 30 s in logs).
+- :class:`Progress`: the block of lines, one per ``"<config> <mode>"`` and one for the judge (or one per
+  CRYSTAL / AdaptMMBench label): rows done / total, errors, rows/s, tokens/s, an ETA that ticks down
+  between batches, and the seconds spent starting before the first batch (redrawn in place on a
+  terminal, every 30 s in logs). Each phase of a job is a :meth:`Progress.section`.
 """
 from __future__ import annotations
 
@@ -56,15 +58,27 @@ class _Line:
     new: int = 0
     start: float | None = None
     last: float | None = None
+    ready: float | None = None
     failed: str | None = None
 
 
 class Progress:
-    """Live progress lines, one per label (``"<config> <mode>"`` and ``"judge"``).
+    """Live progress lines, one per label (``"<config> <mode>"`` and ``"judge"``; ``"crystal"``; ...).
 
-    Each line: rows done / total, errors, tokens/s and an ETA from the rate since the label's first
-    batch was submitted. On a terminal the block is redrawn in place every ``interval`` seconds; elsewhere
-    (logs, ``ray job submit``) it is printed every ``log_interval`` seconds and once at the end.
+    Each line: rows done / total, errors, then
+
+    - before any row: ``waiting`` (not started), or ``starting 35s`` (started 35 s ago: engines loading,
+      the first batch on its way; it ticks with every redraw), ``starting 50s (ready after 35s)`` once
+      an actor of the stage is built (:meth:`ready`);
+    - after: rows/s, tokens/s and an ETA. The rate is the rows since the label started over the time to
+      the last batch; between batches the ETA counts down from the finish that rate projects. When that
+      finish has passed with rows still to come (the next batch is late), the rate is taken up to now, so
+      the ETA grows again instead of sitting at 0.
+
+    On a terminal the block is redrawn in place every ``interval`` seconds; elsewhere (logs,
+    ``ray job logs``) it is printed every ``log_interval`` seconds and once at the end of each phase.
+    A job with several phases (generate + judge, CRYSTAL, AdaptMMBench) opens each with :meth:`section`:
+    the finished block stays on screen and a new one starts under its own title.
 
     Args:
         stream: where to print (default stdout).
@@ -79,9 +93,19 @@ class Progress:
         self.tty = self.stream.isatty() if tty is None else tty
         self.interval, self.log_interval = interval, log_interval
         self.lines: dict[str, _Line] = {}
+        self.title = ""
         self._drawn = 0
         self._last_draw = float("-inf")
-        self._t0 = clock()
+        self._t0 = self._section_t0 = clock()
+
+    def section(self, title: str) -> None:
+        """Start a new block titled ``title`` (e.g. ``"CRYSTAL step scores"``); the previous block stays on
+        screen as last drawn (draw it final with :meth:`finish` first)."""
+        self._drawn = 0
+        self.lines = {}
+        self.title = title
+        self._last_draw = float("-inf")
+        self._section_t0 = self.clock()
 
     def add(self, label: str, total: int, done: int = 0) -> None:
         self.lines[label] = _Line(total=total, done=done)
@@ -90,6 +114,12 @@ class Progress:
         ln = self.lines[label]
         if ln.start is None:
             ln.start = self.clock()
+
+    def ready(self, label: str) -> None:
+        """An actor of the label's stage is built (engine loaded): the line says how long that took."""
+        ln = self.lines[label]
+        if ln.ready is None:
+            ln.ready = self.clock()
 
     def update(self, label: str, rows: int, errors: int = 0, tokens: int = 0) -> None:
         ln = self.lines[label]
@@ -109,7 +139,7 @@ class Progress:
         self.lines[label].failed = reason
 
     def line(self, label: str) -> str:
-        """One progress line, e.g. ``qwen NT   120/200  60%  err 3  412 tok/s  ETA 35s``."""
+        """One progress line, e.g. ``qwen NT   120/200  60%  err 3  4.0 rows/s  412 tok/s  ETA 35s``."""
         ln = self.lines[label]
         width = max(len(x) for x in self.lines)
         head = f"  {label:<{width}}  {ln.done:>6}/{ln.total:<6} {100 * ln.done / ln.total if ln.total else 100:3.0f}%"
@@ -117,21 +147,30 @@ class Progress:
             return f"{head}  FAILED: {ln.failed}"
         parts = [head, f"err {ln.errors}"]
         now = self.clock()
+        left = ln.total - ln.done
         if ln.start is not None and ln.new:
-            elapsed = max((ln.last or now) - ln.start, 1e-9)
+            last = ln.last if ln.last is not None else now
+            span = max(last - ln.start, 1e-9)
+            eta = left * span / ln.new - (now - last)  # counts down from the finish projected at the last batch
+            if left > 0 and eta <= 0:  # that finish has passed: the rate up to now
+                span = max(now - ln.start, 1e-9)
+                eta = left * span / ln.new
+            parts.append(f"{_rate(ln.new / span)} rows/s")
             if ln.tokens:
-                parts.append(f"{ln.tokens / elapsed:6.1f} tok/s")
-            rate = ln.new / elapsed
-            left = ln.total - ln.done
-            parts.append("done" if left <= 0 else f"ETA {_dur(left / rate)}")
-        elif ln.done >= ln.total:
+                parts.append(f"{ln.tokens / span:6.1f} tok/s")
+            parts.append("done" if left <= 0 else f"ETA {duration(eta)}")
+        elif left <= 0:
             parts.append("done")
+        elif ln.start is not None:
+            parts.append(f"starting {duration(now - ln.start)}"
+                         + (f" (ready after {duration(ln.ready - ln.start)})" if ln.ready is not None else ""))
         else:
-            parts.append("starting" if ln.start is not None else "waiting")
+            parts.append("waiting")
         return "  ".join(parts)
 
     def render(self) -> list[str]:
-        return [f"[{_dur(self.clock() - self._t0)}]"] + [self.line(k) for k in self.lines]
+        head = f"[{duration(self.clock() - self._t0)}]" + (f" {self.title}" if self.title else "")
+        return [head] + [self.line(k) for k in self.lines]
 
     def tick(self, force: bool = False) -> None:
         """Redraw (terminal) or print (log) the block when its interval has passed, or when ``force``."""
@@ -146,6 +185,19 @@ class Progress:
         self.stream.flush()
         self._drawn = len(lines) if self.tty else 0
 
+    def finish(self) -> None:
+        """Draw the block once more, final, and leave it on screen: what follows (a summary line, the next
+        section) is printed under it."""
+        self.tick(force=True)
+        self._drawn = 0
+
+    def wrote(self, uri: str) -> None:
+        """A line for a file just written, with the seconds since the section began, under the block
+        (which stays as drawn): ``  wrote runs/demo/report.md  3s``."""
+        self._drawn = 0
+        self.stream.write(f"  wrote {uri}  {duration(self.clock() - self._section_t0)}\n")
+        self.stream.flush()
+
     def note(self, text: str) -> None:
         """Print a line above the block (a failure, a phase change) without breaking the redraw."""
         if self.tty and self._drawn:
@@ -156,6 +208,12 @@ class Progress:
         self._last_draw = float("-inf")
 
 
-def _dur(s: float) -> str:
+def _rate(r: float) -> str:
+    """Rows per second with the digits that matter: ``120``, ``4.0``, ``0.35``."""
+    return f"{r:.0f}" if r >= 100 else f"{r:.1f}" if r >= 1 else f"{r:.2f}"
+
+
+def duration(s: float) -> str:
+    """Seconds as ``35s``, ``1:05`` or ``1:02:03``."""
     s = int(round(max(s, 0)))
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}" if s >= 60 else f"{s}s"

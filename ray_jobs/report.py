@@ -12,7 +12,6 @@ import sys
 
 from howeval.config import load_run_config
 from howeval.report.run import joined_rows, judge_agreement, write_report  # noqa: F401  (re-exported)
-from howeval.store import join
 
 
 def main(argv=None) -> int:
@@ -22,11 +21,10 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         cfg = load_run_config(args.run)
-        write_report(cfg, judge=args.judge)
+        write_report(cfg, judge=args.judge, on_file=lambda uri: print(f"wrote {uri}", flush=True))
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"wrote {join(args.run, 'metrics.json')}, report.md, index.html, tables/, plots/ and samples.jsonl")
     return 0
 
 

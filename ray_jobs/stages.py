@@ -29,7 +29,7 @@ from howeval.records import (JUDGMENT_SCHEMA, KEY, RESPONSE_KEY, RESPONSE_SCHEMA
 from howeval.store import compact, join, read_table, remove_temp_files
 from ray_jobs.execute import run_pipelines
 from ray_jobs.plan import Pipeline, Stage, Tally, generate_stage, judge_stage
-from ray_jobs.progress import Progress
+from ray_jobs.progress import Progress, duration
 
 log = logging.getLogger("howeval")
 
@@ -246,6 +246,7 @@ def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, j
     latest = latest_responses(read_table(join(out, "responses"), RESPONSE_SCHEMA)[0].to_pylist())
     pipelines, info = plan_sweep(cfg, samples, models, latest, judges=judges, modes=modes, max_attempts=max_attempts,
                                  only=only)
+    progress.section("generate + judge" if models and judges is not None else "generate" if models else "judge")
     for label, (total, done) in info["totals"].items():
         progress.add(label, total=total, done=done)
     n_judges = max(info["n_judges"], 1)
@@ -253,6 +254,12 @@ def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, j
         log.info("pipeline %s", p.describe())
 
     def on_counts(pipeline, stage, groups):
+        if not groups:  # an actor of this stage is built
+            labels = ["judge"] if stage == "judge" else [f"{pipeline} {m}" for m in modes]
+            for label in labels:
+                if label in progress.lines:
+                    progress.ready(label)
+            return
         for group, s in groups.items():
             if stage == "judge":
                 progress.update("judge", s["rows"] // n_judges, s["errors"] // n_judges)
@@ -285,17 +292,21 @@ def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, j
     progress.tick(force=True)
     run_pipelines(pipelines, on_counts=on_counts, on_failure=on_failure, on_tick=progress.tick, verbose=verbose,
                   max_restarts=max_restarts, max_task_retries=max_task_retries)
-    progress.tick(force=True)
+    progress.finish()
     tidy(out)
     outcome.seconds = time.perf_counter() - t0
     return outcome
 
 
 # -- CRYSTAL step scores and AdaptMMBench episodes -------------------------------------------------------
-def score_run(cfg: SweepConfig, samples: list[dict], verbose: bool = False) -> dict:
+def score_run(cfg: SweepConfig, samples: list[dict], verbose: bool = False, progress: Progress | None = None) -> dict:
     """CRYSTAL step scores of the run's responses that have reference steps, appended to ``<run>/steps``
-    (keyed by ``records.STEP_KEY``: rerunning scores nothing twice). Returns ``{"scored": n}`` and
-    ``"failed"`` with the reason when the embedder pipeline failed."""
+    (keyed by ``records.STEP_KEY``: rerunning scores nothing twice). Returns ``{"scored": n, "seconds": s}``
+    and ``"failed"`` with the reason when the embedder pipeline failed (:func:`crystal_line` says it in
+    words). ``progress`` gets a ``CRYSTAL step scores`` section with one ``crystal`` line."""
+    import time
+
+    t0 = time.perf_counter()
     from actors.embedder import StepScoreUDF
     from howeval.benchmarks.crystal import DEFAULT_EMBEDDER, crystal_settings
     from howeval.parsing.steps import response_steps
@@ -318,14 +329,44 @@ def score_run(cfg: SweepConfig, samples: list[dict], verbose: bool = False) -> d
         todo.append(dict(zip(STEP_KEY, key)) | {"pred_steps": response_steps(r["response"] or "", r.get("reasoning")),
                                                 "ref_steps": refs[r["sample_id"]]})
     if not todo:
-        return {"scored": 0}
+        return {"scored": 0, "seconds": time.perf_counter() - t0}
     stage = Stage("crystal", StepScoreUDF, batch_format="numpy", out_uri=join(cfg.output_uri, "steps"),
                   kwargs={"settings": s}, inputs=tuple(StepScoreUDF.REQUIRED_COLUMNS),
-                  outputs=StepScoreUDF.OUTPUT_COLUMNS, batch_size=64, replicas=s.replicas, num_cpus=s.num_cpus)
+                  outputs=StepScoreUDF.OUTPUT_COLUMNS, batch_size=64, replicas=s.replicas, num_cpus=s.num_cpus,
+                  tally=Tally("crystal", error_col=None))
     table = pa.Table.from_pylist(todo, schema=pa.schema([STEPS_SCHEMA.field(n) for n in (*STEP_KEY, "pred_steps", "ref_steps")]))
-    failures = run_pipelines([Pipeline("crystal", table, [stage])], verbose=verbose)
+    progress = progress or Progress(stream=open(os.devnull, "w"), tty=False)
+    progress.section("CRYSTAL step scores")
+    progress.add("crystal", total=len(todo))
+    progress.start("crystal")
+    progress.tick(force=True)
+
+    def on_failure(name, reason):
+        progress.fail("crystal", reason)
+
+    failures = run_pipelines([Pipeline("crystal", table, [stage])], verbose=verbose,
+                             on_counts=lambda _p, _s, groups: _count(progress, "crystal", groups),
+                             on_failure=on_failure, on_tick=progress.tick)
+    progress.finish()
     log.info("CRYSTAL: scored %d responses", len(todo))
-    return {"scored": len(todo), **({"failed": failures["crystal"]} if failures else {})}
+    return {"scored": len(todo), "seconds": time.perf_counter() - t0,
+            **({"failed": failures["crystal"]} if failures else {})}
+
+
+def _count(progress: Progress, label: str, groups: dict) -> None:
+    if not groups:  # an actor is built
+        progress.ready(label)
+    for s in groups.values():
+        progress.update(label, s["rows"], s["errors"], s["tokens"])
+
+
+def crystal_line(res: dict) -> str:
+    """:func:`score_run`'s result in words: ``CRYSTAL: 84 responses scored in 1:05 (steps/)``."""
+    if res.get("failed"):
+        return f"CRYSTAL FAILED after {duration(res.get('seconds', 0))}: {res['failed']} (the responses stay unscored)"
+    if not res.get("scored"):
+        return "CRYSTAL: every response with reference steps was already scored"
+    return f"CRYSTAL: {res['scored']} responses scored in {duration(res.get('seconds', 0))} (steps/)"
 
 
 ADAPT_WORK_SCHEMA = (SAMPLE_SCHEMA.append(pa.field("image_paths", pa.list_(pa.string())))
@@ -338,10 +379,12 @@ def adapt_settings(cfg: SweepConfig, engine: str) -> AdaptConfig:
     return (cfg.adapt or AdaptConfig()).for_engine(engine)
 
 
-def adapt_episodes(cfg: SweepConfig, samples: list[dict], verbose: bool = False) -> tuple[dict, dict[str, str]]:
+def adapt_episodes(cfg: SweepConfig, samples: list[dict], verbose: bool = False,
+                   progress: Progress | None = None) -> tuple[dict, dict[str, str]]:
     """Every model on the items with evidence boxes, all configs at once (one pipeline each); rows under
     ``<run>/adapt/<config>/`` keyed by (sample_id, config, mode). Returns ``({config: summary}, {config:
-    failure reason})``."""
+    failure reason})``. ``progress`` gets an ``AdaptMMBench`` section with a ``"<config> <mode>"`` line
+    per mode (text, adaptive, oracle)."""
     from actors.adapt import AdaptStage
     from howeval.benchmarks.adapt.metrics import summarize_rows
     from howeval.records import ADAPT_SCHEMA
@@ -365,11 +408,63 @@ def adapt_episodes(cfg: SweepConfig, samples: list[dict], verbose: bool = False)
         pipelines.append(Pipeline(model.name, conform(todo, ADAPT_WORK_SCHEMA), [Stage(
             "adapt", AdaptStage, {"model_config": model, "settings": s, "schema": ADAPT_SCHEMA}, out_uri=uri,
             batch_size=r.batch_size, replicas=r.replicas, num_cpus=r.num_cpus, num_gpus=r.num_gpus,
-            accelerator_type=r.accelerator_type, read_images=reads, tally=Tally(model.name))]))
-    failures = run_pipelines(pipelines, verbose=verbose)
+            accelerator_type=r.accelerator_type, read_images=reads,
+            tally=Tally(model.name, group_col="mode", tokens_col="tokens"))]))
+    progress = progress or Progress(stream=open(os.devnull, "w"), tty=False)
+    if pipelines:
+        progress.section("AdaptMMBench")
+        for p in pipelines:
+            modes = p.rows.column("adapt_mode").to_pylist()
+            for m in dict.fromkeys(modes):
+                progress.add(f"{p.name} {m}", total=modes.count(m))
+                progress.start(f"{p.name} {m}")
+        progress.tick(force=True)
+
+    def on_counts(pipeline, _stage, groups):
+        if not groups:  # an actor is built
+            for label in [k for k in progress.lines if k.startswith(f"{pipeline} ")]:
+                progress.ready(label)
+        for mode, s in groups.items():
+            if f"{pipeline} {mode}" in progress.lines:
+                progress.update(f"{pipeline} {mode}", s["rows"], s["errors"], s["tokens"])
+
+    def on_failure(name, reason):
+        for label in [k for k in progress.lines if k.startswith(f"{name} ")]:
+            progress.fail(label, reason)
+
+    failures = run_pipelines(pipelines, verbose=verbose, on_counts=on_counts, on_failure=on_failure,
+                             on_tick=progress.tick)
+    if pipelines:
+        progress.finish()
     summaries = {m.name: summarize_rows(read_table(join(cfg.output_uri, "adapt", m.name), ADAPT_SCHEMA)[0].to_pylist())
                  for m in cfg.models}
     return summaries, failures
+
+
+def adapt_lines(summaries: dict, failures: dict[str, str]) -> list[str]:
+    """:func:`adapt_episodes`' result in words, one line per config: accuracy per mode (text, adaptive,
+    oracle) with its count, the MCC of tool calling, errors and unresolved verdicts; a failed config with its reason."""
+    out = []
+    for name, s in sorted(summaries.items()):
+        if name in failures:
+            out.append(f"AdaptMMBench {name}: FAILED: {failures[name]}")
+            continue
+        if not s.get("n"):
+            continue
+        order = ("text", "adaptive", "oracle")
+        modes = sorted(s["n"], key=lambda m: (order.index(m) if m in order else len(order), m))
+        accs = " · ".join(f"{m} {_pct(s['accuracy'][m]['all'])} ({s['n'][m]})" for m in modes)
+        extra = [f"MCC {s['mcc']:.3f}" if s.get("mcc") is not None else "MCC –"]
+        if sum((s.get("errors") or {}).values()):
+            extra.append(f"{sum(s['errors'].values())} engine errors")
+        if s.get("unresolved"):
+            extra.append(f"{s['unresolved']} unresolved")
+        out.append(f"AdaptMMBench {name}: Acc {accs}; {', '.join(extra)}")
+    return out
+
+
+def _pct(x) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
 
 
 def generate(cfg, model: ModelConfig, samples: list[dict], modes=("NT", "T"), max_attempts: int = MAX_ATTEMPTS,

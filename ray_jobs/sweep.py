@@ -32,7 +32,7 @@ from howeval.report.run import write_report
 from howeval.store import join, write_json
 from ray_jobs.common import cluster_summary, init_ray
 from ray_jobs.progress import Progress
-from ray_jobs.stages import MAX_ATTEMPTS, adapt_episodes, generate_and_judge, score_run
+from ray_jobs.stages import MAX_ATTEMPTS, adapt_episodes, adapt_lines, crystal_line, generate_and_judge, score_run
 
 
 def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool = False,
@@ -48,19 +48,25 @@ def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool 
         raise ValueError(no_samples_message(bad, cfg.output_uri))
     cfg = with_generation_settings(cfg)  # what each engine applies: model defaults + overrides, in run_config.json
     write_json(join(cfg.output_uri, "run_config.json"), cfg.model_dump_json(indent=2))
+    progress = progress or Progress()
+    progress.note(f"{len(samples)} samples x {len(cfg.models)} config(s) -> {cfg.output_uri}; starting Ray"
+                  + (f" ({len(bad)} bad rows skipped: bad_rows.json)" if bad else ""))
     init_ray(cfg.ray, verbose=verbose)
     record_provenance(cfg, cluster=cluster_summary())  # <run>/provenance.json: code, packages, hardware, arguments
-    progress = progress or Progress()
     outcome = generate_and_judge(cfg, samples, list(cfg.models), judges=cfg.judges, max_attempts=max_attempts,
                                  progress=progress, verbose=verbose)
     failures = {k.split(":", 1)[-1]: v for k, v in outcome.failures.items()}
     if cfg.crystal is not None:
-        progress.note(f"CRYSTAL: {score_run(cfg, samples, verbose=verbose)}")
+        progress.note(crystal_line(score_run(cfg, samples, verbose=verbose, progress=progress)))
     if cfg.adapt is not None:
-        _, adapt_failures = adapt_episodes(cfg, samples, verbose=verbose)
+        summaries, adapt_failures = adapt_episodes(cfg, samples, verbose=verbose, progress=progress)
+        for line in adapt_lines(summaries, adapt_failures):
+            progress.note(line)
         failures.update({f"adapt:{k}": v for k, v in adapt_failures.items()})
     write_json(join(cfg.output_uri, "failures.json"), json.dumps(failures, indent=2, sort_keys=True))
-    return write_report(cfg, bad_rows=bad), failures
+    progress.section("report: metrics, tables, plots, samples")
+    progress.tick(force=True)
+    return write_report(cfg, bad_rows=bad, on_file=progress.wrote), failures
 
 
 def no_samples_message(bad: list[dict], output_uri: str) -> str:

@@ -16,6 +16,7 @@ Jobs (``ray_jobs.report``, the sweep, re-judging, CRYSTAL, AdaptMMBench) call :f
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from howeval.benchmarks.adapt.metrics import summarize_rows
@@ -138,13 +139,15 @@ def _notes(cfg: SweepConfig, jid: str, vision: dict[str, str]) -> list[str]:
     return notes
 
 
-def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: str | None = None) -> dict:
+def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: str | None = None,
+                 on_file: Callable[[str], None] | None = None) -> dict:
     """Compute the metrics of the run at ``cfg.output_uri`` and write every report file (module docstring).
 
     Args:
         cfg: the run's config (``howeval.config.load_run_config(run)`` for a finished run).
         bad_rows: skipped benchmark rows; default: the run's ``bad_rows.json``.
         judge: pattern judge name whose labels enter the metrics; default the primary.
+        on_file: called with each file's URI once it is written (the jobs print a line per file).
 
     Returns the metrics dict written to ``metrics.json``.
 
@@ -191,17 +194,24 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
             by_cfg.setdefault(r["config"], []).append(r)
         metrics["adapt"] = {c: summarize_rows(rs) for c, rs in sorted(by_cfg.items())}
         extra.append(render_adapt(metrics["adapt"]))
+    done = on_file or (lambda _uri: None)
     write_json(join(out, "metrics.json"), json.dumps(metrics, indent=2, sort_keys=True, default=str))
-    write_tables(out, metrics, vision)
+    done(join(out, "metrics.json"))
+    for uri in write_tables(out, metrics, vision):
+        done(uri)
     pngs = all_plots(metrics, metrics["length"], categories_of(metrics))
     for fname, png in pngs.items():
         write_bytes(join(out, "plots", fname), png)
+        done(join(out, "plots", fname))
     title = f"Sweep report: {cfg.name}"
     doc = build_document(metrics, title=title, meta=meta, vision=vision, notes=_notes(cfg, jid, vision),
                          figures=[f for f in ("radar_NT.png", "radar_T.png", "length_scatter.png",
                                               "length_sextiles.png") if f in pngs],
                          extra_sections=[*extra, provenance_section(metrics["run"]["provenance"])], bad_rows=bad_rows)
     write_json(join(out, "report.md"), to_markdown(doc))
+    done(join(out, "report.md"))
     write_json(join(out, "index.html"), render_html(doc, pngs, title))
-    write_samples(out, responses, judgments, jid)
+    done(join(out, "index.html"))
+    for uri in write_samples(out, responses, judgments, jid):
+        done(uri)
     return metrics

@@ -1,12 +1,14 @@
 """Tests for ray_jobs.adapt: settings per engine, items selection, and (Ray) a replayed run that resumes."""
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
 
 from howeval.config import AdaptConfig, SweepConfig
 from ray_jobs.adapt import run_adapt, settings
+from ray_jobs.progress import Progress
 
 
 def _cfg(tmp_path, manifest, replay, adapt=None) -> SweepConfig:
@@ -50,7 +52,11 @@ def test_replayed_text_episodes_then_resume(tmp_path, repo_root):
     replay.write_text("".join(json.dumps({"sample_id": f"{sid}:text:t1", "response": text}) + "\n"
                               for sid, text in answers.items()))
     cfg = _cfg(tmp_path, manifest, replay, {"modes": ["text"]})
-    summary = run_adapt(cfg, samples)
+    out = io.StringIO()
+    summary = run_adapt(cfg, samples, progress=Progress(stream=out, tty=False))
+    lines = out.getvalue().splitlines()  # a titled block with a line per config x mode, then the summary
+    assert lines[0].endswith("] AdaptMMBench") and lines[-2].startswith("  rep text       2/2      100%  err 0  ")
+    assert lines[-1] == "AdaptMMBench rep: Acc text 50.0% (2); MCC –"
     rows = {r["sample_id"]: r for r in read_table(join(cfg.output_uri, "adapt", "rep"), ADAPT_SCHEMA)[0].to_pylist()}
     assert set(rows) == set(answers)
     assert rows["demo:vg-count-001"]["correct"] is True and rows["demo:vg-count-002"]["correct"] is False

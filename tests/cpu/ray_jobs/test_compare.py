@@ -7,7 +7,19 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+def test_summary_rounds_rates_to_percent_with_the_paired_delta():
+    from ray_jobs.compare import summary_lines
+
+    comp = {"modes": {
+        "NT": {"n_shared": 3, "acc": {"a": 1 / 3, "b": 2 / 3, "delta": 1 / 3, "ci": [-0.3333333, 1.0]},
+               "trigger": {"a": 0.0, "b": 0.0, "delta": 0.0, "ci": [0.0, 0.0]}},
+        "T": {"n_shared": 0, "acc": {"a": None, "b": None, "delta": None, "ci": None},
+              "trigger": {"a": None, "b": None, "delta": None, "ci": None}}}}
+    assert summary_lines(comp) == [
+        "NT: 3 shared prompts; Acc 33.3% -> 66.7% (+33.3 pts, CI [-33.3, +100.0]); Trigger 0.0% -> 0.0% (+0.0 pts, "
+        "CI [+0.0, +0.0])",
+        "T: 0 shared prompts; Acc – -> –; Trigger – -> –"]
 
 
 def _by_hand(run, mode):
@@ -21,6 +33,8 @@ def _by_hand(run, mode):
     return out
 
 
+@pytest.mark.ray
+@pytest.mark.slow
 def test_compare_two_demo_runs_with_different_max_tokens(tmp_path, repo_root):
     from ray_jobs.compare import main as compare
     from ray_jobs.sweep import main as sweep

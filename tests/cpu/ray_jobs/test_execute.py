@@ -55,7 +55,7 @@ def test_progress_line_rate_eta_and_failure():
     p.start("qwen NT")
     clock.t = 110.0
     p.update("qwen NT", rows=40, errors=3, tokens=4000)  # 40 new rows in 10 s -> 4 rows/s, 140 left -> 35 s
-    assert p.line("qwen NT") == "  qwen NT      60/200     30%  err 3   400.0 tok/s  ETA 35s"
+    assert p.line("qwen NT") == "  qwen NT      60/200     30%  err 3  4.0 rows/s   400.0 tok/s  ETA 35s"
     assert p.line("judge").endswith("waiting")
     p.fail("judge", "RuntimeError: no key")
     assert p.line("judge").endswith("FAILED: RuntimeError: no key")
@@ -64,6 +64,93 @@ def test_progress_line_rate_eta_and_failure():
     p.tick()
     p.tick()  # within the log interval: printed once
     assert out.getvalue().count("qwen NT") == 1 and out.getvalue().startswith("[10s]")
+
+
+def test_progress_eta_ticks_down_between_batches_and_grows_when_a_batch_is_late():
+    clock = Clock()
+    p = Progress(stream=io.StringIO(), clock=clock, tty=False)
+    p.add("a NT", total=100)
+    p.start("a NT")
+    clock.t = 110.0
+    p.update("a NT", rows=20)  # 2 rows/s, 80 left: 40 s
+    assert p.line("a NT") == "  a NT      20/100     20%  err 0  2.0 rows/s  ETA 40s"
+    clock.t = 125.0  # no batch since: the projected finish comes closer
+    assert p.line("a NT") == "  a NT      20/100     20%  err 0  2.0 rows/s  ETA 25s"
+    clock.t = 150.0  # the finish projected at 110 s has passed: the rate up to now, 20 rows in 50 s
+    assert p.line("a NT") == "  a NT      20/100     20%  err 0  0.40 rows/s  ETA 3:20"
+    clock.t = 160.0
+    p.update("a NT", rows=40)  # 60 rows in 60 s, 40 left
+    assert p.line("a NT") == "  a NT      60/100     60%  err 0  1.0 rows/s  ETA 40s"
+    p.update("a NT", rows=40)
+    assert p.line("a NT") == "  a NT     100/100    100%  err 0  1.7 rows/s  done"
+
+
+def test_progress_counts_the_seconds_a_line_spends_starting():
+    clock = Clock()
+    p = Progress(stream=io.StringIO(), clock=clock, tty=False)
+    p.add("a NT", total=4)
+    p.add("judge", total=4)
+    assert p.line("a NT").endswith("err 0  waiting")
+    p.start("a NT")
+    clock.t += 35
+    assert p.line("a NT") == "  a NT        0/4        0%  err 0  starting 35s"
+    clock.t += 60
+    assert p.line("a NT").endswith("starting 1:35") and p.line("judge").endswith("waiting")
+    p.ready("a NT")  # an actor of the stage is built: how long its start took stays on the line
+    clock.t += 20
+    assert p.line("a NT").endswith("err 0  starting 1:55 (ready after 1:35)")
+    p.ready("a NT")  # a second actor changes nothing
+    assert p.line("a NT").endswith("(ready after 1:35)")
+
+
+def test_progress_sections_keep_the_finished_block_and_title_the_next():
+    clock, out = Clock(), io.StringIO()
+    p = Progress(stream=out, clock=clock, tty=False, log_interval=30)
+    p.section("generate + judge")
+    p.add("a NT", total=2, done=2)
+    p.tick(force=True)
+    clock.t += 65
+    p.section("CRYSTAL step scores")
+    p.add("crystal", total=8)
+    p.start("crystal")
+    p.tick()  # a new section draws at once, whatever the interval
+    clock.t += 3
+    p.wrote("runs/demo/metrics.json")
+    assert out.getvalue().splitlines() == [
+        "[0s] generate + judge", "  a NT       2/2      100%  err 0  done",
+        "[1:05] CRYSTAL step scores", "  crystal       0/8        0%  err 0  starting 0s",
+        "  wrote runs/demo/metrics.json  3s"]
+
+
+def test_progress_sections_on_a_terminal_leave_the_previous_block_in_place():
+    clock, out = Clock(), io.StringIO()
+    p = Progress(stream=out, clock=clock, tty=True)
+    p.add("a NT", total=2, done=2)
+    p.finish()
+    p.note("CRYSTAL: 8 responses scored in 3s (steps/)")  # under the finished block, which stays
+    p.section("report")
+    p.tick(force=True)
+    assert "\x1b[" not in out.getvalue()  # nothing moved up over the finished block
+    p.wrote("r/index.html")
+    clock.t += 1
+    p.tick(force=True)
+    assert "\x1b[" not in out.getvalue() and out.getvalue().endswith("[1s] report\n")
+
+
+def test_crystal_and_adapt_summaries_read_as_sentences():
+    from ray_jobs.stages import adapt_lines, crystal_line
+
+    assert crystal_line({"scored": 84, "seconds": 65.2}) == "CRYSTAL: 84 responses scored in 1:05 (steps/)"
+    assert crystal_line({"scored": 0, "seconds": 0.1}) == "CRYSTAL: every response with reference steps was already scored"
+    assert crystal_line({"scored": 3, "seconds": 4, "failed": "OSError: no embedder"}) == (
+        "CRYSTAL FAILED after 4s: OSError: no embedder (the responses stay unscored)")
+    summary = {"n": {"oracle": 14, "adaptive": 13, "text": 14}, "errors": {"adaptive": 1},  # modes as they came
+               "accuracy": {"text": {"all": 2 / 14}, "adaptive": {"all": 1 / 13}, "oracle": {"all": None}},
+               "mcc": 0.123456, "unresolved": 2}
+    assert adapt_lines({"m": summary, "gone": {}, "bad": summary}, {"bad": "RuntimeError: no engine"}) == [
+        "AdaptMMBench bad: FAILED: RuntimeError: no engine",
+        "AdaptMMBench m: Acc text 14.3% (14) · adaptive 7.7% (13) · oracle – (14); MCC 0.123, 1 engine errors, "
+        "2 unresolved"]
 
 
 def test_progress_redraws_in_place_on_a_terminal():

@@ -124,13 +124,19 @@ def test_killed_sweep_resumes_with_each_key_once(tmp_path, shared_data):
     assert metrics["configs"]["rep"]["NT"]["n"] == 24 and metrics["configs"]["rep"]["T"]["n"] == 24
 
 
-def test_one_sweep_runs_patterneval_crystal_and_adaptmmbench(tmp_path, repo_root):
-    """configs/all-benchmarks.yaml on 4 demo items: the three families' tables side by side."""
+def test_one_sweep_runs_patterneval_crystal_and_adaptmmbench(tmp_path, repo_root, capsys):
+    """configs/all-benchmarks.yaml on 4 demo items: the three families' tables side by side, each phase
+    with its progress block and summary line, and a line per report file."""
     from ray_jobs.sweep import main
 
     out = tmp_path / "all"
     assert main(["--config", str(repo_root / "configs" / "all-benchmarks.yaml"), "--output", str(out),
                  "--limit", "4", "--max-tokens", "16"]) == 0
+    printed = capsys.readouterr().out
+    for line in (f"4 samples x 1 config(s) -> {out}; starting Ray\n", "] generate + judge\n", "] CRYSTAL step scores\n", "\nCRYSTAL: 8 responses scored in ",
+                 "] AdaptMMBench\n", "\nAdaptMMBench smollm2-135m: Acc text ", "] report: metrics, tables, plots, samples\n",
+                 f"  wrote {out / 'metrics.json'}  ", f"  wrote {out / 'index.html'}  "):
+        assert line in printed, line
     metrics = json.loads((out / "metrics.json").read_text())
     steps = pq.read_table(out / "steps").to_pylist()
     adapt = pq.read_table(out / "adapt").to_pylist()
