@@ -416,7 +416,7 @@ class RewardIngress:
         stop = threading.Event()  # set when this request's answer can no longer be used (timeout, client gone)
         try:
             plan = await asyncio.to_thread(prepare, [it.model_dump() for it in items], self.cfg.pattern,
-                                           self.cfg.on_unresolved, stop)
+                                           self.cfg.on_unresolved, stop, self.cfg.cpr)
         except asyncio.CancelledError:
             stop.set()  # the worker thread stops before its next item's verifier (no more math-verify children)
             raise

@@ -88,6 +88,7 @@ class RewardResult(BaseModel):
     degraded: bool = Field(False, description="PatternRM was needed (z = 1) but down, failing, late or unparseable: verifier-only reward (a = 1).")
     verify_method: str = Field(..., description="'rule'; 'unresolved' (rules could not decide; s_ver = 0 under on_unresolved=zero); 'llm' (the LLM verifier decided, on_unresolved=llm); 'llm_error' (it failed: s_ver = 0, degraded = true, error says why).")
     error: str | None = Field(None, description="Why this row degraded, when it did.")
+    truncated: str | None = Field(None, description="What of the item was cut to bound its cost, when anything was (cpr: predicted steps past cpr.max_pred_steps were not embedded and count as unmatched); the reward is still the full formula's.")
 
 
 class RewardResponse(BaseModel):

@@ -30,6 +30,8 @@ class CPRConfig(StrictModel):
     order: Literal["lis", "kendall"] = Field("lis", description="Order score for ordered F1.")
     f1: Literal["match", "ordered"] = Field("match", description="F1_step = Match F1 (SPEC) or Ordered Match F1.")
     embedder_path: str | None = Field(None, description="Local sentence-transformers folder; None = bundled all-MiniLM-L6-v2.")
+    max_pred_steps: int = Field(128, ge=1, description="Predicted steps embedded per item (bounds a cpr item's cost: a ~180 KB response made 2,500 steps and held the step scorer 20-38 s); steps past it are not embedded and count as unmatched (precision's denominator keeps every step), and the row's `truncated` says so.")
+    max_step_chars: int = Field(2000, ge=100, description="Characters of each predicted or reference step given to the encoder (it reads 256 word pieces, about 1,000-1,500 characters, so the cut changes no embedding of ordinary text; it bounds tokenizing).")
 
 
 class PatternRMConfig(StrictModel):

@@ -64,6 +64,8 @@ class RewardPlan:
     step_index: list[int] = field(default_factory=list)
     steps: dict[int, list[str]] = field(default_factory=dict)
     unresolved_index: list[int] = field(default_factory=list)
+    n_pred: dict[int, int] = field(default_factory=dict)
+    truncated: dict[int, str] = field(default_factory=dict)
 
     def llm_requests(self) -> list[Mapping[str, Any]]:
         """The items the rules left unresolved (``on_unresolved='llm'``), for the LLM fallback."""
@@ -73,13 +75,15 @@ class RewardPlan:
         """PatternRM inputs ``[{question, response}]`` for the items with z = 1."""
         return [{"question": self.items[i]["prompt"], "response": self.items[i]["response"]} for i in self.rm_index]
 
-    def step_requests(self) -> list[dict[str, list[str]]]:
-        """Step-F1 inputs ``[{pred, ref}]`` for cpr items with predicted steps."""
-        return [{"pred": self.steps[i], "ref": list(self.items[i]["reference_steps"])} for i in self.step_index]
+    def step_requests(self) -> list[dict[str, Any]]:
+        """Step-F1 inputs ``[{pred, ref, n_pred}]`` for cpr items with predicted steps (``pred`` capped at
+        ``max_pred_steps``; ``n_pred``: how many the response had, the rest count as unmatched)."""
+        return [{"pred": self.steps[i], "ref": list(self.items[i]["reference_steps"]),
+                 "n_pred": self.n_pred.get(i, len(self.steps[i]))} for i in self.step_index]
 
 
 def prepare(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, on_unresolved: str = "zero",
-            stop: Any = None) -> RewardPlan:
+            stop: Any = None, cpr: CPRConfig | None = None) -> RewardPlan:
     """Stage 1: verify, gate and segment (no model call).
 
     Args:
@@ -89,6 +93,8 @@ def prepare(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, on_unres
             (listed in ``plan.unresolved_index`` for the LLM fallback; :func:`assemble` takes its verdicts).
         stop: a ``threading.Event`` (or None): when set, stop before the next item's verifier and raise
             :class:`RequestAbandoned` (the server sets it when the request's answer can no longer be used).
+        cpr: its ``max_pred_steps`` caps the predicted steps a cpr item sends to the step scorer (the rest
+            count as unmatched; ``plan.truncated`` records why for the row); None = the default CPRConfig.
 
     Raises:
         RewardItemError: see the class.
@@ -125,7 +131,13 @@ def prepare(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, on_unres
         elif kind == "cpr":
             if not it.get("reference_steps"):
                 raise RewardItemError(i, "kind 'cpr' needs non-empty reference_steps")
-            plan.steps[i] = response_steps(it["response"])
+            steps = response_steps(it["response"])
+            cap = (cpr or CPRConfig()).max_pred_steps
+            if len(steps) > cap:
+                plan.truncated[i] = (f"cpr: {len(steps):,} predicted steps, over max_pred_steps={cap}: the first {cap} "
+                                     f"were embedded, the other {len(steps) - cap:,} count as unmatched")
+            plan.n_pred[i] = len(steps)
+            plan.steps[i] = steps[:cap]
             if plan.steps[i]:
                 plan.step_index.append(i)
     return plan
@@ -181,6 +193,8 @@ def assemble(plan: RewardPlan, rm_results: Sequence[Mapping[str, Any]] | str, f1
         s_ver = 1.0 if correct else 0.0
         row: dict[str, Any] = {"s_ver": s_ver, "verify_method": method, "labels": None, "s_pat": None, "z": None,
                                "step_f1": None, "degraded": i in llm_fail, "error": llm_fail.get(i)}
+        if i in plan.truncated:
+            row["truncated"] = plan.truncated[i]
         kind = it.get("kind", "pattern")
         if kind == "base":
             row["reward"] = s_ver
@@ -230,7 +244,7 @@ def score_batch(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, cpr:
     Raises:
         RewardItemError, PatternRMUnavailable; ValueError when a needed part is None (a caller bug).
     """
-    plan = prepare(items, pattern, on_unresolved)
+    plan = prepare(items, pattern, on_unresolved, cpr=cpr)
     if plan.rm_index and label_batch is None:
         raise ValueError("kind 'pattern' needs a PatternRM (label_batch)")
     if plan.step_index and step_f1 is None:
@@ -268,12 +282,22 @@ def step_f1_batch(embedder: Any, pairs: Sequence[Mapping[str, Sequence[str]]], c
     Returns:
         one F1 in [0, 1] per pair.
     """
+    import numpy as np
+
     from howeval.metrics.steps import step_scores
 
+    cut = cpr.max_step_chars
+    cap = cpr.max_pred_steps
+    pairs = [{"pred": [s[:cut] for s in list(p["pred"])[:cap]], "ref": [s[:cut] for s in p["ref"]],
+              "n_pred": max(len(p["pred"]), int(p.get("n_pred") or 0))} for p in pairs]
     embedder.add(s for p in pairs for s in (*p["pred"], *p["ref"]))
     out = []
     for p in pairs:
-        s = step_scores(embedder.similarity(list(p["pred"]), list(p["ref"])), tau=cpr.tau, alpha=cpr.alpha, order=cpr.order)
+        sim = embedder.similarity(p["pred"], p["ref"])
+        extra = p["n_pred"] - len(p["pred"])
+        if extra > 0:  # steps past max_pred_steps: not embedded, unmatched (below any tau)
+            sim = np.vstack([sim, np.full((extra, sim.shape[1]), -1.0)])
+        s = step_scores(sim, tau=cpr.tau, alpha=cpr.alpha, order=cpr.order)
         out.append(float(s.f1 if cpr.f1 == "match" else s.ordered_f1))
     return out
 

@@ -134,3 +134,49 @@ def test_prepare_stops_when_its_request_is_abandoned():
         prepare([item()] * 5, PatternConfig(p=0.0), "zero", Stop())
     assert len(seen) == 3
     assert len(prepare([item()] * 2, PatternConfig(p=0.0), "zero", threading.Event()).verdicts) == 2
+
+
+class _CountingEmbedder:
+    """Step-embedder double: similarity 1.0 between identical texts, else 0.0; records what it embedded."""
+
+    def __init__(self):
+        self.seen: list[str] = []
+
+    def add(self, texts):
+        self.seen.extend(texts)
+
+    def similarity(self, pred, ref):
+        import numpy as np
+
+        return np.array([[1.0 if p == r else 0.0 for r in ref] for p in pred], dtype=float).reshape(len(pred), len(ref))
+
+
+def test_cpr_item_predicted_steps_are_capped_and_the_rest_count_as_unmatched():
+    """Issue 21: a valid ~180 KB cpr item made 2,500 steps and held the step scorer 20-38 s. Past
+    ``cpr.max_pred_steps`` steps are not embedded, count as unmatched, and the row says so."""
+    from howeval.rewards.pipeline import step_f1_batch
+
+    cc = CPRConfig(max_pred_steps=10, max_step_chars=100)
+    refs = [f"Step text number {i} adds {i} and {i}." for i in range(10)]
+    long = " ".join(refs + [f"Filler sentence number {i} says nothing {'x' * 300}." for i in range(590)]) + " \\boxed{4}"
+    plan = prepare([item(long, kind="cpr", reference_steps=refs)], PatternConfig(), cpr=cc)
+    assert len(plan.steps[0]) == 10 and plan.n_pred[0] > 590
+    assert "over max_pred_steps=10" in plan.truncated[0]
+    (req,) = plan.step_requests()
+    assert req["n_pred"] == plan.n_pred[0] and len(req["pred"]) == 10
+    emb = _CountingEmbedder()
+    (f1,) = step_f1_batch(emb, [req], cc)
+    n = plan.n_pred[0]
+    p, r = 10 / n, 1.0  # the 10 embedded steps match the 10 references; the others are unmatched
+    assert f1 == pytest.approx(2 * p * r / (p + r))
+    assert len([s for s in emb.seen if s.startswith("Filler")]) == 0 and max(len(s) for s in emb.seen) <= 100
+    # a direct caller sending more than max_pred_steps gets the same cap
+    emb2 = _CountingEmbedder()
+    (f1b,) = step_f1_batch(emb2, [{"pred": refs + ["other"] * 50, "ref": refs}], cc)
+    assert f1b == pytest.approx(2 * (10 / 60) / (10 / 60 + 1)) and len(emb2.seen) == 20
+    rows = score_batch([item(long, kind="cpr", reference_steps=refs), item(kind="cpr", reference_steps=["add"])],
+                       PatternConfig(), cc, step_f1=lambda pairs: step_f1_batch(_CountingEmbedder(), pairs, cc))
+    assert "max_pred_steps=10" in rows[0]["truncated"] and not rows[0]["degraded"] and rows[0]["error"] is None
+    assert rows[0]["step_f1"] == pytest.approx(f1) and "truncated" not in rows[1]
+    # an item under the cap: nothing cut, nothing recorded
+    assert prepare([item(kind="cpr", reference_steps=["a"])], PatternConfig(), cpr=cc).truncated == {}
