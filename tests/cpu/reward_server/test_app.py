@@ -273,6 +273,26 @@ def test_valid_shape_random_text_never_5xx(server, response, answer, answer_type
 ISSUE_12_INPUTS = ['{"a":' * 2000 + "1" + "}" * 2000, r"\boxed{10^{10^{10}}}", r"\boxed{9^{9^{9^{9}}}}", r"\boxed{" * 4000]
 
 
+def test_a_180kb_cpr_item_embeds_at_most_max_pred_steps_and_says_so(server):
+    """Issue 21: one valid ~180 KB cpr item (2,500 sentences) held the StepScorer 20-38 s, past its timeout,
+    and other clients' cpr rows waited or degraded. Now its first cpr.max_pred_steps (128) steps are
+    embedded, the others count as unmatched, and the row's ``truncated`` says so."""
+    import time
+
+    filler = " ".join(f"Sentence {i} restates the sum of two and two." for i in range(3800))[:178_000]
+    big = item(filler + " The answer is \\boxed{4}.", kind="cpr", reference_steps=["Add 2 and 2", "The sum is 4"])
+    t0 = time.perf_counter()
+    r = post(server, {"items": [big, item(CLEAN, kind="cpr", reference_steps=["Add 2 and 2"])]})
+    took = time.perf_counter() - t0
+    assert r.status_code == 200, r.text
+    row, small = r.json()["rewards"]
+    assert "over max_pred_steps=128" in row["truncated"], row
+    assert small["truncated"] is None and small["step_f1"] is not None
+    if not row["degraded"]:  # the 5 s patternrm_timeout_s of this module: a loaded machine may still miss it
+        assert row["s_ver"] == 1.0 and 0.0 <= row["step_f1"] < 0.05  # 2 refs matched at most, over ~3,800 steps
+    print(f"180 KB cpr item: {took:.1f} s, degraded={row['degraded']}")
+
+
 def test_pathological_items_are_unresolved_or_422_never_5xx(server):
     # issue 12: each scored as unresolved (s_ver 0) with the replica still answering, in every kind
     for kind in ("base", "pattern", "cpr"):

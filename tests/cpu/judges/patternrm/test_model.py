@@ -132,4 +132,4 @@ def test_embedded_trained_patternrm_batch_equals_singles():
     singles = [rm.label_batch([it])[0] for it in items]
     assert [b["labels"] for b in batch] == [s["labels"] for s in singles]
     assert all(b["error"] is None and set(b["probs"]) == {"cot", "rep", "con", "pr"} for b in batch)
-    assert rm.version.startswith("patternrm@minilm-head-2")
+    assert rm.version.startswith("patternrm@minilm-head-3")
