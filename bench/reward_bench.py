@@ -55,16 +55,16 @@ def deploy(mode_batch: int, args) -> None:
     from ray import serve
 
     from reward_server.app import PatternRMServer, RewardIngress, StepScorer
-    from reward_server.config import CPRConfig, PatternRMConfig, RewardServerConfig
+    from reward_server.config import PatternRMConfig, RewardServerConfig
 
     uc = {"max_batch_size": mode_batch, "batch_wait_timeout_s": 0.01 if mode_batch > 1 else 0.0}
-    rm_cfg = PatternRMConfig(kind=args.patternrm, path=args.path).model_dump()
+    rm_cfg = PatternRMConfig(kind=args.patternrm, path=args.path)
     one = {"min_replicas": 1, "max_replicas": 1}  # one replica in both modes: batching is what is compared
     serve.run(PatternRMServer.options(user_config=uc, autoscaling_config=one).bind(rm_cfg), name="patternrm", route_prefix=None)
     cfg = RewardServerConfig.model_validate({"pattern": {"p": 1.0}, "auth": {"token_env": TOKEN_ENV},
                                              "limits": {"patternrm_timeout_s": 120, "request_timeout_s": 300}})
     serve.run(RewardIngress.options(max_ongoing_requests=256, max_queued_requests=-1).bind(
-        StepScorer.options(user_config=uc, autoscaling_config=one).bind(CPRConfig().model_dump()), cfg.model_dump()),
+        StepScorer.options(user_config=uc, autoscaling_config=one).bind(cfg.cpr), cfg),
               name="reward", route_prefix="/")
 
 

@@ -10,6 +10,12 @@ Two Serve applications, started together by ``serve run configs/serve/reward.yam
   ``GET /healthz``, ``GET /metrics``, ``/openapi.json``, ``/docs``) and ``StepScorer`` (batched step
   embeddings for CPR).
 
+Config: each builder validates its application's ``args`` (the Serve config's YAML mapping) once, into
+``RewardServerConfig`` / ``PatternRMAppConfig`` (a bad key is a ``ConfigError`` at deploy, before any
+replica starts), and binds the typed objects (``RewardServerConfig``, its ``cpr: CPRConfig``,
+``PatternRMConfig``) to the deployments; Serve pickles them to the replicas. A deployment never
+re-validates a dict: given one, it raises TypeError (``howeval.config.check_config``).
+
 Rewards come from ``howeval.rewards.pipeline`` (``prepare`` -> model parts -> ``assemble``), the same
 pipeline the GRPO trainer's in-process scorer and TRL adapter run. Routes only parse, authorize and
 delegate to ``RewardIngress.score``.
@@ -45,7 +51,8 @@ from pydantic import ValidationError
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
-from reward_server.config import PatternRMAppConfig, RewardServerConfig, load_server_config
+from howeval.config import check_config
+from reward_server.config import CPRConfig, PatternRMAppConfig, PatternRMConfig, RewardServerConfig, load_server_config
 from reward_server.schemas import (
     OpenRLHFRequest,
     OpenRLHFResponse,
@@ -100,12 +107,19 @@ class PatternRMServer:
 
     Concurrent ``label`` calls (from every request the ingress replicas are serving) are gathered by
     ``@serve.batch`` into one ``label_batch`` call: one encoder forward pass for the whole batch.
+
+    Args:
+        patternrm: which PatternRM to load (``PatternRM.from_config``).
+
+    Raises:
+        TypeError: ``patternrm`` is not a ``PatternRMConfig`` (a dict is not re-validated here).
     """
 
-    def __init__(self, patternrm: dict):
+    def __init__(self, patternrm: PatternRMConfig):
         from howeval.judges.patternrm.model import PatternRM
 
-        self.rm = PatternRM(**patternrm)
+        check_config(patternrm, PatternRMConfig, "patternrm")
+        self.rm = PatternRM.from_config(patternrm)
         self.batch_sizes: list[int] = []  # recent batch sizes (for tests and the benchmark)
 
     def reconfigure(self, user_config: dict) -> None:
@@ -135,13 +149,20 @@ class PatternRMServer:
 @serve.deployment(name="StepScorer", max_ongoing_requests=256, max_queued_requests=1024,
                   ray_actor_options={"num_cpus": 0.5}, autoscaling_config=MODEL_AUTOSCALING)
 class StepScorer:
-    """Batched CRYSTAL step F1: ``f1({"pred": [...], "ref": [...]})`` -> float (SPEC section 3)."""
+    """Batched CRYSTAL step F1: ``f1({"pred": [...], "ref": [...]})`` -> float (SPEC section 3).
 
-    def __init__(self, cpr: dict):
+    Args:
+        cpr: the reward app's ``cpr`` block (embedder, ``tau``, ``alpha``, ``order``, ``f1``).
+
+    Raises:
+        TypeError: ``cpr`` is not a ``CPRConfig`` (a dict is not re-validated here).
+    """
+
+    def __init__(self, cpr: CPRConfig):
         from howeval.embed import StepEmbedder
-        from reward_server.config import CPRConfig
 
-        self.cfg = CPRConfig.model_validate(cpr)
+        check_config(cpr, CPRConfig, "cpr")
+        self.cfg = cpr
         self.emb = StepEmbedder(self.cfg.embedder_path)
 
     def reconfigure(self, user_config: dict) -> None:
@@ -275,10 +296,20 @@ class _Metrics:
                   ray_actor_options={"num_cpus": 0.5})
 @serve.ingress(app)
 class RewardIngress:
-    """HTTP entry point; ``score(items)`` does the work (``howeval.rewards.pipeline`` + the model handles)."""
+    """HTTP entry point; ``score(items)`` does the work (``howeval.rewards.pipeline`` + the model handles).
 
-    def __init__(self, step_scorer: DeploymentHandle, config: dict):
-        self.cfg: RewardServerConfig = load_server_config(config)
+    Args:
+        step_scorer: the handle of this application's ``StepScorer``.
+        config: the reward app's config, validated by ``build_app``.
+
+    Raises:
+        TypeError: ``config`` is not a ``RewardServerConfig`` (a dict is not re-validated here).
+        RuntimeError: ``auth.token_env`` is not set in the replica's environment.
+    """
+
+    def __init__(self, step_scorer: DeploymentHandle, config: RewardServerConfig):
+        check_config(config, RewardServerConfig, "config")
+        self.cfg = config
         token = None
         if self.cfg.auth.token_env is not None:
             token = os.environ.get(self.cfg.auth.token_env)
@@ -474,19 +505,33 @@ class RewardIngress:
 # -------------------------------------------------------------------------------------------- builders
 
 
+# The builders' `args` are annotated `dict`, not the config class: Serve would then validate them itself,
+# without the project's error messages (unknown key -> closest accepted key, one line per bad key path).
 def build_app(args: dict | None = None) -> serve.Application:
-    """The ``reward`` application (``import_path: reward_server.app:build_app``); ``args`` = RewardServerConfig.
+    """The ``reward`` application (``import_path: reward_server.app:build_app``).
 
-    Fails fast when the auth token variable is not set, before any replica starts.
+    ``args`` (the application's ``args:`` mapping in the Serve config) is validated once, here, into a
+    ``RewardServerConfig``; ``RewardIngress`` gets that object and ``StepScorer`` its ``cpr`` block.
+
+    Raises:
+        ConfigError: ``args`` does not validate (every bad key path named).
+        ValueError: the auth token variable is not set (fails fast, before any replica starts).
     """
     cfg: RewardServerConfig = load_server_config(args)
     if cfg.auth.token_env is not None and not os.environ.get(cfg.auth.token_env):
         raise ValueError(f"auth.token_env={cfg.auth.token_env!r} is not set: export {cfg.auth.token_env}=<token> "
                          "before `serve run` (or set auth.token_env: null to disable auth, tests only)")
-    return RewardIngress.bind(StepScorer.bind(cfg.cpr.model_dump()), cfg.model_dump())
+    return RewardIngress.bind(StepScorer.bind(cfg.cpr), cfg)
 
 
 def build_patternrm_app(args: dict | None = None) -> serve.Application:
-    """The ``patternrm`` application (``import_path: reward_server.app:build_patternrm_app``)."""
+    """The ``patternrm`` application (``import_path: reward_server.app:build_patternrm_app``).
+
+    ``args`` is validated once, here, into a ``PatternRMAppConfig``; ``PatternRMServer`` gets its
+    ``patternrm`` block (a ``PatternRMConfig``).
+
+    Raises:
+        ConfigError: ``args`` does not validate.
+    """
     cfg: PatternRMAppConfig = load_server_config(args, PatternRMAppConfig)
-    return PatternRMServer.bind(cfg.patternrm.model_dump())
+    return PatternRMServer.bind(cfg.patternrm)

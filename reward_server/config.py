@@ -2,6 +2,8 @@
 
 ``configs/serve/reward.yaml`` holds the Serve config (host, port, replicas, autoscaling, batching
 ``user_config``) and, under ``applications[].args``, the fields below. Unknown keys are errors.
+The builders in ``reward_server.app`` validate those ``args`` once (:func:`load_server_config`); the Serve
+deployments receive the typed objects, never a dict to validate again.
 """
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ def app_pair(server: str, name: str, batching: dict | None = None, limits: dict 
     from ray import serve
 
     from reward_server.app import PatternRMServer, RewardIngress, StepScorer
-    from reward_server.config import load_server_config
+    from reward_server.config import PatternRMConfig, load_server_config
 
     rm = PatternRMServer.options(user_config=batching) if batching else PatternRMServer
     ingress = RewardIngress.options(**ingress_options) if ingress_options else RewardIngress
@@ -51,8 +51,8 @@ def app_pair(server: str, name: str, batching: dict | None = None, limits: dict 
                               "pattern": {"p": 1.0, "seed": 0, "mode": "mean"}, **({"limits": limits} if limits else {}),
                               **(extra_args or {})})
     try:
-        serve.run(rm.bind({"kind": "rules"}), name=f"patternrm-{name}", route_prefix=None)
-        serve.run(ingress.bind(StepScorer.bind(cfg.cpr.model_dump()), cfg.model_dump()), name=f"reward-{name}",
+        serve.run(rm.bind(PatternRMConfig(kind="rules")), name=f"patternrm-{name}", route_prefix=None)
+        serve.run(ingress.bind(StepScorer.bind(cfg.cpr), cfg), name=f"reward-{name}",
                   route_prefix=f"/{name}")
         yield f"{server}/{name}"
     finally:
