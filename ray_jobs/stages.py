@@ -399,7 +399,9 @@ def adapt_episodes(cfg: SweepConfig, samples: list[dict], verbose: bool = False,
         uri = join(cfg.output_uri, "adapt", model.name)
         remove_temp_files(uri)
         done = existing_keys(read_table(uri, ADAPT_SCHEMA)[0], ("sample_id", "config", "mode"))
-        todo = [{**x, "config": model.name, "adapt_mode": m} for m in s.modes for x in items
+        # item-major: each batch holds every mode of its items, so the modes' progress lines advance together
+        # (mode-major queued a mode's rows behind the others, and its ETA counted the wait)
+        todo = [{**x, "config": model.name, "adapt_mode": m} for x in items for m in s.modes
                 if (x["sample_id"], model.name, m) not in done]
         if not todo:
             continue
