@@ -207,4 +207,6 @@ def test_embedded_trained_patternrm_batch_equals_singles():
     assert [b["labels"] for b in batch] == [s["labels"] for s in singles]
     assert all(b["error"] is None and set(b["probs"]) == {"cot", "rep", "con", "pr"} for b in batch)
     assert rm.version.startswith("patternrm@minilm-head-4")
-    assert set(rm.meta["recipe_choice"]["human_weight"]) == {"cot", "rep", "con", "pr"}
+    meta = rm.backend.model.meta  # what the cache records: the per-label choice made by the inner CV over the 47
+    assert set(meta["recipe_choice"]["human_weight"]) == set(meta["thresholds"]) == {"cot", "rep", "con", "pr"}
+    assert set(meta["threshold_criterion"].values()) <= {"f1", "mcc", "prevalence"}
