@@ -14,7 +14,8 @@ selection on the evaluation set: the figures of every recipe are written, not on
 the labels the humans marked at least once: rep, con, pr; cot has no positive here).
 
 Output (``--out``): ``{"n_items", "patternrm": {labels, trigger, macro_f1, ...}, "rules": {...},
-"baselines": {"all_positive", "patternrm_v1"}, "recipes": {name: {macro_f1, labels, note}}, "controls":
+"baselines": {"all_positive", "patternrm_v1"}, "recipes": {name: {macro_f1, rep, con, pr, trigger_f1, predicted,
+length_human}}, "seed_check": {recipe: {seed: figures}}, "controls":
 {"format", "length", "surface", "shortcut"}, "passed": {...}}``.
 """
 from __future__ import annotations
@@ -347,6 +348,19 @@ def main() -> int:
         print(f"{s['macro']['f1']:.3f}  {name}  ({time.perf_counter() - t0:.0f} s)", flush=True)
         if served_pred is None:
             served_pred, served_scores = pred, s
+    # how much the figures move with the seed of the training folds' inner splits (train_head's out-of-fold
+    # folds and the inner choice): the same outer folds, seeds 1 and 2 beside the reported seed 0
+    out["seed_check"] = {}
+    for name, kw in ((served_name, dict(nested=RECIPE_CANDIDATES)), ("head v3 (weight 10, F1 thresholds)", {})):
+        rows = {}
+        for seed in (0, 1, 2):
+            pred = cv_predict(X, recs, H, human, folds, cols=lex, seed=seed, **kw)
+            sc = score_judge(truth, as_labels(pred, keys))
+            rows[str(seed)] = {"macro_f1": round(sc["macro"]["f1"], 4), **{k: round(sc["labels"][k]["f1"], 4) for k in ("rep", "con", "pr")},
+                               "trigger_f1": round(sc["trigger"]["f1"], 4), "trigger_predicted": sc["trigger"]["predicted"]}
+        rows["mean_macro_f1"] = round(float(np.mean([rows[str(x)]["macro_f1"] for x in (0, 1, 2)])), 4)
+        out["seed_check"][name] = rows
+        print(f"seeds 0-2: {[rows[str(x)]['macro_f1'] for x in (0, 1, 2)]} mean {rows['mean_macro_f1']}  {name}", flush=True)
     out["patternrm"] = summarize(served_scores, rm.version + " (cross-validated recipe)")
     out["patternrm"]["fold_choices"] = served_choices
     out["patternrm"]["served_head_choice"] = {k: rm.meta.get("recipe_choice", {}).get(k) for k in ("human_weight", "criterion")}
