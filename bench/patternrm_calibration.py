@@ -294,6 +294,8 @@ def main() -> int:
         served_name: dict(X=X, recs=recs, use_human=True, cols=cols_served, nested=RECIPE_CANDIDATES, choices=served_choices),
         "head v3 (served before): hand-label weight 10, F1-best thresholds on the training responses' OOF":
             dict(X=X, recs=recs, use_human=True, cols=lex),
+        "served rule, thresholds on 3 repeated out-of-fold splits of the training records (repeats=3)":
+            dict(X=X, recs=recs, cols=lex, nested=RECIPE_CANDIDATES, repeats=3),
         "nested, weights {10,30,100,300} x F1 only": dict(X=X, recs=recs, cols=lex, nested=grid(HUMAN_WEIGHTS, ("f1",))),
         "nested, weights {10,30,100,300} x {F1, MCC}": dict(X=X, recs=recs, cols=lex, nested=grid(HUMAN_WEIGHTS, ("f1", "mcc"))),
         "nested, weights {10,30,100,300} x {F1, MCC} + always-fire": dict(X=X, recs=recs, cols=lex,

@@ -299,7 +299,7 @@ def predict_proba(head: Mapping[str, np.ndarray], X: np.ndarray) -> np.ndarray:
 def train_head(features: np.ndarray, records: Sequence[Mapping[str, Any]], weights: np.ndarray | None = None,
                C: float = 0.01, balanced: bool = True, thresholds: str = "oof", folds: int = 4, seed: int = 0,
                allow_unteachable: bool = False, criterion: str | Mapping[str, str] = "f1", chooser: str = "human",
-               **_: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+               repeats: int = 1, **_: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Fit the per-label heads on ``features`` ``(n, d)`` and the records' labels (unknown = masked).
 
     Args:
@@ -313,6 +313,11 @@ def train_head(features: np.ndarray, records: Sequence[Mapping[str, Any]], weigh
             side; records with weight > 1, the real responses, choose for each label they hold a positive
             of, the other records for the rest);
             ``"fixed"`` = 0.5.
+        criterion: how the threshold is chosen on those predictions (:func:`_best_threshold`), one for all
+            labels or ``{label: criterion}``.
+        chooser: ``"human"`` as above, or ``"all"``: every training record chooses.
+        repeats: out-of-fold predictions from this many splits (seeds ``seed``, ``seed + 1000``, ...), pooled
+            for the threshold (measured: no steadier than one split, not served).
 
     Returns:
         ``(head, meta)``: head ``{"mean", "std", "coef" (4, d), "intercept" (4,), "thresholds" (4,)}``;
@@ -360,24 +365,29 @@ def train_head(features: np.ndarray, records: Sequence[Mapping[str, Any]], weigh
     th = {k: 0.5 for k in LABELS}
     oof_f1: dict[str, float | None] = {k: None for k in LABELS}
     if thresholds == "oof":
-        fold = np.array([_fold_of(str(r["uid"]), folds, seed) for r in records])
-        oof = np.zeros_like(y)
-        for f in range(folds):
-            c, b = fit_all(np.where(fold != f)[0])
-            te = fold == f
-            oof[te] = 1.0 / (1.0 + np.exp(-(Z[te] @ c.T + b)))
+        oofs = []
+        for r in range(repeats):
+            fold = np.array([_fold_of(str(rec["uid"]), folds, seed + 1000 * r) for rec in records])
+            o = np.zeros_like(y)
+            for f in range(folds):
+                c, b = fit_all(np.where(fold != f)[0])
+                te = fold == f
+                o[te] = 1.0 / (1.0 + np.exp(-(Z[te] @ c.T + b)))
+            oofs.append(o)
+        oof = np.concatenate(oofs)  # each record once per repeat: the threshold sees every split's predictions
+        y, m, w = np.tile(y, (repeats, 1)), np.tile(m, (repeats, 1)), np.tile(w, repeats)
         heavy = w > 1
         for j, k in enumerate(LABELS):
             # the real (weighted) responses choose where they hold a positive of the label; else all records
             use_heavy = chooser == "human" and (heavy & (m[:, j] == 1) & (y[:, j] == 1)).any()
-            sel = (heavy if use_heavy else np.ones(len(records), dtype=bool)) & (m[:, j] == 1)
+            sel = (heavy if use_heavy else np.ones(len(heavy), dtype=bool)) & (m[:, j] == 1)
             if sel.any() and y[sel, j].any():
                 th[k], oof_f1[k] = _best_threshold(oof[sel, j], y[sel, j], criterion=crit[k])
     head = {"mean": mean.astype(np.float32), "std": std.astype(np.float32), "coef": coef, "intercept": icpt,
             "thresholds": np.array([th[k] for k in LABELS], dtype=np.float32)}
     meta = {"head_version": HEAD_VERSION, "thresholds": th, "oof_f1": oof_f1, "n_train": len(records),
             "d_in": int(features.shape[1]), "C": C, "balanced": balanced, "threshold_mode": thresholds, "threshold_criterion": crit,
-            "threshold_chooser": chooser, "seed": seed,
+            "threshold_chooser": chooser, "oof_repeats": repeats, "seed": seed,
             "train_seconds": round(time.perf_counter() - t0, 2)}
     return head, meta
 

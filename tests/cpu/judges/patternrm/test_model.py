@@ -124,6 +124,8 @@ def test_train_head_takes_per_label_weights_and_criteria():
     assert meta["threshold_criterion"] == {"cot": "f1", "rep": "mcc", "con": "f1", "pr": "f1"}
     same, _ = train_head(X, recs, weights=np.ones(n), C=1.0)
     assert not np.allclose(head["coef"][1], same["coef"][1]) and np.allclose(head["coef"][0], same["coef"][0])
+    rep3, meta3 = train_head(X, recs, C=1.0, repeats=3)
+    assert meta3["oof_repeats"] == 3 and np.allclose(rep3["coef"], same["coef"])  # repeats move thresholds only
     with pytest.raises(ValueError, match="weights of shape"):
         train_head(X, recs, weights=np.ones((n, 3)))
     with pytest.raises(ValueError, match="criterion="):
