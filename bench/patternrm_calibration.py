@@ -116,7 +116,7 @@ def shortcut_check(recs: list[dict], seed: int = 0) -> dict:
     """A classifier on :func:`shortcut_features` alone, trained on the corpus's training split (thresholds on
     its out-of-fold predictions), scored on the held-out split (a hash of ``uid``: one base's variants on one
     side) against the all-positive floor there. Passes when it does not beat the floor (0.02 slack)."""
-    from howeval.judges.patternrm.head import _fold_of, _label_matrix, predict_proba, train_head
+    from howeval.judges.patternrm.head import _fold_of, _label_matrix, binary_f1, predict_proba, train_head
     from howeval.records import LABELS
 
     F = np.array([shortcut_features(r["response"]) for r in recs], dtype=np.float32)
@@ -128,8 +128,7 @@ def shortcut_check(recs: list[dict], seed: int = 0) -> dict:
     for j, k in enumerate(LABELS):
         keep = m[:, j] == 1
         yy, pp = y[keep, j] == 1, p[keep, j]
-        tp, fp, fn = int((yy & pp).sum()), int((~yy & pp).sum()), int((yy & ~pp).sum())
-        f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+        f1 = binary_f1(pp, yy) or 0.0
         base = yy.mean() if keep.any() else 0.0
         floor = 2 * base / (1 + base) if base else 0.0
         out[k] = {"f1": round(f1, 4), "all_positive_f1": round(floor, 4), "n": int(keep.sum()), "positives": int(yy.sum())}

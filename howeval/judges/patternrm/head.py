@@ -409,13 +409,17 @@ RECIPE_CANDIDATES = tuple((w, c) for w in HUMAN_WEIGHTS for c in ("f1", "mcc", "
 """Candidates (hand-label weight, threshold criterion) :func:`choose_head_recipe` picks from, per label."""
 
 
+def binary_f1(pred: np.ndarray, truth: np.ndarray) -> float | None:
+    """F1 in [0, 1] of boolean predictions ``pred`` ``(n,)`` against boolean ``truth`` ``(n,)``; None when
+    ``truth`` has no positive (F1 undefined)."""
+    if not truth.any():
+        return None
+    tp, fp, fn = int((truth & pred).sum()), int((~truth & pred).sum()), int((truth & ~pred).sum())
+    return 2 * tp / (2 * tp + fp + fn)
+
+
 def _f1s(pred: np.ndarray, y: np.ndarray) -> list[float | None]:
-    out: list[float | None] = []
-    for j in range(y.shape[1]):
-        yy, pp = y[:, j] == 1, pred[:, j]
-        tp, fp, fn = int((yy & pp).sum()), int((~yy & pp).sum()), int((yy & ~pp).sum())
-        out.append(None if not yy.any() else (2 * tp / (2 * tp + fp + fn)))
-    return out
+    return [binary_f1(pred[:, j], y[:, j] == 1) for j in range(y.shape[1])]
 
 
 def choose_head_recipe(X: np.ndarray, records: Sequence[Mapping[str, Any]], H: np.ndarray,
