@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import io
 import sys
 import time
 from dataclasses import dataclass
@@ -97,6 +98,11 @@ class Progress:
         self._drawn = 0
         self._last_draw = float("-inf")
         self._t0 = self._section_t0 = clock()
+
+    @classmethod
+    def silent(cls) -> Progress:
+        """A Progress that prints nowhere (a caller that passes none: benchmarks, ``build_refs``)."""
+        return cls(stream=io.StringIO(), tty=False)
 
     def section(self, title: str) -> None:
         """Start a new block titled ``title`` (e.g. ``"CRYSTAL step scores"``); the previous block stays on

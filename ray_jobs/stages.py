@@ -15,7 +15,6 @@ one is then dropped (:func:`howeval.store.compact`), so each key is stored once 
 """
 from __future__ import annotations
 
-import io
 import logging
 from dataclasses import dataclass, field
 from functools import partial
@@ -241,7 +240,7 @@ def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, j
     t0 = time.perf_counter()
     out = cfg.output_uri
     tidy(out)
-    progress = progress or Progress(stream=io.StringIO(), tty=False)
+    progress = progress or Progress.silent()
     outcome = RunOutcome()
     latest = latest_responses(read_table(join(out, "responses"), RESPONSE_SCHEMA)[0].to_pylist())
     pipelines, info = plan_sweep(cfg, samples, models, latest, judges=judges, modes=modes, max_attempts=max_attempts,
@@ -335,7 +334,7 @@ def score_run(cfg: SweepConfig, samples: list[dict], verbose: bool = False, prog
                   outputs=StepScoreUDF.OUTPUT_COLUMNS, batch_size=64, replicas=s.replicas, num_cpus=s.num_cpus,
                   tally=Tally("crystal", error_col=None))
     table = pa.Table.from_pylist(todo, schema=pa.schema([STEPS_SCHEMA.field(n) for n in (*STEP_KEY, "pred_steps", "ref_steps")]))
-    progress = progress or Progress(stream=io.StringIO(), tty=False)
+    progress = progress or Progress.silent()
     progress.section("CRYSTAL step scores")
     progress.add("crystal", total=len(todo))
     progress.start("crystal")
@@ -412,7 +411,7 @@ def adapt_episodes(cfg: SweepConfig, samples: list[dict], verbose: bool = False,
             batch_size=r.batch_size, replicas=r.replicas, num_cpus=r.num_cpus, num_gpus=r.num_gpus,
             accelerator_type=r.accelerator_type, read_images=reads,
             tally=Tally(model.name, group_col="mode", tokens_col="tokens"))]))
-    progress = progress or Progress(stream=io.StringIO(), tty=False)
+    progress = progress or Progress.silent()
     if pipelines:
         progress.section("AdaptMMBench")
         for p in pipelines:
