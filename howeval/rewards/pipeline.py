@@ -106,6 +106,7 @@ def prepare(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, on_unres
     if on_unresolved not in ("zero", "error", "llm"):
         raise ValueError(f"on_unresolved={on_unresolved!r} must be 'zero', 'error' or 'llm'")
     plan = RewardPlan(items=list(items), verdicts=[])
+    cap = (cpr or CPRConfig()).max_pred_steps
     for i, it in enumerate(plan.items):
         if stop is not None and stop.is_set():
             raise RequestAbandoned(f"stopped before items.{i} of {len(plan.items)}: the request was abandoned")
@@ -132,7 +133,6 @@ def prepare(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, on_unres
             if not it.get("reference_steps"):
                 raise RewardItemError(i, "kind 'cpr' needs non-empty reference_steps")
             steps = response_steps(it["response"])
-            cap = (cpr or CPRConfig()).max_pred_steps
             if len(steps) > cap:
                 plan.truncated[i] = (f"cpr: {len(steps):,} predicted steps, over max_pred_steps={cap}: the first {cap} "
                                      f"were embedded, the other {len(steps) - cap:,} count as unmatched")
