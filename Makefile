@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast test-vllm bench-engines bench-sweep-vllm bench-longtail sweep report bench bench-sweep bench-cluster bench-crystal bench-reward bench-verify patternrm train-smoke train-elastic serve submit-local k8s-render k8s-image-assets test-deepspeed check-gpu clean help
+.PHONY: install demo test test-fast test-vllm bench-engines bench-sweep-vllm bench-longtail sweep report bench bench-sweep bench-cluster bench-crystal bench-reward bench-verify patternrm train-smoke train-elastic serve submit-local k8s-render image image-base-debian cluster-smoke test-deepspeed check-gpu clean help
 
 help:
 	@echo "make demo    - create $(VENV), install, run the embedded-default sweep (PatternEval, CRYSTAL, AdaptMMBench) -> runs/demo/index.html"
@@ -185,13 +185,44 @@ k8s-render:
 	  { echo "# Rendered by \`make k8s-render\` (kubectl kustomize k8s/overlays/$$o): do not edit, edit k8s/base or k8s/overlays/$$o"; \
 	    kubectl kustomize k8s/overlays/$$o; } > k8s/rendered/$$o.yaml || exit 1; echo "k8s/rendered/$$o.yaml"; done
 
-# What k8s/Dockerfile copies from build/: the embedded trained PatternRM the RayService serves (needs the
-# offline corpus under ../shared/data or HOWEVAL_SHARED_DATA the first time, like `make patternrm`)
-k8s-image-assets: $(STAMP)
-	nice -n 10 $(BIN)/python -m howeval.judges.patternrm.head
-	rm -rf build/k8s/patternrm-minilm && mkdir -p build/k8s
-	cp -r "$$($(BIN)/python -c 'from howeval.judges.patternrm.head import default_cache_path; print(default_cache_path())')" build/k8s/patternrm-minilm
-	@du -sh build/k8s/patternrm-minilm
+# The image every pod runs (k8s/Dockerfile), built from this clone alone: `make image [VARIANT=cpu|gpu]
+# [BASE=<any image with Python 3.11 and apt>] [TAG=...]`, with docker where its daemon answers, else podman.
+# The Dockerfile stays a plain `docker build`; what this machine needs to reach its package index (the proxy's
+# CA bundle and the local wheel folder that `pip config` names) is passed here as build args and read-only mounts.
+VARIANT ?= cpu
+BASE    ?= python:3.11-slim
+TAG     ?= howeval:0.1.0-$(VARIANT)
+ENGINE  ?= $(shell docker info >/dev/null 2>&1 && echo docker || echo podman)
+# podman: runc where installed (crun refuses some cgroup layouts); the ulimits keep the runtime's setrlimit legal
+PODMAN_FLAGS ?= $(if $(shell command -v runc 2>/dev/null),--runtime runc) --ulimit nofile=1024:1024 --ulimit nproc=1024:1024
+PIP_SETTING     = $(shell $(PY) -m pip config list 2>/dev/null | sed -n "s/^[^.]*\.$(1)='\(.*\)'$$/\1/p" | head -1)
+HOST_PIP_CERT  := $(call PIP_SETTING,cert)
+HOST_PIP_LINKS := $(call PIP_SETTING,find-links)
+# the CA bundle goes in beside the image's own (a mount over it would break the image's ca-certificates)
+IMAGE_PIP_ARGS := $(if $(HOST_PIP_CERT),--build-arg PIP_CERT=/etc/pip-build-ca.crt) \
+	$(if $(HOST_PIP_LINKS),--build-arg PIP_FIND_LINKS=$(HOST_PIP_LINKS) $(if $(wildcard $(HOST_PIP_LINKS)/torch-2.13.0*),--build-arg TORCH_INDEX=))
+IMAGE_MOUNTS := $(if $(filter podman,$(ENGINE)),$(if $(HOST_PIP_CERT),-v $(HOST_PIP_CERT):/etc/pip-build-ca.crt:ro) $(if $(HOST_PIP_LINKS),-v $(HOST_PIP_LINKS):$(HOST_PIP_LINKS):ro))
+image:
+	$(ENGINE) build $(if $(filter podman,$(ENGINE)),$(PODMAN_FLAGS) --network host) $(IMAGE_MOUNTS) $(IMAGE_PIP_ARGS) \
+	  --build-arg BASE=$(BASE) --build-arg VARIANT=$(VARIANT) -f k8s/Dockerfile -t $(TAG) .
+	$(ENGINE) run --rm $(if $(filter podman,$(ENGINE)),$(PODMAN_FLAGS)) $(TAG) python3 k8s/image/check_image.py --variant $(VARIANT)
+
+# For a machine that cannot pull python:3.11-slim (no registry): Debian bookworm's Python 3.11 as a local base
+# image, built with debootstrap from the apt mirror this machine uses; then make image BASE=$(DEBIAN_BASE)
+DEBIAN_BASE   ?= localhost/debian-py311:bookworm
+DEBIAN_MIRROR ?= $(shell sed -n 's/^URIs: *//p; s/^deb \(http[^ ]*\) bookworm .*/\1/p' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | grep -v security | head -1)
+image-base-debian:
+	rm -rf build/debian-rootfs && mkdir -p build
+	debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates bookworm build/debian-rootfs $(DEBIAN_MIRROR)
+	tar -C build/debian-rootfs -c . | $(ENGINE) import --change 'CMD ["/bin/bash"]' - $(DEBIAN_BASE)
+	rm -rf build/debian-rootfs
+
+# A Ray cluster of containers of the CPU image on this machine (a head and two workers with the cpu-smoke overlay's
+# resources, host network, 127.0.0.1), running the three workloads as the rendered manifests run them, with a
+# worker removed mid-sweep, one removed mid-GRPO and the GRPO job killed and re-submitted; one summary line
+# `cluster-smoke: ...`, exit 0 only when every check held; everything it started is removed at the end.
+cluster-smoke: $(STAMP)
+	$(BIN)/python k8s/image/cluster_smoke.py --image $(TAG) --engine $(ENGINE) $(CLUSTER_SMOKE_ARGS)
 
 # DeepSpeed on CPU (its CPU accelerator, gloo): one ZeRO-2 GRPO step through Ray Train. deepspeed is in the gpu
 # extra, so `make test` skips this; here it goes into .venv (~15 s, pip check clean), 107-123 s on 2 cores

@@ -1,0 +1,486 @@
+"""``make cluster-smoke``: the project's image run as a Ray cluster of containers, with the three workloads of
+``k8s/rendered/cpu-smoke.yaml`` run the way KubeRay runs them, and pods lost on the way.
+
+The cluster: a head and two workers, each a container of the CPU image (``make image``) on the host network,
+started with ``ray start`` and the resources the cpu-smoke overlay gives each pod (head ``rayStartParams``;
+worker ``--num-cpus``/``--memory`` from the container limits, as KubeRay derives them), the pod's plain ``env``
+values, and one host folder mounted at ``/data`` on every node (the ``howeval-data`` volume). Each node gets its
+own ports (one host network instead of one network namespace per pod) and binds 127.0.0.1 only.
+
+The workloads, in order, each read from the rendered manifests (so they follow any change to them):
+
+1. **sweep** -- the sweep RayJob's ``entrypoint`` with ``ray job submit`` from the head (KubeRay's submitter does
+   the same), plus ``--limit``/``--max-tokens`` so it fits a 2-core machine. Once its first rows are written a
+   worker container is removed (``rm -f``: the pod is lost) and a new one started (the operator replaces it);
+   a job that fails is re-submitted unchanged (it resumes by key). Then every row table under the output is read:
+   rows lost (expected keys missing) and duplicated (a key written twice).
+2. **reward** -- the RayService's ``serveConfigV2`` deployed through the dashboard's REST API (``serve deploy``,
+   as KubeRay does), with ``http_options`` moved to 127.0.0.1 and one proxy (``proxy_location: HeadOnly``: the
+   containers share one port space). A request with the bearer token must be scored with no degraded row, one
+   without it refused with 401.
+3. **grpo** -- the GRPO RayJob's entrypoint (elastic, 1..2 workers), with rewards from the endpoint of step 2.
+   After its first checkpoint a worker container is removed (training continues at the new size); after a later
+   checkpoint the job is stopped (``ray job stop``: the driver is killed) and the same entrypoint is submitted again,
+   which must continue from the last checkpoint with no flag changed. Steps must each be trained once.
+
+Prints one line per event and one summary line starting ``cluster-smoke:``; exits 0 only when every check held.
+Everything it started (containers, the temp folder) is removed at the end, also on failure or Ctrl-C.
+Needs only the container engine and this repository (PyYAML from the project's venv reads the manifests).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import secrets
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+RENDERED = REPO / "k8s" / "rendered" / "cpu-smoke.yaml"
+QUANTITY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9}
+
+
+class SmokeFailure(RuntimeError):
+    """A check of the smoke run did not hold (the message says which and what was seen)."""
+
+
+def log(msg: str) -> None:
+    """One timestamped progress line on stdout."""
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def quantity(value: str | int | float) -> float:
+    """A Kubernetes quantity (``"4"``, ``"500m"``, ``"12Gi"``) as a number (CPUs or bytes)."""
+    s = str(value)
+    if s.endswith("m"):
+        return float(s[:-1]) / 1000
+    for suffix, mult in QUANTITY.items():
+        if s.endswith(suffix):
+            return float(s[: -len(suffix)]) * mult
+    return float(s)
+
+
+# ----------------------------------------------------------------------------------------------- the manifests
+def manifests(path: Path = RENDERED) -> dict[str, Any]:
+    """The pieces of the rendered overlay the smoke run uses: the RayJobs' entrypoints and cluster specs, the
+    RayService's ``serveConfigV2``. Raises :class:`SmokeFailure` naming what is missing."""
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+    def component(d: dict) -> str:
+        return d.get("metadata", {}).get("labels", {}).get("app.kubernetes.io/component", "")
+
+    jobs = {component(d): d for d in docs if d.get("kind") == "RayJob"}
+    services = [d for d in docs if d.get("kind") == "RayService"]
+    for need in ("sweep", "train-grpo"):
+        if need not in jobs:
+            raise SmokeFailure(f"{path}: no RayJob labelled app.kubernetes.io/component={need}")
+    if not services:
+        raise SmokeFailure(f"{path}: no RayService")
+    return {"sweep": jobs["sweep"]["spec"], "grpo": jobs["train-grpo"]["spec"],
+            "serve": yaml.safe_load(services[0]["spec"]["serveConfigV2"]),
+            "cluster": jobs["sweep"]["spec"]["rayClusterSpec"]}
+
+
+def node_shapes(cluster: dict) -> tuple[dict, dict, list[dict]]:
+    """(head ``rayStartParams``, the CPU worker's ``ray start`` resources, env of the worker's container).
+
+    KubeRay gives ``--num-cpus``/``--memory`` from the container's limits when ``rayStartParams`` does not."""
+    head = dict(cluster["headGroupSpec"].get("rayStartParams", {}))
+    groups = [g for g in cluster.get("workerGroupSpecs", []) if "gpu" not in g.get("groupName", "")]
+    if not groups:
+        raise SmokeFailure("the sweep RayJob's cluster has no CPU worker group")
+    container = groups[0]["template"]["spec"]["containers"][0]
+    limits = container.get("resources", {}).get("limits", {})
+    worker = dict(groups[0].get("rayStartParams", {}))
+    worker.setdefault("num-cpus", str(int(quantity(limits.get("cpu", 1)))))
+    if "memory" in limits:
+        worker.setdefault("memory", str(int(quantity(limits["memory"]))))
+    return head, worker, container.get("env", [])
+
+
+# ----------------------------------------------------------------------------------------------- the cluster
+class Cluster:
+    """A head and workers, each a container on the host network with its own ports; all removed by ``down()``."""
+
+    def __init__(self, engine: str, image: str, base_port: int, data: Path, env: dict[str, str]) -> None:
+        self.engine, self.image, self.base, self.data, self.env = engine, image, base_port, data, env
+        self.label = f"howeval-cluster-smoke={os.getpid()}"
+        self.names: list[str] = []
+        self.n = 0
+        self.engine_flags = (["--runtime", "runc"] if engine == "podman" and shutil.which("runc") else []) + \
+            (["--ulimit", "nofile=65536:65536", "--ulimit", "nproc=65536:65536"] if engine == "podman" else [])
+
+    @property
+    def gcs(self) -> str:
+        return f"127.0.0.1:{self.base}"
+
+    @property
+    def dashboard_port(self) -> int:
+        return self.base + 1
+
+    def _ports(self, i: int) -> list[str]:
+        p = self.base + 10 + 10 * i
+        lo = self.base + 200 + 400 * i
+        return [f"--node-manager-port={p}", f"--object-manager-port={p + 1}", f"--metrics-export-port={p + 2}",
+                f"--dashboard-agent-listen-port={p + 3}", f"--dashboard-agent-grpc-port={p + 4}",
+                f"--runtime-env-agent-port={p + 5}", f"--min-worker-port={lo}", f"--max-worker-port={lo + 399}"]
+
+    def start(self, role: str, params: dict[str, str]) -> str:
+        """Start one node (``role`` = head | worker) with ``ray start --block`` and the given params."""
+        self.n += 1
+        name = f"howeval-smoke-{os.getpid()}-{role}{self.n}"
+        args = ["ray", "start", "--block", "--node-ip-address=127.0.0.1", "--disable-usage-stats", *self._ports(self.n)]
+        if role == "head":
+            args += ["--head", f"--port={self.base}", "--dashboard-host=127.0.0.1",
+                     f"--dashboard-port={self.dashboard_port}", f"--ray-client-server-port={self.base + 2}"]
+        else:
+            args += [f"--address={self.gcs}"]
+        args += [f"--{k}={v}" for k, v in params.items() if k not in ("dashboard-host", "block")]
+        envs = [x for k, v in self.env.items() for x in ("-e", f"{k}={v}")]
+        cmd = [self.engine, "run", "-d", "--name", name, "--label", self.label, "--network", "host",
+               "--shm-size=1g", *self.engine_flags, "-v", f"{self.data}:/data", *envs, self.image, *args]
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        self.names.append(name)
+        log(f"started {role} {name}: ray start {' '.join(a for a in args[2:] if 'port' not in a)}")
+        return name
+
+    def exec(self, name: str, cmd: list[str], timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
+        """Run ``cmd`` inside container ``name`` (as the image's user, from /app)."""
+        proc = subprocess.run([self.engine, "exec", name, *cmd], capture_output=True, text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise SmokeFailure(f"{' '.join(cmd)[:120]} in {name}: exit {proc.returncode}: {proc.stderr[-1500:]}")
+        return proc
+
+    def remove(self, name: str) -> None:
+        """Remove a node the way a pod is lost: the container is killed, not drained."""
+        subprocess.run([self.engine, "rm", "-f", "-t", "0", name], capture_output=True, text=True)
+        if name in self.names:
+            self.names.remove(name)
+        log(f"removed {name} (killed)")
+
+    def alive_nodes(self, head: str) -> int:
+        """How many Ray nodes the head sees alive."""
+        out = self.exec(head, ["python3", "-c", "import ray; ray.init(address='auto', logging_level='ERROR'); "
+                                "print(sum(n['Alive'] for n in ray.nodes()))"], timeout=120).stdout
+        return int(out.strip().splitlines()[-1])
+
+    def down(self) -> None:
+        """Remove every container this run started (by label, so a crashed run's leftovers go too)."""
+        ids = subprocess.run([self.engine, "ps", "-aq", "--filter", f"label={self.label}"],
+                             capture_output=True, text=True).stdout.split()
+        if ids:
+            subprocess.run([self.engine, "rm", "-f", "-t", "0", *ids], capture_output=True, text=True)
+        self.names.clear()
+
+
+def wait_for(what: str, check, timeout: float, every: float = 3.0):
+    """Poll ``check()`` until it returns something truthy; :class:`SmokeFailure` after ``timeout`` seconds."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        got = check()
+        if got:
+            return got
+        time.sleep(every)
+    raise SmokeFailure(f"{what}: not within {timeout:.0f} s")
+
+
+# ----------------------------------------------------------------------------------------------- jobs
+class Jobs:
+    """``ray job submit``/``status``/``stop``/``logs`` run inside the head container against its dashboard."""
+
+    def __init__(self, cluster: Cluster, head: str) -> None:
+        self.c, self.head = cluster, head
+        self.address = f"http://127.0.0.1:{cluster.dashboard_port}"
+
+    def submit(self, sub_id: str, entrypoint: str, runtime_env: dict | None = None) -> None:
+        cmd = ["ray", "job", "submit", "--address", self.address, "--submission-id", sub_id, "--no-wait"]
+        if runtime_env:
+            cmd += ["--runtime-env-json", json.dumps(runtime_env)]
+        self.c.exec(self.head, [*cmd, "--", *shlex.split(entrypoint)], timeout=180)
+        log(f"submitted {sub_id}: {entrypoint}")
+
+    def status(self, sub_id: str) -> str:
+        out = self.c.exec(self.head, ["ray", "job", "status", "--address", self.address, sub_id],
+                          timeout=120, check=False).stdout
+        m = re.search(r"Status for job '[^']+': (\w+)", out)
+        return m.group(1) if m else "UNKNOWN"
+
+    def wait(self, sub_id: str, timeout: float) -> str:
+        return wait_for(f"job {sub_id} to finish", lambda: (s := self.status(sub_id)) in
+                        ("SUCCEEDED", "FAILED", "STOPPED") and s, timeout, every=5)
+
+    def stop(self, sub_id: str) -> None:
+        self.c.exec(self.head, ["ray", "job", "stop", "--address", self.address, sub_id], timeout=120, check=False)
+        log(f"stopped {sub_id} (ray job stop: its driver is killed)")
+
+    def logs(self, sub_id: str) -> str:
+        return self.c.exec(self.head, ["ray", "job", "logs", "--address", self.address, sub_id],
+                           timeout=120, check=False).stdout
+
+
+# ----------------------------------------------------------------------------------------------- row checks
+ROWS_PY = r"""
+import glob, json, os, sys
+import pyarrow.parquet as pq
+root = sys.argv[1]
+out = {}
+for f in sorted(glob.glob(os.path.join(root, '**', '*.parquet'), recursive=True)):
+    if '/.' in f or '/_' in f:
+        continue
+    try:
+        t = pq.read_table(f)
+    except Exception as e:
+        out[f] = {'error': str(e)}
+        continue
+    cols = [c for c in ('sample_id', 'config', 'mode', 'response_hash', 'judge', 'embedder', 'variant')
+            if c in t.column_names]
+    if 'sample_id' not in cols:
+        continue
+    keys = list(zip(*[t.column(c).to_pylist() for c in cols]))
+    out[os.path.relpath(f, root)] = {'rows': t.num_rows, 'unique': len(set(keys)), 'columns': cols,
+                                     'samples': sorted({k[0] for k in keys})}
+print(json.dumps(out))
+"""
+
+
+def sweep_rows(cluster: Cluster, head: str, out_dir: str) -> dict[str, dict]:
+    """Per row table under the sweep's output: rows, unique keys, sample ids (read inside the head)."""
+    proc = cluster.exec(head, ["python3", "-c", ROWS_PY, out_dir], timeout=300)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def count_written(cluster: Cluster, head: str, out_dir: str) -> int:
+    """Rows written so far (0 when nothing is there yet)."""
+    try:
+        return sum(v.get("rows", 0) for v in sweep_rows(cluster, head, out_dir).values())
+    except (SmokeFailure, json.JSONDecodeError, IndexError):
+        return 0
+
+
+# ----------------------------------------------------------------------------------------------- workloads
+def entrypoint_of(spec: dict, extra: Iterable[str]) -> str:
+    """The RayJob's entrypoint, with ``extra`` args appended (quoted)."""
+    return " ".join([spec["entrypoint"], *map(shlex.quote, extra)])
+
+
+def output_of(entrypoint: str) -> str:
+    """The ``--output`` folder of a sweep entrypoint."""
+    parts = shlex.split(entrypoint)
+    if "--output" not in parts:
+        raise SmokeFailure(f"the sweep RayJob's entrypoint has no --output: {entrypoint}")
+    return parts[parts.index("--output") + 1]
+
+
+def run_sweep(c: Cluster, jobs: Jobs, head: str, spec: dict, limit: int, timeout: float) -> dict:
+    """Workload 1: the sweep, a worker killed once rows are written, re-submitted until it succeeds."""
+    ep = entrypoint_of(spec, ["--limit", str(limit), "--max-tokens", "24"])
+    out = output_of(ep)
+    runtime_env = yaml.safe_load(spec["runtimeEnvYAML"]) if spec.get("runtimeEnvYAML") else None
+    jobs.submit("smoke-sweep-1", ep, runtime_env)
+    wait_for("the sweep's first rows", lambda: count_written(c, head, out) > 0, timeout)
+    workers = [n for n in c.names if "worker" in n]
+    victim = workers[0]
+    c.remove(victim)
+    c.start("worker", WORKER_PARAMS)
+    resumes, attempt = 0, 1
+    while (status := jobs.wait(f"smoke-sweep-{attempt}", timeout)) != "SUCCEEDED":
+        if attempt >= 3:
+            raise SmokeFailure(f"the sweep ended {status} three times; last logs:\n{jobs.logs(f'smoke-sweep-{attempt}')[-3000:]}")
+        log(f"smoke-sweep-{attempt} ended {status}: re-submitting the same entrypoint (it resumes by key)")
+        attempt += 1
+        resumes += 1
+        jobs.submit(f"smoke-sweep-{attempt}", ep, runtime_env)
+    tables = sweep_rows(c, head, out)
+    response_tables = {k: v for k, v in tables.items() if "response_hash" not in v.get("columns", [])
+                       and "judge" not in v.get("columns", [])}
+    written = sum(v["rows"] for v in tables.values())
+    duplicated = sum(v["rows"] - v["unique"] for v in tables.values())
+    # every (sample, config, mode) of the generation tables has its judged and scored rows too
+    samples = set().union(*(set(v["samples"]) for v in response_tables.values())) if response_tables else set()
+    lost = sum(len(samples - set(v["samples"])) for v in tables.values())
+    if len(samples) < limit:
+        lost += limit - len(samples)
+    return {"tables": len(tables), "rows": written, "lost": lost, "duplicated": duplicated, "resumes": resumes,
+            "killed": victim, "samples": len(samples)}
+
+
+def deploy_reward(c: Cluster, head: str, serve_cfg: dict, port: int, token: str) -> dict:
+    """Workload 2: the RayService's serveConfigV2 through the REST API; a scored request and a refused one."""
+    cfg = json.loads(json.dumps(serve_cfg))
+    cfg.setdefault("http_options", {}).update(host="127.0.0.1", port=port)
+    cfg["proxy_location"] = "HeadOnly"
+    (c.data / "serve.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    c.exec(head, ["serve", "deploy", "/data/serve.yaml", "--address", f"http://127.0.0.1:{c.dashboard_port}"],
+           timeout=300)
+    log(f"deployed serveConfigV2 ({', '.join(a['name'] for a in cfg['applications'])}) on 127.0.0.1:{port}")
+
+    def running() -> bool:
+        out = c.exec(head, ["serve", "status", "--address", f"http://127.0.0.1:{c.dashboard_port}"],
+                     timeout=120, check=False).stdout
+        apps = (yaml.safe_load(out) or {}).get("applications", {})
+        bad = {n: a.get("status") for n, a in apps.items() if a.get("status") in ("DEPLOY_FAILED", "UNHEALTHY")}
+        if bad:
+            raise SmokeFailure(f"serve status: {bad}\n{out[-3000:]}")
+        return bool(apps) and all(a.get("status") == "RUNNING" for a in apps.values())
+
+    wait_for("the reward applications to be RUNNING", running, 600, every=5)
+    items = [{"prompt": "What is 3 + 4?", "response": "3 + 4 = 7, so the answer is \\boxed{7}.", "answer": "7",
+              "answer_type": "integer_number", "kind": "pattern"},
+             {"prompt": "What is 2 + 2?", "response": "The answer is \\boxed{5}.", "answer": "4",
+              "answer_type": "integer_number", "kind": "pattern"}]
+    body = json.dumps({"items": items}).encode()
+
+    def post(auth: bool) -> tuple[int, dict]:
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/reward", data=body, method="POST",
+                                     headers={"Content-Type": "application/json",
+                                              **({"Authorization": f"Bearer {token}"} if auth else {})})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, {}
+
+    status, answer = wait_for("a scored /reward answer", lambda: (r := post(True))[0] == 200 and r, 180)
+    rows = answer.get("rewards") or answer.get("results") or answer.get("items") or []
+    degraded = [r for r in rows if r.get("degraded")]
+    refused, _ = post(False)
+    log(f"/reward with the token: {status}, {len(rows)} rows, {len(degraded)} degraded; without: {refused}")
+    if refused != 401 or len(rows) != len(items) or degraded:
+        raise SmokeFailure(f"reward: token -> {status} rows {rows}; no token -> {refused} (want 401, 2 rows, 0 degraded)")
+    return {"scored": len(rows), "degraded": len(degraded), "refused": refused}
+
+
+def grpo_steps(log_text: str) -> tuple[list[int], list[int]]:
+    """(steps, world sizes) of the training-step lines of a GRPO job's log (rank 0 prints
+    ``[train_grpo] {"step": N, "world_size": W, "loss": ...}`` per logged step; summary lines have no ``loss``)."""
+    steps, sizes = [], []
+    for line in log_text.splitlines():
+        i = line.find("{")
+        if i < 0 or "[train_grpo]" not in line[:i]:
+            continue
+        try:
+            rec = json.loads(line[i:])
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict) and "step" in rec and ("loss" in rec or "reward" in rec):
+            steps.append(int(rec["step"]))
+            sizes.append(int(rec.get("world_size", 0)))
+    return steps, sizes
+
+
+def run_grpo(c: Cluster, jobs: Jobs, head: str, spec: dict, steps: int, timeout: float) -> dict:
+    """Workload 3: elastic GRPO; a worker killed after the first checkpoint, the job killed and re-submitted."""
+    ep = entrypoint_of(spec, ["--max-steps", str(steps)])
+    runtime_env = yaml.safe_load(spec["runtimeEnvYAML"]) if spec.get("runtimeEnvYAML") else None
+    jobs.submit("smoke-grpo-1", ep, runtime_env)
+
+    def logged(sub_id: str, at_least: int):
+        got, _ = grpo_steps(jobs.logs(sub_id))
+        if jobs.status(sub_id) in ("FAILED", "STOPPED", "SUCCEEDED") and max(got, default=0) < at_least:
+            raise SmokeFailure(f"{sub_id} ended before step {at_least}:\n{jobs.logs(sub_id)[-3000:]}")
+        return max(got, default=0) >= at_least
+
+    wait_for("GRPO step 1", lambda: logged("smoke-grpo-1", 1), timeout, every=5)
+    victim = [n for n in c.names if "worker" in n][-1]
+    c.remove(victim)
+    wait_for("GRPO step 3 after the worker loss", lambda: logged("smoke-grpo-1", 3), timeout, every=5)
+    jobs.stop("smoke-grpo-1")
+    jobs.wait("smoke-grpo-1", 300)
+    first, first_sizes = grpo_steps(jobs.logs("smoke-grpo-1"))
+    c.start("worker", WORKER_PARAMS)
+    jobs.submit("smoke-grpo-2", ep, runtime_env)
+    status = jobs.wait("smoke-grpo-2", timeout)
+    second_log = jobs.logs("smoke-grpo-2")
+    second, second_sizes = grpo_steps(second_log)
+    if status != "SUCCEEDED":
+        raise SmokeFailure(f"the re-submitted GRPO job ended {status}:\n{second_log[-3000:]}")
+    if not second or min(second) <= 1:
+        raise SmokeFailure(f"the re-submitted GRPO job did not continue from a checkpoint (its steps: {second}):\n"
+                           f"{second_log[-2000:]}")
+    trained = sorted(set(first) | set(second))
+    if trained != list(range(1, steps + 1)):
+        raise SmokeFailure(f"GRPO steps trained {trained}, want 1..{steps} (first job {first}, second {second})")
+    if len(set(first_sizes)) < 2:
+        raise SmokeFailure(f"the first GRPO job's world size never changed after the worker loss: {first_sizes}")
+    return {"steps": steps, "first_job_steps": max(first), "resumed_from": min(second) - 1, "killed": victim,
+            "world_sizes": [*dict.fromkeys(first_sizes + second_sizes)]}
+
+
+WORKER_PARAMS: dict[str, str] = {}
+
+
+def main() -> int:
+    global WORKER_PARAMS
+    ap = argparse.ArgumentParser(description="A Ray cluster of the image's containers running the three workloads.")
+    ap.add_argument("--image", default="howeval:0.1.0-cpu", help="the CPU image (make image)")
+    ap.add_argument("--engine", default="podman", choices=("podman", "docker"))
+    ap.add_argument("--base-port", type=int, default=int(os.environ.get("CLUSTER_SMOKE_PORT", 26400)),
+                    help="first of the ports the nodes use (about 1,400 above it)")
+    ap.add_argument("--limit", type=int, default=6, help="sweep prompts (--limit of ray_jobs.sweep)")
+    ap.add_argument("--grpo-steps", type=int, default=5, help="GRPO steps (--max-steps of ray_jobs.train_grpo)")
+    ap.add_argument("--timeout", type=float, default=1500, help="seconds each workload may take")
+    ap.add_argument("--keep", action="store_true", help="leave the containers and the /data folder for a look")
+    args = ap.parse_args()
+
+    t0 = time.monotonic()
+    m = manifests()
+    head_params, WORKER_PARAMS, pod_env = node_shapes(m["cluster"])
+    token = secrets.token_hex(16)
+    serve_port = args.base_port + 3
+    env = {e["name"]: str(e["value"]) for e in pod_env if "value" in e}
+    env.update(HOWEVAL_REWARD_TOKEN=token, REWARD_SERVER_URL=f"http://127.0.0.1:{serve_port}",
+               RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="0")
+    data = Path(tempfile.mkdtemp(prefix="howeval-cluster-smoke-"))
+    data.chmod(0o777)  # the image's user (uid 1000) writes here, as on the PVC
+    c = Cluster(args.engine, args.image, args.base_port, data, env)
+    result: dict[str, Any] = {}
+    ok = False
+    try:
+        head = c.start("head", head_params)
+        c.start("worker", WORKER_PARAMS)
+        c.start("worker", WORKER_PARAMS)
+        jobs = Jobs(c, head)
+        wait_for("3 alive Ray nodes", lambda: c.alive_nodes(head) >= 3, 300, every=5)
+        log("cluster up: 1 head + 2 workers")
+        result["sweep"] = run_sweep(c, jobs, head, m["sweep"], args.limit, args.timeout)
+        log(f"sweep: {result['sweep']}")
+        result["reward"] = deploy_reward(c, head, m["serve"], serve_port, token)
+        result["grpo"] = run_grpo(c, jobs, head, m["grpo"], args.grpo_steps, args.timeout)
+        log(f"grpo: {result['grpo']}")
+        s = result["sweep"]
+        ok = s["lost"] == 0 and s["duplicated"] == 0
+    except SmokeFailure as e:
+        log(f"FAILED: {e}")
+    except subprocess.CalledProcessError as e:
+        log(f"FAILED: {' '.join(map(str, e.cmd))[:200]}: {e.stderr[-2000:] if e.stderr else ''}")
+    finally:
+        if args.keep:
+            log(f"kept: containers labelled {c.label}, /data = {data}")
+        else:
+            c.down()
+            shutil.rmtree(data, ignore_errors=True)
+    s, r, g = result.get("sweep", {}), result.get("reward", {}), result.get("grpo", {})
+    kills = sum(1 for x in (s.get("killed"), g.get("killed")) if x) + (1 if g.get("resumed_from") else 0)
+    print(f"cluster-smoke: {'ok' if ok else 'FAILED'}; sweep rows {s.get('rows', '-')} written, "
+          f"{s.get('lost', '-')} lost, {s.get('duplicated', '-')} duplicated, {s.get('resumes', '-')} resumes; "
+          f"reward {r.get('scored', '-')} scored, {r.get('degraded', '-')} degraded, no token -> {r.get('refused', '-')}; "
+          f"grpo steps 1..{g.get('steps', '-')}, re-submitted job resumed from step {g.get('resumed_from', '-')}; "
+          f"kills survived {kills}/3; {time.monotonic() - t0:.0f} s", flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

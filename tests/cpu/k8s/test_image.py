@@ -1,0 +1,95 @@
+"""The image's build helpers (k8s/image/): what they read from the repository and what they check.
+
+The image itself is built by ``make image`` and checked inside by ``k8s/image/check_image.py`` (its last build
+step); these tests keep the pieces it relies on true without a container engine: the dependency layer lists
+exactly pyproject's dependencies, the C-toolchain check really compiles and imports an extension (the GPU build
+runs it), the one-owner rule for ``cv2`` matches the pinned OCR package, and the cluster smoke run reads the
+cpu-smoke overlay's node shapes and workloads.
+"""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomllib
+
+
+def _load(repo_root: Path, name: str):
+    spec = importlib.util.spec_from_file_location(f"k8s_image_{name}", repo_root / "k8s" / "image" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_requirements_layer_is_pyprojects_dependencies(repo_root: Path):
+    project = tomllib.loads((repo_root / "pyproject.toml").read_text())["project"]
+    script = str(repo_root / "k8s" / "image" / "requirements.py")
+    cpu = subprocess.run([sys.executable, script], capture_output=True, text=True, check=True).stdout.splitlines()
+    gpu = subprocess.run([sys.executable, script, "--extra", "gpu"], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert cpu == project["dependencies"]
+    assert gpu == project["dependencies"] + project["optional-dependencies"]["gpu"]
+    bad = subprocess.run([sys.executable, script, "--extra", "gpux"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "--extra gpux" in bad.stderr and "gpu" in bad.stderr
+
+
+@pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler on this machine")
+def test_c_toolchain_check_compiles_and_imports_an_extension(repo_root: Path, monkeypatch):
+    check = _load(repo_root, "check_image")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    assert "built and imported a Python extension" in check.c_toolchain()
+    assert "launcher" in sys.modules
+    sys.modules.pop("launcher")
+
+
+def test_c_toolchain_check_fails_without_a_compiler(repo_root: Path, monkeypatch):
+    check = _load(repo_root, "check_image")
+    monkeypatch.setattr(check.shutil, "which", lambda name: None)
+    with pytest.raises(AssertionError, match="no C compiler"):
+        check.c_toolchain()
+
+
+def test_gpu_build_installs_a_c_toolchain_and_keeps_one_cv2(repo_root: Path):
+    text = (repo_root / "k8s" / "Dockerfile").read_text()
+    gpu_branch = text[text.index('if [ "$VARIANT" = "gpu" ]; then'):text.index("apt-get update")]
+    assert "gcc" in gpu_branch and "libc6-dev" in gpu_branch and "python3-dev" in gpu_branch
+    assert text.index("sh k8s/image/one_cv2.sh") > text.index("pip install -r /tmp/requirements.txt -c constraints/gpu.txt")
+    assert 'check_image.py --variant "$VARIANT"' in text
+
+
+def test_the_allowed_pip_check_line_names_the_pinned_ocr_package(repo_root: Path):
+    check = _load(repo_root, "check_image")
+    deps = tomllib.loads((repo_root / "pyproject.toml").read_text())["project"]["dependencies"]
+    ocr_pin = next(d for d in deps if d.startswith("rapidocr-onnxruntime=="))
+    name, version = ocr_pin.split("==")
+    assert check.ALLOWED_PIP_CHECK == (f"{name} {version} requires opencv-python, which is not installed.",)
+
+
+def test_cluster_smoke_reads_the_cpu_smoke_overlay(repo_root: Path):
+    smoke = _load(repo_root, "cluster_smoke")
+    m = smoke.manifests(repo_root / "k8s" / "rendered" / "cpu-smoke.yaml")
+    head, worker, env = smoke.node_shapes(m["cluster"])
+    assert head["num-cpus"] == "0"
+    assert worker["num-cpus"] == "4" and int(worker["memory"]) == 12 * 2**30
+    assert {"PYTHONUNBUFFERED"} <= {e["name"] for e in env}
+    assert m["sweep"]["entrypoint"].startswith("python -m ray_jobs.sweep")
+    assert smoke.output_of(m["sweep"]["entrypoint"]).startswith("/data/")
+    assert "ray_jobs.train_grpo" in m["grpo"]["entrypoint"]
+    assert {a["name"] for a in m["serve"]["applications"]} >= {"patternrm", "reward"}
+    assert smoke.quantity("500m") == 0.5 and smoke.quantity("2Gi") == 2 * 2**30
+
+
+def test_grpo_step_lines_are_read_with_their_world_size(repo_root: Path):
+    smoke = _load(repo_root, "cluster_smoke")
+    text = "\n".join([
+        '(RayTrainWorker pid=1) [train_grpo] {"step": 3, "world_size": 2, "loss": 0.1}',
+        "(RayTrainWorker pid=1) [train_grpo] not json {",
+        '[train_grpo] {"step": 4, "world_size": 1, "reward": 0.5}',
+        '[train_grpo] {"step": 4, "world_size": 1, "train_loss": 0.5}',  # the summary line: not a step
+        '{"step": 9, "loss": 1.0}',  # not the job's step line
+    ])
+    assert smoke.grpo_steps(text) == ([3, 4], [2, 1])
