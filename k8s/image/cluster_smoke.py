@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import secrets
 import shlex
 import shutil
@@ -120,8 +121,11 @@ class Cluster:
         self.label = f"howeval-cluster-smoke={os.getpid()}"
         self.names: list[str] = []
         self.n = 0
+        # the runtime may not raise limits above this process's hard limits (Ray wants many open files)
+        nofile = min(65536, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+        nproc = min(32768, resource.getrlimit(resource.RLIMIT_NPROC)[1])  # 65535 was refused here
         self.engine_flags = (["--runtime", "runc"] if engine == "podman" and shutil.which("runc") else []) + \
-            (["--ulimit", "nofile=65536:65536", "--ulimit", "nproc=65536:65536"] if engine == "podman" else [])
+            (["--ulimit", f"nofile={nofile}:{nofile}", "--ulimit", f"nproc={nproc}:{nproc}"] if engine == "podman" else [])
 
     @property
     def gcs(self) -> str:
@@ -173,9 +177,10 @@ class Cluster:
 
     def alive_nodes(self, head: str) -> int:
         """How many Ray nodes the head sees alive."""
-        out = self.exec(head, ["python3", "-c", "import ray; ray.init(address='auto', logging_level='ERROR'); "
-                                "print(sum(n['Alive'] for n in ray.nodes()))"], timeout=120).stdout
-        return int(out.strip().splitlines()[-1])
+        proc = self.exec(head, ["python3", "-c", f"import ray; ray.init(address='{self.gcs}', logging_level='ERROR'); "
+                                "print(sum(n['Alive'] for n in ray.nodes()))"], timeout=120, check=False)
+        lines = proc.stdout.strip().splitlines()
+        return int(lines[-1]) if proc.returncode == 0 and lines and lines[-1].isdigit() else 0  # not up yet
 
     def down(self) -> None:
         """Remove every container this run started (by label, so a crashed run's leftovers go too)."""
@@ -450,6 +455,7 @@ def main() -> int:
     ok = False
     try:
         head = c.start("head", head_params)
+        wait_for("the head node", lambda: c.alive_nodes(head) >= 1, 300, every=5)
         c.start("worker", WORKER_PARAMS)
         c.start("worker", WORKER_PARAMS)
         jobs = Jobs(c, head)
