@@ -161,8 +161,10 @@ _ARITH_CHAIN_RE = re.compile(
 )
 # A closing line after the answer ("Let me know if you need anything else!", "I hope this helps.").
 _CLOSING_RE = re.compile(
-    r"(?:^|(?<=[.!?:)])\s+)(?:let\s+me\s+know|(?:i\s+)?hope\s+(?:this|that|it|my)|feel\s+free|if\s+you\s+have\s+any"
-    r"|if\s+you\s+(?:need|want|would\s+like)|happy\s+to\s+help|is\s+there\s+anything|good\s+luck|thanks?\b|thank\s+you"
+    r"(?:^|(?<=[.!?:)])\s+)(?:let\s+me\s+know|(?:i\s+)?hope\s+(?:this|that|it|my)|feel\s+free"
+    r"|if\s+you\s+have\s+any\s+(?:other\s+|more\s+|further\s+|additional\s+)?(?:questions?|doubts?|queries)"
+    r"|if\s+you\s+(?:need|want|would\s+like)\s+(?:any(?:thing)?|more|further|help|clarification)\b"
+    r"|happy\s+to\s+help|is\s+there\s+anything|good\s+luck|thanks?(?:\s+you)?(?:\s+for\b|\s*[!.]|\s*$)"
     r"|please\s+let\s+me|don['’]?t\s+hesitate|do\s+not\s+hesitate)[^\n]*$",
     re.IGNORECASE,
 )
@@ -175,6 +177,7 @@ _DISCLAIMER_RE = re.compile(
     r"|difficult\s+to\s+(?:tell|say|determine))\b",
     re.IGNORECASE,
 )
+_ORDINAL_RE = re.compile(r"\d(?:st|nd|rd|th)\b", re.IGNORECASE)
 ONE_SENTENCE_MAX_WORDS = 25
 """A response of one sentence at most this long is read for its single value without an answer verb."""
 
@@ -237,6 +240,8 @@ def _sentence_value(sent: str) -> str | None:
     plain_main = strip_latex(main)
     if _BOUND_RE.search(plain_main) or _NEGATION_RE.search(plain_main):
         return None
+    if _ORDINAL_RE.search(plain_main):
+        return None  # "The 3rd bar is the tallest.": an ordinal names a position, not the value
     plain = _UNIT_POWER_RE.sub("", plain_main) if "\\frac" not in main else main.replace("$", "")
     chain = list(_ARITH_CHAIN_RE.finditer(plain))
     if chain:

@@ -34,7 +34,7 @@ from howeval.parsing.answers import (
 )
 from howeval.parsing.text import strip_latex
 
-__all__ = ["MARKED_SOURCES", "as_options", "echoed_letters", "is_yes_no", "option_letter", "verify_multiple_choice", "verify_options"]
+__all__ = ["MARKED_SOURCES", "PROSE_SOURCES", "as_options", "echoed_letters", "is_yes_no", "option_letter", "verify_multiple_choice", "verify_options"]
 
 
 def option_letter(i: int) -> str:
@@ -53,7 +53,7 @@ def as_options(options: list | None) -> list[str]:
 
 MARKED_SOURCES = (SOURCE_BOXED, SOURCE_JSON, SOURCE_ANSWER_LINE, SOURCE_GSM8K, "bare")
 """Where a response marks its answer itself: a leading yes/no does not override it."""
-_PROSE_SOURCES = (SOURCE_FINAL_SENTENCE, SOURCE_ONE_SENTENCE)
+PROSE_SOURCES = (SOURCE_FINAL_SENTENCE, SOURCE_ONE_SENTENCE)
 """A value read from a sentence without an answer marker: naming no option leaves the item open."""
 
 
@@ -84,7 +84,9 @@ def _option_index_by_value(value: str, options: Sequence[str], rel_tol: float) -
         if len(hits) > 1:
             return None, "ambiguous"
     if looks_math(value) and looks_expression(value):  # never a sentence or an option list (issue 33, class 8)
-        hits = [i for i, o in enumerate(options) if looks_math(o) and math_equal(o, value)]
+        # a plain number was compared with the number options above: math-verify only for the others
+        hits = [i for i, o in enumerate(options)
+                if looks_math(o) and not (pv and parse_number(o)) and math_equal(o, value)]
         if len(hits) == 1:
             return hits[0], "option math-equivalent"
         if len(hits) > 1:
@@ -194,6 +196,10 @@ def verify_options(response: str, answer: str, options: Sequence[str], rel_tol: 
             if j is not None:
                 cand, src = strip_trailing(last), SOURCE_FINAL_SENTENCE
     if cand is None:
+        named = echoed_letters(last_sentence(response))
+        if src == "no final-answer marker" and len(named) > 1:
+            return VerifyResult(None, None, METHOD_RULE, f"unresolved: ambiguous: names options {', '.join(named)} "
+                                "(an echoed option list)")
         if yes_no and src == "no final-answer marker":
             return VerifyResult(None, None, METHOD_RULE, "unresolved: a yes/no item answered by a statement with no "
                                 "yes or no (deciding it needs the question: LLM fallback)")
@@ -203,7 +209,7 @@ def verify_options(response: str, answer: str, options: Sequence[str], rel_tol: 
     if idx is None:
         if how.startswith("ambiguous"):
             return VerifyResult(None, cand, METHOD_RULE, f"unresolved: {how}; {gold_desc}")
-        if src in _PROSE_SOURCES:  # a value read from a sentence may answer another question than the options'
+        if src in PROSE_SOURCES:  # a value read from a sentence may answer another question than the options'
             return VerifyResult(None, cand, METHOD_RULE, f"unresolved: the value a sentence states ({src}) names "
                                 f"no option; {gold_desc}")
         if len(cand.split()) <= 8 or parse_number(cand) or looks_math(cand):
