@@ -301,7 +301,7 @@ def _one_sentence_value(text: str) -> str | None:
     ('2012', '1,200')
     """
     s = text.strip()
-    if not s or "\n" in s or s.endswith("?") or len(s.split()) > ONE_SENTENCE_MAX_WORDS:
+    if not s or len(s) > 300 or "\n" in s or s.endswith("?") or len(s.split()) > ONE_SENTENCE_MAX_WORDS:
         return None
     if last_sentence(s) != s or "\\boxed" in s or len(strip_latex(s).split()) < 3:
         return None  # more than one sentence, an (empty) box, or a bare value ("8\\boxed{}")
