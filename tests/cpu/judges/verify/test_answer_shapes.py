@@ -6,6 +6,7 @@ unresolved one). ``bench/verify_bench.py`` runs the same responses against earli
 """
 from __future__ import annotations
 
+import doctest
 import json
 from collections import Counter
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from howeval.judges import budget
-from howeval.judges.verify import verify
+from howeval.judges.verify import choice as choice_module, verify
 from howeval.judges.verify.answer import find_candidate, is_artefact, leading_yes_no
 from howeval.judges.verify.choice import echoed_letters
 from howeval.judges.verify.mathexpr import looks_expression
@@ -214,3 +215,8 @@ def test_class10_the_last_answer_phrase_wins_on_one_line_as_on_two(text, expecte
 )
 def test_main_clause(sentence, main):
     assert main_clause(sentence) == main
+
+
+def test_choice_doctests():
+    res = doctest.testmod(choice_module)
+    assert res.attempted > 0 and res.failed == 0
