@@ -141,7 +141,7 @@ _TRAILING_PREMISE_RE = re.compile(
 )
 # A statement that says what something is not, or that it cannot be told: no value of it is an answer.
 _NEGATION_RE = re.compile(
-    r"\b(?:not|no|never|cannot|can't|can['’]t|n['’]t|neither|nor|unclear|unknown|impossible|unsure|unable)\b",
+    r"\b(?:not|no|never|cannot|neither|nor|unclear|unknown|impossible|unsure|unable)\b|n['’]t\b",
     re.IGNORECASE,
 )
 # A number word read as a value where the sentence has no digits ("There are four apples."); "one" is left
@@ -348,7 +348,7 @@ def find_final_answer(text: str) -> tuple[str, str] | None:
         ``"json"`` (the "answer" field of a JSON response; a box inside it is unwrapped),
         ``"gsm8k_marker"`` (the last ``#### X`` line, also "Step 5: #### X"), ``"answer_line"`` (the last
         final-answer phrase, also of several on one line: "the answer is", "answer:", "the answer to the
-        puzzle is", "the final result is", cut at the end of its sentence), ``"bold"`` (the one bold value
+        puzzle is"; "the final result is" only where no "answer" phrase is; cut at the end of its sentence), ``"bold"`` (the one bold value
         of the final paragraph, "so AB is **7**"), ``"final_sentence"`` (the single value of a concluding
         last sentence's main clause, "The length of AB is 12."; a premise's value is not it, and a
         sentence stating a bound, "No other year is under 5.", has none), ``"one_sentence"`` (the single
@@ -399,7 +399,11 @@ def find_final_answer(text: str) -> tuple[str, str] | None:
         return marks[-1], SOURCE_GSM8K
     body = strip_closing(text)
     plain = body.replace("**", "").replace("__", "")
-    for m in reversed(list(_ANSWER_PHRASE_RE.finditer(plain))):
+    phrases = list(_ANSWER_PHRASE_RE.finditer(plain))
+    # an "answer" phrase outranks a "result" phrase ("The answer is (B). The result is that the left pan
+    # sinks."); among each kind the last one wins, on one line as on several
+    answers = [m for m in phrases if "answer" in m.group(0).lower()]
+    for m in [*reversed(answers), *reversed([m for m in phrases if m not in answers])]:
         eol = plain.find("\n", m.end())
         ans = _clean_line_answer(plain[m.end(): eol if eol >= 0 else len(plain)])
         if ans:

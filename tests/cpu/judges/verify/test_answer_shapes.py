@@ -195,6 +195,8 @@ def test_class9_answers_are_not_artefacts(response):
         ("The answer is (B).\nWait, no, the answer is (C).", "(C)"),
         ("Answer: 5. Correction: final answer: 6.", "6"),
         ("The answer is 12. Actually, checking again, the answer is 14.", "14"),
+        ("The answer is (B). The result is that the left pan sinks.", "(B)"),  # "answer" outranks "result"
+        ("The answer is (B).\nThe result is that the left pan sinks.", "(B)"),
     ],
 )
 def test_class10_the_last_answer_phrase_wins_on_one_line_as_on_two(text, expected):
