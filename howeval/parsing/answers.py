@@ -402,8 +402,10 @@ def find_final_answer(text: str) -> tuple[str, str] | None:
     phrases = list(_ANSWER_PHRASE_RE.finditer(plain))
     # an "answer" phrase outranks a "result" phrase ("The answer is (B). The result is that the left pan
     # sinks."); among each kind the last one wins, on one line as on several
-    answers = [m for m in phrases if "answer" in m.group(0).lower()]
-    for m in [*reversed(answers), *reversed([m for m in phrases if m not in answers])]:
+    is_answer = ["answer" in m.group(0).lower() for m in phrases]
+    ranked = [m for m, a in zip(phrases, is_answer, strict=True) if a][::-1]
+    ranked += [m for m, a in zip(phrases, is_answer, strict=True) if not a][::-1]
+    for m in ranked:
         eol = plain.find("\n", m.end())
         ans = _clean_line_answer(plain[m.end(): eol if eol >= 0 else len(plain)])
         if ans:
