@@ -425,7 +425,7 @@ def render(run: dict, items: list[dict], verdicts: dict) -> str:
         "",
         *mv,
         "",
-        "Invented responses by issue-33 class (as expected / wrong verdicts; `-` rows are older hard cases):",
+        "Invented responses by issue-33 class (as expected / wrong verdicts; wrong = True/False where the reader says the other or leaves it open):",
         "",
         *ct,
         "",
