@@ -136,7 +136,8 @@ _LEADING_PREMISE_RE = re.compile(
     re.IGNORECASE,
 )
 _TRAILING_PREMISE_RE = re.compile(
-    r"(?:,\s*(?:since|as|if|when|given)\b|\s(?:because|given\s+that|provided\s+that|assuming(?:\s+that)?)\b).*$",
+    r"(?:,\s*(?:since|as|if|when|given)\b|\s(?:because|given\s+that|provided\s+that|assuming(?:\s+that)?)\b"
+    r"|\ssince\s+(?:the|a|an|it|its|this|that|these|those|there|we|they|he|she|each|every|all|both)\b).*$",
     re.IGNORECASE | re.DOTALL,
 )
 # A statement that says what something is not, or that it cannot be told: no value of it is an answer.
@@ -177,6 +178,8 @@ _DISCLAIMER_RE = re.compile(
     r"|difficult\s+to\s+(?:tell|say|determine))\b",
     re.IGNORECASE,
 )
+# An option named by word: "Option C is correct.", "the correct choice is (B)".
+_OPTION_WORD_RE = re.compile(r"(?<![A-Za-z])(?i:option|choice)\s*(?:(?i:is)\s*)?:?\s*\(?([A-Z])\)?(?![A-Za-z])")
 _ORDINAL_RE = re.compile(r"\d(?:st|nd|rd|th)\b", re.IGNORECASE)
 ONE_SENTENCE_MAX_WORDS = 25
 """A response of one sentence at most this long is read for its single value without an answer verb."""
@@ -249,6 +252,9 @@ def _sentence_value(sent: str) -> str | None:
         if not _VALUE_RE.search(rest) and not _PAREN_LETTER_RE.search(rest):
             return chain[-1].group("v").strip()
         return None
+    named = {m.upper() for m in _OPTION_WORD_RE.findall(plain)}
+    if named:  # "Option C is correct.": the option it names, whatever numbers stand beside it; two: None
+        return f"({named.pop()})" if len(named) == 1 else None
     letters = set(_PAREN_LETTER_RE.findall(plain))
     no_letters = _PAREN_LETTER_RE.sub(" ", plain)
     values = [m.group(0) for m in _VALUE_RE.finditer(no_letters)]

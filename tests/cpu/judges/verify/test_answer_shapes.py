@@ -222,3 +222,16 @@ def test_main_clause(sentence, main):
 def test_choice_doctests():
     res = doctest.testmod(choice_module)
     assert res.attempted > 0 and res.failed == 0
+
+
+@pytest.mark.parametrize(
+    "response, answer, expected",
+    [
+        ("Option C is correct since the angle is 30.", "A", False),  # the option named, not the premise's 30
+        ("Option C is correct since the angle is 30.", "C", True),
+        ("The correct option is B.", "B", True),
+        ("Options A and B are both wrong, so it is 30.", "A", True),  # what follows ", so"
+    ],
+)
+def test_an_option_named_by_word_outranks_a_number_beside_it(response, answer, expected):
+    assert verify(response, answer, "multiple_choice", ["30", "60", "90"]).correct is expected
