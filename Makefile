@@ -25,7 +25,7 @@ help:
 	@echo "make sweep DATA=../shared/data/manifest.jsonl [OUT=runs/sweep] - the same sweep on real samples"
 	@echo "make report RUN=runs/demo - recompute metrics.json / report.md of a run"
 	@echo "make bench   - throughput benchmarks -> bench/results/*.md"
-	@echo "make bench-verify - verifier responses / CPU s per answer type on ../shared/data's real responses, beside the previous release and the first version -> bench/results/verify_bench.md"
+	@echo "make bench-verify - verifier CPU per response and verdicts (real responses of ../shared/data and the invented answer shapes), current tree beside earlier commits in one interleaved run -> bench/results/verify_bench.md"
 	@echo "make patternrm - train the embedded PatternRM (MiniLM + head, cached in ~/.cache/howeval) and score it on the 47 hand labels"
 	@echo "make train-smoke - 2 GRPO steps on CPU, checkpoint, then resume to step 3 (text policy, then the tiny VLM on image prompts)"
 	@echo "make train-elastic - elastic GRPO on a simulated 3-node cluster: a node leaves, one joins, training goes on"

@@ -1,27 +1,42 @@
-"""Verifier speed on real responses: responses per CPU second per answer type, beside earlier versions.
+"""Verifier CPU per response and verdicts, the current tree beside named earlier commits, in one interleaved run.
 
-Sources (read from ``../shared/data``, never copied): ``responses/mathv_model_responses.jsonl`` (144
-MATH-Vision responses of 3 VLMs, multiple_choice and free_form) and
-``responses/tabmwp_gpt3_cot_responses.jsonl`` (40 GPT-3 answers to TabMWP items: integer, decimal and
-text types; literal ``\\n`` sequences turned into newlines), joined to ``manifest.jsonl`` by uid.
+Responses (read, never copied):
+
+- ``../shared/data/responses/mathv_model_responses.jsonl`` (144 MATH-Vision responses of 3 VLMs, multiple
+  choice and free form) and ``responses/tabmwp_gpt3_cot_responses.jsonl`` (40 GPT-3 answers to TabMWP
+  items; literal ``\\n`` sequences turned into newlines), joined to ``manifest.jsonl`` by uid, each with its
+  source's own ``correct`` label;
+- ``tests/fixtures/verifier_hard_cases.jsonl`` (ours): invented responses of every answer shape the
+  verifier must decide or leave open, among them the ten classes of issue 33 (field ``class``: premise
+  clauses, bold counts, echoed option lists, one-sentence prose, closing lines, yes/no in prose, option
+  texts with punctuation at an edge, multiple choice with whole sentences and echoed lists of math
+  options, program artefacts, two answer phrases on a line), each with the verdict a careful reader gives.
+
+Versions: the current tree and each ``--ref NAME=COMMIT`` (default: :data:`DEFAULT_REFS`). A commit is
+``git archive``-d (its ``howeval/`` only) into a temp folder and imported from there, whatever its layout:
+``howeval/verify.py`` (the first version), ``howeval/judges/verify.py`` (one file) or
+``howeval/judges/verify/`` (a package). Each version runs in its own child process (same interpreter,
+its tree first on ``PYTHONPATH``) that waits for commands; the parent sends the timed passes round-robin
+(repeat 1: group 1 on every version, group 2 on every version, ...; the version order rotates per
+repeat), so every version meets the same machine load, and ratios are taken within this one run. Never
+compared with a committed run taken at another time.
 
 What is measured: CPU seconds of ``verify(response, answer, answer_type, options)`` (rules only, no LLM
-judge), counted as this process's CPU time plus the CPU time of its child processes (the current
-verifier runs math-verify in a budget child: :mod:`howeval.judges.budget`). CPU time, not wall time: the
-machine is shared, and a response must not be charged for waiting for a core. Each pass verifies every
-response once; the first (warm-up: imports, math-verify's lazy grammar, the child's start) is not
-counted; the figure per type is the best of ``--repeats`` passes. Also reported: the slowest single
-response (its CPU seconds), to compare with the 2 s per-item budget.
+judge): the child's ``time.process_time()`` plus the CPU of its child processes (math-verify's budget
+worker since commit 424adda), read with psutil. CPU, not wall time: the machine is shared and a response
+must not be charged for waiting for a core. Each version first verifies every response once (warm-up:
+imports, math-verify's grammar, the worker's start; it also gives the verdicts), then each group is
+timed ``--repeats`` times, each pass looping the group to about :data:`MIN_PASS_CPU_S` of the current
+tree's CPU (same loop count for every version). Reported per group: the median and the best pass.
 
-Earlier versions are measured the same way from a ``git archive`` of their commit, in a subprocess with
-that tree first on ``PYTHONPATH`` (``--ref NAME=COMMIT``; the default is the verifier's first version,
-0a53a40). The "previous" column is the "current" figure of the last run recorded in ``--json`` from a
-different commit (the previous release's figure); the first run of this file records main before issue
-25 (b306cd0) as previous.
+Verdicts: per version, on the real responses, agree / disagree with the label / unresolved; the moves
+from each ref to the current tree (right -> wrong must be 0); on the invented shapes, the verdicts that
+match the expected one and the wrong ones (a True/False where the expected is the other, or where the
+expected is "unresolved").
 
 Usage::
 
-    python bench/verify_bench.py [--data ../shared/data] [--repeats 3] [--ref first=0a53a40 ...]
+    python bench/verify_bench.py [--data ../shared/data] [--repeats 5] [--ref first=0a53a40 ...]
         [--out bench/results/verify_bench.md] [--json bench/results/verify_bench.json]
 """
 from __future__ import annotations
@@ -29,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -42,41 +58,61 @@ SOURCES = (
     ("responses/mathv_model_responses.jsonl", "math-vision:", False),
     ("responses/tabmwp_gpt3_cot_responses.jsonl", "tabmwp:", True),
 )
+SHAPES = REPO / "tests" / "fixtures" / "verifier_hard_cases.jsonl"
+DEFAULT_REFS = ("first=0a53a40", "one-file=cc4f655", "before-33=27b999f")
+"""first: the verifier's first version (howeval/verify.py); one-file: the last commit where it was the single
+file howeval/judges/verify.py (after the final-sentence and bold rules of issue 12); before-33: main before
+issue 33 (the package howeval/judges/verify/)."""
+MIN_PASS_CPU_S = 0.3
+"""Each timed pass loops its group to about this much CPU of the current tree (at most 200 loops)."""
 BUDGET_S = 2.0  # the verifier's per-item budget (howeval.judges.budget.DEFAULT_ITEM_BUDGET_S)
-DEFAULT_REFS = ("first=0a53a40",)
 
 
-def load_items(data: Path) -> list[dict]:
-    """Every real response joined to its manifest item: ``{uid, answer_type, response, answer, options}``.
+def load_items(data: Path | None) -> list[dict]:
+    """Real responses (when ``data`` has them) and the invented shapes, as
+    ``{uid, group, answer_type, response, answer, options, label, expected, cls}``.
+
+    ``group`` is the answer type for real responses and ``"shapes: <answer type>"`` for invented ones;
+    ``label`` is the source's ``correct`` (real) or None; ``expected`` the reader's verdict (shapes).
 
     Raises:
-        FileNotFoundError: ``data`` lacks the manifest or a responses file.
-        ValueError: a response has no manifest item.
+        ValueError: a real response has no manifest item.
     """
-    manifest = {}
-    with open(data / "manifest.jsonl", encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                item = json.loads(line)
-                manifest[item["uid"]] = item
     items = []
-    for rel, prefix, unescape in SOURCES:
-        with open(data / rel, encoding="utf-8") as fh:
+    if data is not None and (data / "manifest.jsonl").exists():
+        manifest = {}
+        with open(data / "manifest.jsonl", encoding="utf-8") as fh:
             for line in fh:
-                rec = json.loads(line)
-                uid = f"{prefix}{rec['id']}"
-                if uid not in manifest:
-                    raise ValueError(f"{rel}: id {rec['id']!r} has no manifest item {uid!r}")
-                it = manifest[uid]
-                resp = rec["response"].replace("\\n", "\n") if unescape else rec["response"]
-                items.append({"uid": uid, "answer_type": it["answer_type"], "response": resp,
-                              "answer": it["answer"], "options": it["options"]})
+                if line.strip():
+                    item = json.loads(line)
+                    manifest[item["uid"]] = item
+        for rel, prefix, unescape in SOURCES:
+            with open(data / rel, encoding="utf-8") as fh:
+                for line in fh:
+                    rec = json.loads(line)
+                    uid = f"{prefix}{rec['id']}"
+                    if uid not in manifest:
+                        raise ValueError(f"{rel}: id {rec['id']!r} has no manifest item {uid!r}")
+                    it = manifest[uid]
+                    resp = rec["response"].replace("\\n", "\n") if unescape else rec["response"]
+                    items.append({"uid": f"{uid}/{rec.get('model', '')}", "group": it["answer_type"],
+                                  "answer_type": it["answer_type"], "response": resp, "answer": it["answer"],
+                                  "options": it["options"], "label": rec["correct"], "real": True})
+    for line in SHAPES.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            c = json.loads(line)
+            items.append({"uid": f"shape:{c['id']}", "group": f"shapes: {c['answer_type']}",
+                          "answer_type": c["answer_type"], "response": c["response"], "answer": c["answer"],
+                          "options": c["options"], "expected": c["expected"], "cls": c.get("class"),
+                          "real": False})
     return items
 
 
+# ---------------------------------------------------------------- the child: one version, driven over stdin
+
+
 def _cpu_now() -> float:
-    """CPU seconds of this process (``time.process_time``) and of its live children (user + system, read
-    with psutil; clock-tick resolution, so groups are timed as a whole, not response by response)."""
+    """CPU seconds of this process and of its live child processes (user + system; psutil)."""
     import psutil
 
     total = time.process_time()
@@ -89,179 +125,311 @@ def _cpu_now() -> float:
     return total
 
 
-MIN_PASS_CPU_S = 0.3
-"""Each timed pass verifies a group's responses as many times as it takes to spend about this much CPU."""
+def _verify_module(tree: Path) -> str:
+    """The verifier's module in a source tree, whatever the commit's layout."""
+    if (tree / "howeval/judges/verify").is_dir() or (tree / "howeval/judges/verify.py").exists():
+        return "howeval.judges.verify"
+    if (tree / "howeval/verify.py").exists():
+        return "howeval.verify"
+    raise FileNotFoundError(f"no verifier under {tree}/howeval (looked for judges/verify/, judges/verify.py, verify.py)")
 
 
-def measure(verify, items: list[dict], repeats: int) -> dict:
-    """Per answer type: ``{n, cpu_s_per_response, responses_per_cpu_s, wall_s_per_response,
-    worst_response_cpu_s, worst_uid}``.
-
-    One warm-up pass (each response once, timed one by one for the slowest response), then ``repeats``
-    timed passes per type, each over the whole group (looped to about :data:`MIN_PASS_CPU_S`); per type
-    the best pass.
-    """
-    by_type: dict[str, list[dict]] = defaultdict(list)
+def _child(tree: Path, items_path: Path) -> int:
+    mod = __import__(_verify_module(tree), fromlist=["verify"])
+    if not str(Path(mod.__file__).resolve()).startswith(str(tree.resolve())):
+        raise RuntimeError(f"imported {mod.__file__}, not the tree {tree}")
+    verify = mod.verify
+    items = json.loads(items_path.read_text(encoding="utf-8"))
+    groups: dict[str, list[dict]] = defaultdict(list)
     for it in items:
-        by_type[it["answer_type"]].append(it)
-    worst: dict[str, tuple[float, str]] = {}
-    first: dict[str, float] = defaultdict(float)
-    verify(r"so \boxed{x^2+1}", "x^2+1", "free_form", None)  # start-up: imports, math-verify's child and grammar
-    probe = []
-    for _ in range(30):  # what one timing of a single response costs by itself (psutil's child listing)
-        t0 = _cpu_now()
-        probe.append(_cpu_now() - t0)
-    overhead = sorted(probe)[len(probe) // 2]
-    for it in items:  # warm-up (not counted in the rates); the slowest single response
-        t0 = _cpu_now()
-        verify(it["response"], it["answer"], it["answer_type"], it["options"])
-        dt = max(_cpu_now() - t0 - overhead, 0.0)
-        first[it["answer_type"]] += dt
-        if dt > worst.get(it["answer_type"], (-1.0, ""))[0]:
-            worst[it["answer_type"]] = (dt, it["uid"])
-    out = {}
-    for atype, group in sorted(by_type.items()):
-        loops = max(1, min(200, round(MIN_PASS_CPU_S / max(first[atype], 1e-4))))
-        best_cpu, best_wall = float("inf"), float("inf")
-        for _ in range(repeats):
+        groups[it["group"]].append(it)
+
+    def one(it: dict):
+        try:
+            return verify(it["response"], it["answer"], it["answer_type"], it["options"])
+        except Exception as e:  # noqa: BLE001 - an old version's error is recorded as its verdict
+            return e
+
+    out = sys.stdout
+    out.write(json.dumps({"ready": mod.__file__}) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if cmd["cmd"] == "verdicts":  # the warm-up pass: every response once, timed one by one
+            rows = []
+            for it in items:
+                t0 = _cpu_now()
+                r = one(it)
+                dt = _cpu_now() - t0
+                if isinstance(r, Exception):
+                    rows.append({"uid": it["uid"], "correct": "error", "extracted": None,
+                                 "reason": f"{type(r).__name__}: {r}", "cpu_s": dt})
+                else:
+                    rows.append({"uid": it["uid"], "correct": r.correct, "extracted": r.extracted,
+                                 "reason": r.reason, "cpu_s": dt})
+            out.write(json.dumps(rows) + "\n")
+        elif cmd["cmd"] == "pass":
+            group = groups[cmd["group"]]
             c0, w0 = _cpu_now(), time.perf_counter()
-            for _ in range(loops):
+            for _ in range(cmd["loops"]):
                 for it in group:
-                    verify(it["response"], it["answer"], it["answer_type"], it["options"])
-            best_cpu = min(best_cpu, (_cpu_now() - c0) / (loops * len(group)))
-            best_wall = min(best_wall, (time.perf_counter() - w0) / (loops * len(group)))
-        out[atype] = {"n": len(group), "cpu_s_per_response": best_cpu,
-                      "responses_per_cpu_s": (1.0 / best_cpu) if best_cpu > 0 else None,
-                      "wall_s_per_response": best_wall, "cold_cpu_s_per_response": first[atype] / len(group),
-                      "worst_response_cpu_s": worst[atype][0], "worst_uid": worst[atype][1]}
-    return out
+                    one(it)
+            out.write(json.dumps({"cpu_s": _cpu_now() - c0, "wall_s": time.perf_counter() - w0}) + "\n")
+        else:
+            break
+        out.flush()
+    return 0
 
 
-def _import_verify(module: str):
-    mod = __import__(module, fromlist=["verify"])
-    return mod.verify, mod.__file__
+# ---------------------------------------------------------------- the parent
 
 
-def measure_ref(commit: str, data: Path, repeats: int) -> dict:
-    """The figures of the verifier at ``commit`` (a git archive of its ``howeval`` in a temp folder)."""
-    with tempfile.TemporaryDirectory(prefix="verify-bench-") as tmp:
-        blob = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", commit, "howeval"],
-                              check=True, capture_output=True).stdout
-        tar_path = Path(tmp) / "tree.tar"
-        tar_path.write_bytes(blob)
-        with tarfile.open(tar_path) as tf:
-            tf.extractall(tmp, filter="data")
-        module = "howeval.judges.verify" if (Path(tmp) / "howeval/judges/verify").exists() else "howeval.verify"
-        env = dict(os.environ, PYTHONPATH=tmp)
-        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", module, "--data", str(data),
-                               "--repeats", str(repeats)], cwd=tmp, env=env, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"measuring {commit} failed:\n{proc.stderr[-2000:]}")
-        res = json.loads(proc.stdout.strip().splitlines()[-1])
-        if not res["file"].startswith(tmp):
-            raise RuntimeError(f"measuring {commit} imported {res['file']}, not the archived tree")
-        return res["figures"]
+class Version:
+    """A child process verifying with one version's tree."""
+
+    def __init__(self, name: str, commit: str, tree: Path, items_path: Path) -> None:
+        self.name, self.commit, self.tree = name, commit, tree
+        env = dict(os.environ, PYTHONPATH=str(tree))
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--child", str(tree), "--items", str(items_path)],
+            cwd=str(tree), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.file = self._recv()["ready"]
+
+    def _recv(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait()
+            raise RuntimeError(f"version {self.name} ({self.commit[:7]}) exited with {self.proc.returncode}")
+        return json.loads(line)
+
+    def ask(self, cmd: dict):
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        return self._recv()
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        self.proc.wait(timeout=60)
 
 
 def _git(*args: str) -> str:
     return subprocess.run(["git", "-C", str(REPO), *args], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def render(run: dict, previous: dict | None, previous_label: str) -> str:
-    """The markdown table of one run (current, previous release, each earlier ref)."""
-    refs = run["refs"]
-    head = ["answer type", "n", "current: responses / CPU s", "current: CPU ms / response",
-            "current: wall ms / response", "current: first pass, CPU ms / response",
-            "slowest response (CPU s, first pass)"]
-    head.append(f"previous ({previous_label}): responses / CPU s")
-    for name, commit in run["ref_commits"].items():
-        head.append(f"{name} ({commit[:7]}): responses / CPU s")
-        head.append(f"current / {name}")
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+def _archive(commit: str, dest: Path) -> None:
+    blob = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", commit, "howeval"],
+                          check=True, capture_output=True).stdout
+    tar_path = dest / "tree.tar"
+    tar_path.write_bytes(blob)
+    with tarfile.open(tar_path) as tf:
+        tf.extractall(dest, filter="data")
+    tar_path.unlink()
 
-    def rate(fig: dict | None, atype: str) -> str:
-        f = (fig or {}).get(atype)
-        if not f or not f["responses_per_cpu_s"]:
-            return "-"
-        cold = f"; first pass {1000 * f['cold_cpu_s_per_response']:.2f} ms" if "cold_cpu_s_per_response" in f else ""
-        return f"{f['responses_per_cpu_s']:.0f} (wall {1000 * f['wall_s_per_response']:.2f} ms{cold})"
 
-    for atype, f in run["current"].items():
-        row = [atype, str(f["n"]), f"{f['responses_per_cpu_s']:.0f}", f"{1000 * f['cpu_s_per_response']:.2f}",
-               f"{1000 * f['wall_s_per_response']:.2f}", f"{1000 * f['cold_cpu_s_per_response']:.2f}",
-               f"{f['worst_response_cpu_s']:.3f} ({f['worst_uid']})",
-               rate(previous, atype)]
-        for name in run["ref_commits"]:
-            g = refs[name].get(atype)
-            row.append(rate(refs[name], atype))
-            row.append(f"{g['cpu_s_per_response'] / f['cpu_s_per_response']:.2f}x" if g and f["cpu_s_per_response"] else "-")
-        lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
+def _verdict_summary(items: list[dict], rows: list[dict]) -> dict:
+    real = {"n": 0, "agree": 0, "disagree": 0, "unresolved": 0, "error": 0}
+    shapes = {"n": 0, "as_expected": 0, "wrong": 0, "unresolved_expected_decided": 0, "error": 0}
+    for it, r in zip(items, rows, strict=True):
+        c = r["correct"]
+        if it["real"]:
+            real["n"] += 1
+            key = "error" if c == "error" else "unresolved" if c is None else "agree" if c == it["label"] else "disagree"
+            real[key] += 1
+        else:
+            shapes["n"] += 1
+            e = it["expected"]
+            if c == "error":
+                shapes["error"] += 1
+            elif c is e:
+                shapes["as_expected"] += 1
+            elif c is None:
+                shapes["unresolved_expected_decided"] += 1
+            else:
+                shapes["wrong"] += 1
+    real["unresolved_rate"] = real["unresolved"] / real["n"] if real["n"] else None
+    return {"real": real, "shapes": shapes}
+
+
+def _moves(items: list[dict], before: list[dict], after: list[dict]) -> dict:
+    """Real responses: how each verdict moved from ``before`` to ``after`` against its label."""
+
+    def state(it: dict, c) -> str:
+        if c is None or c == "error":
+            return "open"
+        return "right" if c == it["label"] else "wrong"
+
+    moves: dict[str, list[str]] = defaultdict(list)
+    for it, b, a in zip(items, before, after, strict=True):
+        if not it["real"]:
+            continue
+        sb, sa = state(it, b["correct"]), state(it, a["correct"])
+        if sb != sa:
+            moves[f"{sb} -> {sa}"].append(it["uid"])
+    return dict(moves)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--ref", action="append", default=None, help="NAME=COMMIT of an earlier verifier to measure")
-    ap.add_argument("--previous-ref", default=None, help="measure this commit as 'previous' (default: from --json)")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--ref", action="append", default=None, help="NAME=COMMIT of an earlier verifier ('none': no refs)")
     ap.add_argument("--out", type=Path, default=REPO / "bench/results/verify_bench.md")
     ap.add_argument("--json", type=Path, default=REPO / "bench/results/verify_bench.json")
-    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--items", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.child:
+        return _child(args.child, args.items)
     if args.repeats < 1:
         ap.error(f"--repeats must be >= 1, got {args.repeats}")
     if not (args.data / "manifest.jsonl").exists():
         ap.error(f"no manifest.jsonl under --data {args.data} (the shared real samples)")
     items = load_items(args.data)
-    if args.child:  # measuring an archived tree: print the figures as one JSON line
-        verify, path = _import_verify(args.child)
-        print(json.dumps({"file": path, "figures": measure(verify, items, args.repeats)}))
-        return 0
-
-    from howeval.judges.verify import verify
-
-    head = _git("rev-parse", "HEAD")
-    history = json.loads(args.json.read_text()) if args.json.exists() else {"runs": []}
     refs = dict(r.split("=", 1) for r in (args.ref or DEFAULT_REFS) if r != "none")
-    ref_commits = {name: _git("rev-parse", c) for name, c in refs.items()}
-    t0 = time.time()
-    current = measure(verify, items, args.repeats)
-    ref_figs = {name: measure_ref(c, args.data, args.repeats) for name, c in ref_commits.items()}
-    prev_runs = [r for r in history["runs"] if r["commit"] != head]
-    if args.previous_ref:
-        pc = _git("rev-parse", args.previous_ref)
-        previous, previous_label = measure_ref(pc, args.data, args.repeats), pc[:7]
-    elif prev_runs:
-        previous, previous_label = prev_runs[-1]["current"], prev_runs[-1]["commit"][:7]
-    else:
-        previous, previous_label = None, "none recorded"
-    run = {"commit": head, "date": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "repeats": args.repeats,
-           "n_responses": len(items), "current": current, "previous": previous, "previous_label": previous_label,
-           "refs": ref_figs, "ref_commits": ref_commits, "seconds": round(time.time() - t0, 1)}
-    history["runs"] = prev_runs + [run]
+    head = _git("rev-parse", "HEAD")
+    dirty = bool(_git("status", "--porcelain", "--", "howeval"))
+    t_start = time.time()
+    with tempfile.TemporaryDirectory(prefix="verify-bench-") as tmp:
+        items_path = Path(tmp) / "items.json"
+        items_path.write_text(json.dumps(items), encoding="utf-8")
+        versions = [Version("current", head + ("+dirty" if dirty else ""), REPO, items_path)]
+        try:
+            for name, c in refs.items():
+                commit = _git("rev-parse", c)
+                tree = Path(tmp) / name
+                tree.mkdir()
+                _archive(commit, tree)
+                versions.append(Version(name, commit, tree, items_path))
+            verdicts = {v.name: v.ask({"cmd": "verdicts"}) for v in versions}
+            groups: dict[str, list[int]] = defaultdict(list)
+            for i, it in enumerate(items):
+                groups[it["group"]].append(i)
+            cold = {g: sum(verdicts["current"][i]["cpu_s"] for i in idx) for g, idx in groups.items()}
+            loops = {g: max(1, min(200, round(MIN_PASS_CPU_S / max(cold[g], 1e-4)))) for g in groups}
+            passes: dict[str, dict[str, list[float]]] = {v.name: defaultdict(list) for v in versions}
+            walls: dict[str, dict[str, list[float]]] = {v.name: defaultdict(list) for v in versions}
+            for rep in range(args.repeats):
+                for g in sorted(groups):
+                    order = versions[rep % len(versions):] + versions[:rep % len(versions)]
+                    for v in order:
+                        r = v.ask({"cmd": "pass", "group": g, "loops": loops[g]})
+                        per = loops[g] * len(groups[g])
+                        passes[v.name][g].append(r["cpu_s"] / per)
+                        walls[v.name][g].append(r["wall_s"] / per)
+        finally:
+            for v in versions:
+                v.close()
+    figures = {v.name: {g: {"n": len(groups[g]), "loops": loops[g],
+                            "cpu_ms_median": 1000 * statistics.median(passes[v.name][g]),
+                            "cpu_ms_best": 1000 * min(passes[v.name][g]),
+                            "cpu_ms_passes": [round(1000 * x, 4) for x in passes[v.name][g]],
+                            "wall_ms_median": 1000 * statistics.median(walls[v.name][g])}
+                        for g in sorted(groups)} for v in versions}
+    summaries = {v.name: _verdict_summary(items, verdicts[v.name]) for v in versions}
+    moves = {name: _moves(items, verdicts[name], verdicts["current"]) for name in refs}
+    run = {"commit": head, "dirty": dirty, "date": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+           "repeats": args.repeats, "n_real": sum(it["real"] for it in items),
+           "n_shapes": sum(not it["real"] for it in items),
+           "versions": {v.name: v.commit for v in versions}, "figures": figures, "verdicts": summaries,
+           "moves_to_current": moves, "seconds": round(time.time() - t_start, 1),
+           "per_item": {v.name: [[it["uid"], r["correct"]] for it, r in zip(items, verdicts[v.name], strict=True)]
+                        for v in versions}}
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(history, indent=1) + "\n")
-    table = render(run, previous, previous_label)
-    slowest = max(f["worst_response_cpu_s"] for f in current.values())
-    md = "\n".join([
-        "# Verifier speed on real responses",
-        "",
-        f"Generated by `make bench-verify` (`python bench/verify_bench.py`) at commit {head[:7]}, {run['date']} UTC:",
-        f"{len(items)} real responses of `../shared/data/responses/` (MATH-Vision, TabMWP), rules only. CPU time of",
-        "this process and its children (math-verify's budget child), best of "
-        f"{args.repeats} passes after a first pass; responses per CPU second (higher is faster). The first pass",
-        "(each response once, after one start-up call) shows what a response costs the first time its item is",
-        "seen (sympy caches what it builds); wall time is on a shared 2-core machine, for reference only.",
-        "",
-        table,
-        "",
-        f"Slowest single response: {slowest:.3f} CPU s, against the {BUDGET_S:g} s per-item budget.",
-        "",
-    ])
+    args.json.write_text(json.dumps(run, indent=1) + "\n")
+    md = render(run, items, verdicts)
     args.out.write_text(md)
     print(md)
     return 0
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b > 0 else "-"
+
+
+def render(run: dict, items: list[dict], verdicts: dict) -> str:
+    """The markdown report of one run: CPU per group and version, verdicts, moves, shapes by class."""
+    names = list(run["versions"])
+    refs = names[1:]
+    fig = run["figures"]
+    head = ["group", "n", "loops"] + [f"{n} ({run['versions'][n][:7]}): CPU ms / response (median; best)" for n in names]
+    head += [f"current / {r}" for r in refs]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for g in fig["current"]:
+        row = [g, str(fig["current"][g]["n"]), str(fig["current"][g]["loops"])]
+        row += [f"{fig[n][g]['cpu_ms_median']:.3f}; {fig[n][g]['cpu_ms_best']:.3f}" for n in names]
+        row += [_ratio(fig["current"][g]["cpu_ms_median"], fig[r][g]["cpu_ms_median"]) for r in refs]
+        lines.append("| " + " | ".join(row) + " |")
+    vt = ["| version | real: n | agree with label | disagree | unresolved (rate) | shapes: n | as expected | wrong | "
+          "open where a verdict was expected | errors |", "|" + "---|" * 10]
+    for n in names:
+        s = run["verdicts"][n]
+        re_, sh = s["real"], s["shapes"]
+        vt.append(f"| {n} | {re_['n']} | {re_['agree']} | {re_['disagree']} | {re_['unresolved']} "
+                  f"({100 * re_['unresolved_rate']:.1f}%) | {sh['n']} | {sh['as_expected']} | {sh['wrong']} | "
+                  f"{sh['unresolved_expected_decided']} | {re_['error'] + sh['error']} |")
+    mv = []
+    for r in refs:
+        m = run["moves_to_current"][r]
+        txt = "; ".join(f"{k}: {len(v)} ({', '.join(v[:8])}{', ...' if len(v) > 8 else ''})" for k, v in sorted(m.items()))
+        mv.append(f"- {r} -> current: {txt or 'no verdict moved'}; right -> wrong: {len(m.get('right -> wrong', []))}")
+    # shapes by class
+    by_cls: dict = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))  # version -> class -> [n, as expected, wrong]
+    for n in names:
+        for it, r in zip(items, verdicts[n], strict=True):
+            if it["real"] or it.get("cls") is None:
+                continue
+            cell = by_cls[n][it["cls"]]
+            cell[0] += 1
+            c, e = r["correct"], it["expected"]
+            cell[1] += c is e
+            cell[2] += c in (True, False) and c is not e
+    classes = sorted({c for n in names for c in by_cls[n]})
+    ct = ["| class | n | " + " | ".join(f"{n}: as expected / wrong" for n in names) + " |", "|" + "---|" * (2 + len(names))]
+    for c in classes:
+        ct.append(f"| {c} | {by_cls['current'][c][0]} | "
+                  + " | ".join(f"{by_cls[n][c][1]} / {by_cls[n][c][2]}" for n in names) + " |")
+    mc = fig["current"].get("multiple_choice"), fig["current"].get("shapes: multiple_choice")
+    first = refs[0] if refs else None
+    goal = ""
+    if first and all(mc):
+        def per(n):
+            f = fig[n]
+            a, b = f["multiple_choice"], f["shapes: multiple_choice"]
+            return (a["cpu_ms_median"] * a["n"] + b["cpu_ms_median"] * b["n"]) / (a["n"] + b["n"])
+        goal = (f"Multiple choice, real and invented responses together: current {per('current'):.3f} CPU ms per "
+                f"response, {first} {per(first):.3f} ms: {per('current') / per(first):.2f}x (goal: at most 2x).")
+    return "\n".join([
+        "# Verifier CPU and verdicts, current tree beside earlier commits",
+        "",
+        f"Generated by `make bench-verify` (`python bench/verify_bench.py`) at commit {run['commit'][:7]}"
+        f"{' with uncommitted changes' if run['dirty'] else ''}, {run['date']} UTC, in {run['seconds']} s. "
+        f"{run['n_real']} real responses (`../shared/data/responses/`: MATH-Vision, TabMWP; grouped by answer type) "
+        f"and {run['n_shapes']} invented responses (`tests/fixtures/verifier_hard_cases.jsonl`, groups `shapes: ...`). "
+        "Rules only. Every version ran in its own process in this one run, the timed passes interleaved "
+        f"(round-robin, order rotated per repeat; {run['repeats']} repeats). CPU = process time plus its "
+        "child processes (math-verify's budget worker); wall time is on a shared machine, not used.",
+        "",
+        goal,
+        "",
+        *lines,
+        "",
+        "## Verdicts",
+        "",
+        *vt,
+        "",
+        "Moves of the real responses' verdicts against their labels (right = agrees with the source's label):",
+        "",
+        *mv,
+        "",
+        "Invented responses by issue-33 class (as expected / wrong verdicts; wrong = True/False where the reader says the other or leaves it open):",
+        "",
+        *ct,
+        "",
+    ])
 
 
 if __name__ == "__main__":

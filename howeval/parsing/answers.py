@@ -17,7 +17,15 @@ import re
 from howeval.parsing.limits import MAX_NESTING, nesting_depth
 from howeval.parsing.text import boxed_contents, strip_latex
 
-__all__ = ["CONCLUDES_RE", "extract_answer", "extract_option_letter", "find_final_answer", "last_sentence"]
+__all__ = [
+    "CONCLUDES_RE",
+    "extract_answer",
+    "extract_option_letter",
+    "find_final_answer",
+    "last_sentence",
+    "main_clause",
+    "strip_closing",
+]
 
 # Where an extracted answer came from (the second item of find_final_answer's result).
 SOURCE_BOXED = "boxed"
@@ -26,12 +34,15 @@ SOURCE_ANSWER_LINE = "answer_line"
 SOURCE_GSM8K = "gsm8k_marker"
 SOURCE_BOLD = "bold"
 SOURCE_FINAL_SENTENCE = "final_sentence"
+SOURCE_ONE_SENTENCE = "one_sentence"
 
 # "The answer is X", "the correct answer is: X", "Answer: X", "Final answer: X", "ANSWER = X",
 # "The answer to the puzzle is X", "The final result is X".
-_ANSWER_LINE_RE = re.compile(
+# The phrase alone (its answer is the rest of the line), so that every phrase of a line is found, not only
+# its first: "The answer is (B). Wait, no, the answer is (C)." has two, and the last one is the final answer.
+_ANSWER_PHRASE_RE = re.compile(
     r"(?<![A-Za-z])(?:final\s+|correct\s+)?(?:answer|result)(?:\s+(?:to|for|of)\s+[^\n.:=]{1,60}?)?"
-    r"\s*(?:is\s*:?|:|=)[ \t]*(?P<ans>[^\n]*)",
+    r"\s*(?:is\s*:?|:|=)[ \t]*",
     re.IGNORECASE,
 )
 # GSM8K's final-answer marker: a line "#### 18".
@@ -116,45 +127,240 @@ def _bold_answer(text: str, whole_text: bool = False) -> str | None:
     return _clean_line_answer(spans[-1]) or None
 
 
-def _final_sentence_value(text: str) -> str | None:
-    """The single value of a concluding last sentence ("The length of segment AB is 12." -> "12"), or None.
+# A premise clause: its value is given, not concluded. Leading ("Given that the radius is 7 cm, ...",
+# "Since each side is 4, ...", "If the price is $3, then ...") up to the first comma; trailing (", because
+# two sides are 5", ", since ...", ", given that ..."), from the connective to the end of the sentence.
+_LEADING_PREMISE_RE = re.compile(
+    r"^\W*(?:(?:so|thus|hence|therefore|and)\s*,?\s+)?(?:given(?:\s+that)?|since|because|as|if|assuming(?:\s+that)?|when|whenever"
+    r"|considering(?:\s+that)?|provided(?:\s+that)?|knowing(?:\s+that)?|we\s+know\s+that|note\s+that)\b",
+    re.IGNORECASE,
+)
+_TRAILING_PREMISE_RE = re.compile(
+    r"(?:,\s*(?:since|as|if|when|given)\b|\s(?:because|given\s+that|provided\s+that|assuming(?:\s+that)?)\b"
+    r"|\ssince\s+(?:the|a|an|it|its|this|that|these|those|there|we|they|he|she|each|every|all|both)\b).*$",
+    re.IGNORECASE | re.DOTALL,
+)
+# A statement that says what something is not, or that it cannot be told: no value of it is an answer.
+_NEGATION_RE = re.compile(
+    r"\b(?:not|no|never|cannot|neither|nor|unclear|unknown|impossible|unsure|unable)\b|n['’]t\b",
+    re.IGNORECASE,
+)
+# A number word read as a value where the sentence has no digits ("There are four apples."); "one" is left
+# out: it is a pronoun far more often than a count ("The one on the left is bigger.").
+_NUMBER_WORD_RE = re.compile(
+    r"\b(zero|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen"
+    r"|seventeen|eighteen|nineteen|twenty)\b",
+    re.IGNORECASE,
+)
+# A year in a time phrase ("In 2019 it was 1,200 euros.", "by 2010"): dropped when another value remains.
+_YEAR_PHRASE_RE = re.compile(r"\b(?:in|since|during|by|until|of|from)\s+(?:the\s+year\s+)?((?:1[89]|20)\d\d)\b(?!\s*%)",
+                             re.IGNORECASE)
+# An arithmetic chain that ends in its value: "4 + 3 = 7", "6 * 5 = 30", "12 / 4 = 3 cm".
+_ARITH_CHAIN_RE = re.compile(
+    r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:\s*[-+*/×÷x]\s*\(?\d[\d,]*(?:\.\d+)?\)?)+\s*=\s*"
+    r"(?P<v>[-+]?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?%?)(?![\w.]*\d)"
+)
+# A closing line after the answer ("Let me know if you need anything else!", "I hope this helps.").
+_CLOSING_RE = re.compile(
+    r"(?:^|(?<=[.!?:)])\s+)(?:let\s+me\s+know|(?:i\s+)?hope\s+(?:this|that|it|my)|feel\s+free"
+    r"|if\s+you\s+have\s+any\s+(?:other\s+|more\s+|further\s+|additional\s+)?(?:questions?|doubts?|queries)"
+    r"|if\s+you\s+(?:need|want|would\s+like)\s+(?:any(?:thing)?|more|further|help|clarification)\b"
+    r"|happy\s+to\s+help|is\s+there\s+anything|good\s+luck|thanks?(?:\s+you)?(?:\s+for\b|\s*[!.]|\s*$)"
+    r"|please\s+let\s+me|don['’]?t\s+hesitate|do\s+not\s+hesitate)[^\n]*$",
+    re.IGNORECASE,
+)
+_SO_RE = re.compile(r"[,;]\s*(?:and\s+)?(?:so|thus|hence|therefore)\b,?\s*", re.IGNORECASE)
+# A sentence that says the value cannot be told ("I cannot tell which one is the tallest."): a bold value
+# before it is a detail, not the answer.
+_DISCLAIMER_RE = re.compile(
+    r"\b(?:cannot|can['’]?t|unable|not\s+(?:sure|possible|clear|certain|enough)|unclear|impossible|uncertain"
+    r"|(?:don['’]?t|do\s+not|does\s+not|doesn['’]?t)\s+(?:know|show)|hard\s+to\s+(?:tell|say)"
+    r"|difficult\s+to\s+(?:tell|say|determine))\b",
+    re.IGNORECASE,
+)
+# An option named by word: "Option C is correct.", "the correct choice is (B)".
+_OPTION_WORD_RE = re.compile(r"(?<![A-Za-z])(?i:option|choice)\s*(?:(?i:is)\s*)?:?\s*\(?([A-Z])\)?(?![A-Za-z])")
+_ORDINAL_RE = re.compile(r"\d(?:st|nd|rd|th)\b", re.IGNORECASE)
+ONE_SENTENCE_MAX_WORDS = 25
+"""A response of one sentence at most this long is read for its single value without an answer verb."""
 
-    The sentence must state something (is / are / equals / comes to / totals / gives / = ...) and hold
-    exactly one number (or one ``\\frac``) or exactly one parenthesised option letter; a range or a list
-    ("0 to 10", "3 and 4") holds two and gives None. A sentence that states a number as a bound
-    ("No other year in the chart is under 5.", "All others are more than 10.") restates a threshold
-    after the answer was given: None, never the bound.
 
-    >>> _final_sentence_value("It fell below 5 in 2003. No other year in the chart is under 5.") is None
-    True
+def strip_closing(text: str) -> str:
+    """``text`` without the closing lines or sentences after its answer ("Let me know if you need anything
+    else!", "I hope this helps.", "Feel free to ask ..."), on its last line or as lines of their own.
+
+    >>> strip_closing("The sum is 4 + 3 = 7. Let me know if you need anything else!")
+    'The sum is 4 + 3 = 7.'
+    >>> strip_closing("So the total is 12.\\n\\nI hope this helps!")
+    'So the total is 12.'
     """
-    sent = last_sentence(text)
-    if not sent or len(sent) > 300 or not CONCLUDES_RE.search(sent):
+    out = text.rstrip()
+    while out:
+        m = _CLOSING_RE.search(out.rsplit("\n", 1)[-1])
+        if not m:
+            break
+        head = out[: len(out) - len(out.rsplit("\n", 1)[-1])] + out.rsplit("\n", 1)[-1][: m.start()]
+        out = head.rstrip()
+    return out
+
+
+def main_clause(sentence: str) -> str | None:
+    """``sentence`` without its premise clause: what comes before its last ", so" / ", therefore" ("Each
+    bag holds 6 marbles, so 6 * 5 = 30."), a leading premise up to its comma ("Given that the radius is
+    7 cm, we can conclude that ..."), a trailing one from its connective (", because two sides are 5").
+    None when the sentence opens with a premise that no comma closes ("Since x is 4 the shape is a square"):
+    where its conclusion starts cannot be told.
+
+    >>> main_clause("Given that the radius is 7 cm, we can conclude that the figure is a circle.")
+    'we can conclude that the figure is a circle.'
+    >>> main_clause("The triangle is isosceles, because two of its sides are 5.")
+    'The triangle is isosceles'
+    """
+    s = sentence.strip()
+    so = list(_SO_RE.finditer(s))
+    if so:  # "Each bag holds 6 marbles, so 6 * 5 = 30.": the conclusion follows the last ", so"
+        s = s[so[-1].end():].strip()
+    if _LEADING_PREMISE_RE.match(s):
+        if "," not in s:
+            return None
+        s = s.split(",", 1)[1].strip()
+        s = re.sub(r"^then\b\s*", "", s, flags=re.IGNORECASE)
+    return _TRAILING_PREMISE_RE.sub("", s).strip().rstrip(",;").strip()
+
+
+def _sentence_value(sent: str) -> str | None:
+    """The single value (number, ``\\frac``, or parenthesised option letter) a sentence's main clause states.
+
+    Premise clauses are dropped (:func:`main_clause`); a clause that states a bound ("under 5"), or denies
+    ("not", "cannot") names none; an arithmetic chain gives the value after its ``=`` ("4 + 3 = 7" -> 7);
+    a year in a time phrase beside another value is dropped ("In 2019 it was 1,200 euros." -> 1,200); a
+    clause without digits gives its number word ("There are four apples." -> four). Else None: a range or
+    a list ("0 to 10", "3 and 4") holds two values.
+    """
+    main = main_clause(sent)
+    if not main or len(main) > 300:
         return None
-    if _BOUND_RE.search(strip_latex(sent)):
+    plain_main = strip_latex(main)
+    if _BOUND_RE.search(plain_main) or _NEGATION_RE.search(plain_main):
         return None
-    plain = _UNIT_POWER_RE.sub("", strip_latex(sent)) if "\\frac" not in sent else sent.replace("$", "")
+    if _ORDINAL_RE.search(plain_main):
+        return None  # "The 3rd bar is the tallest.": an ordinal names a position, not the value
+    plain = _UNIT_POWER_RE.sub("", plain_main) if "\\frac" not in main else main.replace("$", "")
+    chain = list(_ARITH_CHAIN_RE.finditer(plain))
+    if chain:
+        rest = plain[: chain[-1].start()] + " " + plain[chain[-1].end():]
+        if not _VALUE_RE.search(rest) and not _PAREN_LETTER_RE.search(rest):
+            return chain[-1].group("v").strip()
+        return None
+    named = {m.upper() for m in _OPTION_WORD_RE.findall(plain)}
+    if named:  # "Option C is correct.": the option it names, whatever numbers stand beside it; two: None
+        return f"({named.pop()})" if len(named) == 1 else None
     letters = set(_PAREN_LETTER_RE.findall(plain))
-    values = [m.group(0) for m in _VALUE_RE.finditer(_PAREN_LETTER_RE.sub(" ", plain))]
+    no_letters = _PAREN_LETTER_RE.sub(" ", plain)
+    values = [m.group(0) for m in _VALUE_RE.finditer(no_letters)]
+    if len(values) > 1 and not letters:
+        years = {m.group(1) for m in _YEAR_PHRASE_RE.finditer(no_letters)}
+        rest = [v for v in values if v.strip() not in years]
+        if len(rest) == 1 and len(values) - len(rest) == len(years):
+            values = rest
     if len(letters) == 1 and not values:
         return f"({letters.pop()})"
     if len(values) == 1 and not letters:
         return values[0].strip()
+    if not values and not letters and not re.search(r"\d", plain):
+        words = {m.group(1).lower() for m in _NUMBER_WORD_RE.finditer(plain)}
+        if len(words) == 1:
+            return words.pop()
     return None
+
+
+def _final_sentence_value(text: str) -> str | None:
+    """The single value of a concluding last sentence ("The length of segment AB is 12." -> "12"), or None.
+
+    The sentence must state something (is / are / equals / comes to / totals / gives / = ...) in its main
+    clause and that clause must hold exactly one value (:func:`_sentence_value`): a premise's value is
+    not the answer ("Given that the radius is 7 cm, the figure is a circle." -> None); a range or a list
+    ("0 to 10", "3 and 4") holds two and gives None. A sentence that states a number as a bound ("No
+    other year in the chart is under 5.", "All others are more than 10.") restates a threshold after the
+    answer was given: None, never the bound.
+
+    >>> _final_sentence_value("It fell below 5 in 2003. No other year in the chart is under 5.") is None
+    True
+    >>> _final_sentence_value("Given that the radius is 7 cm, we can conclude that the figure is a circle.") is None
+    True
+    """
+    sent = last_sentence(text)
+    if not sent or len(sent) > 300:
+        return None
+    main = main_clause(sent)
+    if not main or not CONCLUDES_RE.search(main):
+        return None
+    return _sentence_value(sent)
+
+
+def _one_sentence_value(text: str) -> str | None:
+    """The single value of a response that is one short sentence with no answer verb ("Sales peaked in
+    2012.", "Stick 4 lays exactly in the middle."): at most :data:`ONE_SENTENCE_MAX_WORDS` words on one
+    line, not a question; the value as :func:`_sentence_value` reads it.
+
+    >>> _one_sentence_value("Sales peaked in 2012."), _one_sentence_value("In 2019 it was 1,200 euros.")
+    ('2012', '1,200')
+    """
+    s = text.strip()
+    if not s or len(s) > 300 or "\n" in s or s.endswith("?") or len(s.split()) > ONE_SENTENCE_MAX_WORDS:
+        return None
+    if last_sentence(s) != s or "\\boxed" in s or len(strip_latex(s).split()) < 3:
+        return None  # more than one sentence, an (empty) box, or a bare value ("8\\boxed{}")
+    return _sentence_value(s)
+
+
+def _after_bold(text: str) -> list[str]:
+    """The sentences after the sentence holding the last bold span of ``text``."""
+    spans = list(_BOLD_RE.finditer(text))
+    if not spans:
+        return []
+    after = text[spans[-1].end():]
+    cut = _SENTENCE_BREAK_RE.search(after)
+    nl = after.find("\n")
+    ends = [x for x in (cut.end() if cut else -1, nl) if x >= 0]
+    if not ends:
+        return []  # the bold span is in the last sentence
+    tail = after[min(ends):]
+    return [p.strip() for ln in tail.splitlines() for p in _SENTENCE_BREAK_RE.split(ln) if p.strip()]
+
+
+def _bold_stands(text: str, whole_text: bool) -> bool:
+    """Whether the last bold span of ``text`` stands as the answer, given the sentences after it.
+
+    ``whole_text`` (the fallback to a bold value before the final paragraph): only when everything after
+    it states bounds ("It fell below 5 in **2003**.\\n\\nNo other year in the chart is under 5.").
+    Else (the final paragraph's bold): unless a sentence after it says the value cannot be told ("The
+    chart has **5** bars. I cannot tell which one is the tallest.").
+    """
+    after = _after_bold(text)
+    if whole_text:
+        return all(_BOUND_RE.search(strip_latex(p)) for p in after)
+    return not any(_DISCLAIMER_RE.search(strip_latex(p)) for p in after)
 
 
 def find_final_answer(text: str) -> tuple[str, str] | None:
     """The final answer of ``text`` and where it came from, or None.
 
+    Closing lines after the answer ("Let me know if you need anything else!") are set aside first
+    (:func:`strip_closing`; a box or a JSON answer is read from the whole text).
+
     Returns:
         ``(answer, source)``, the first that applies: ``"boxed"`` (last non-empty ``\\boxed{}``),
         ``"json"`` (the "answer" field of a JSON response; a box inside it is unwrapped),
-        ``"gsm8k_marker"`` (the last ``#### X`` line, also "Step 5: #### X"), ``"answer_line"`` (last final-answer phrase:
-        "the answer is", "answer:", "the answer to the puzzle is", "the final result is", cut at the end
-        of its sentence), ``"bold"`` (the one bold value of the final paragraph, "so AB is **7**"),
-        ``"final_sentence"`` (the single value of a concluding last sentence, "The length of AB is
-        12."; a sentence stating a bound, "No other year is under 5.", has none), ``"bold"`` again (the
-        one bold number or option letter of the whole text); None when nothing matches.
+        ``"gsm8k_marker"`` (the last ``#### X`` line, also "Step 5: #### X"), ``"answer_line"`` (the last
+        final-answer phrase, also of several on one line: "the answer is", "answer:", "the answer to the
+        puzzle is"; "the final result is" only where no "answer" phrase is; cut at the end of its sentence), ``"bold"`` (the one bold value
+        of the final paragraph, "so AB is **7**"), ``"final_sentence"`` (the single value of a concluding
+        last sentence's main clause, "The length of AB is 12."; a premise's value is not it, and a
+        sentence stating a bound, "No other year is under 5.", has none), ``"one_sentence"`` (the single
+        value of a response that is one short sentence, "Sales peaked in 2012."), ``"bold"`` again (the one
+        bold number or option letter of the whole text, when all after it states bounds); None when
+        nothing matches.
 
     >>> find_final_answer("x = 2, so \\\\boxed{2}. The answer is: 2")
     ('2', 'boxed')
@@ -166,14 +372,22 @@ def find_final_answer(text: str) -> tuple[str, str] | None:
     ('18', 'gsm8k_marker')
     >>> find_final_answer("The answer to the puzzle is **(C)**.")
     ('(C)', 'answer_line')
+    >>> find_final_answer("The answer is (B). Wait, no, the answer is (C).")
+    ('(C)', 'answer_line')
     >>> find_final_answer("The sides match, so AB is **7**.")
     ('7', 'bold')
     >>> find_final_answer("So the total comes to 45 apples.")
     ('45', 'final_sentence')
+    >>> find_final_answer("The sum is 4 + 3 = 7. Let me know if you need anything else!")
+    ('7', 'final_sentence')
+    >>> find_final_answer("Sales peaked in 2012.")
+    ('2012', 'one_sentence')
     >>> find_final_answer("The values range from 0 to 10.") is None
     True
     >>> find_final_answer("It fell below 5 in **2003**.\\n\\nNo other year in the chart is under 5.")
     ('2003', 'bold')
+    >>> find_final_answer("The chart has **5** bars. I cannot tell which one is the tallest.") is None
+    True
     >>> find_final_answer("no marker here") is None
     True
     """
@@ -189,19 +403,30 @@ def find_final_answer(text: str) -> tuple[str, str] | None:
     marks = [m.group("ans").strip() for m in _GSM8K_RE.finditer(text)]
     if marks and marks[-1]:
         return marks[-1], SOURCE_GSM8K
-    plain = text.replace("**", "").replace("__", "")
-    for m in reversed(list(_ANSWER_LINE_RE.finditer(plain))):
-        ans = _clean_line_answer(m.group("ans"))
+    body = strip_closing(text)
+    plain = body.replace("**", "").replace("__", "")
+    phrases = list(_ANSWER_PHRASE_RE.finditer(plain))
+    # an "answer" phrase outranks a "result" phrase ("The answer is (B). The result is that the left pan
+    # sinks."); among each kind the last one wins, on one line as on several
+    is_answer = ["answer" in m.group(0).lower() for m in phrases]
+    ranked = [m for m, a in zip(phrases, is_answer, strict=True) if a][::-1]
+    ranked += [m for m, a in zip(phrases, is_answer, strict=True) if not a][::-1]
+    for m in ranked:
+        eol = plain.find("\n", m.end())
+        ans = _clean_line_answer(plain[m.end(): eol if eol >= 0 else len(plain)])
         if ans:
             return ans, SOURCE_ANSWER_LINE
-    bold = _bold_answer(text)
-    if bold:
+    bold = _bold_answer(body)
+    if bold and _bold_stands(re.split(r"\n\s*\n", body.strip())[-1], whole_text=False):
         return bold, SOURCE_BOLD
     value = _final_sentence_value(plain)
     if value:
         return value, SOURCE_FINAL_SENTENCE
-    earlier = _bold_answer(text, whole_text=True)
-    if earlier and _BARE_VALUE_RE.fullmatch(earlier):  # a bare number or option letter, not "**Step 1**"
+    value = _one_sentence_value(plain)
+    if value:
+        return value, SOURCE_ONE_SENTENCE
+    earlier = _bold_answer(body, whole_text=True)
+    if earlier and _BARE_VALUE_RE.fullmatch(earlier) and _bold_stands(body, whole_text=True):
         return earlier, SOURCE_BOLD  # "It fell below 5 in **2003**.\n\nNo other year is under 5."
     return None
 

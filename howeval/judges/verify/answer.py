@@ -18,7 +18,9 @@ __all__ = [
     "BARE_MAX_WORDS",
     "REFUSAL_MAX_WORDS",
     "find_candidate",
+    "is_artefact",
     "is_refusal",
+    "leading_yes_no",
     "missing_answer",
     "norm_text",
     "strip_trailing",
@@ -57,14 +59,16 @@ def find_candidate(response: str) -> tuple[str | None, str]:
     """The answer to judge and where it came from, or ``(None, why)``.
 
     Returns:
-        ``(answer, source)`` with source ``"boxed"``, ``"json"``, ``"answer_line"``, ``"final_sentence"``
-        (:mod:`howeval.parsing.answers`) or ``"bare"`` (a one-line response of at most
+        ``(answer, source)`` with source ``"boxed"``, ``"json"``, ``"answer_line"``, ``"final_sentence"``,
+        ``"one_sentence"`` (:mod:`howeval.parsing.answers`) or ``"bare"`` (a one-line response of at most
         :data:`BARE_MAX_WORDS` words and :data:`BARE_MAX_CHARS` characters); else ``(None, why)`` with why
-        ``"refusal"``, ``"empty"`` or ``"no final-answer marker"``.
+        ``"artefact"`` (:func:`is_artefact`), ``"refusal"``, ``"empty"`` or ``"no final-answer marker"``.
 
     >>> find_candidate("Katie"), find_candidate("   ")
     (('Katie', 'bare'), (None, 'empty'))
     """
+    if is_artefact(response):
+        return None, "artefact"
     found = find_final_answer(response)
     if found:
         return found
@@ -87,6 +91,27 @@ _REFUSAL_RE = re.compile(
 )
 
 
+_ARTEFACT_RE = re.compile(
+    r"^(?:<[\w.:' -]{1,80}\bat\s+0x[0-9a-fA-F]+>|<[\w.:]+(?:\s+object)?>|None|null|nil|undefined|NaN|\[object\s+\w+\]"
+    r"|Traceback\s+\(most\s+recent\s+call\s+last\).*|<!DOCTYPE\b.*|<html\b.*|(?:[\w.]+(?:Error|Exception)):.*"
+    r"|(?:HTTP/\d(?:\.\d)?\s+)?[45]\d\d\s+(?:Bad\s+Request|Unauthorized|Forbidden|Not\s+Found|Internal\s+Server\s+Error"
+    r"|Bad\s+Gateway|Service\s+Unavailable|Gateway\s+Time-?out|Too\s+Many\s+Requests)\b.*)$",
+    re.DOTALL,
+)
+
+
+def is_artefact(response: str) -> bool:
+    """True when the response is a program artefact, not model text: an object's repr
+    (``<Client.Response object at 0x7f00>``), ``None`` / ``null`` / ``undefined`` / ``NaN``, a Python
+    traceback or exception line, an HTML page, an HTTP error status. Its digits ("0x7f00") are no answer:
+    the verdict is unresolved with the reason, for the caller to see the failure.
+
+    >>> is_artefact("<Client.Response object at 0x7f00>"), is_artefact("None"), is_artefact("0")
+    (True, True, False)
+    """
+    return _ARTEFACT_RE.fullmatch(response.strip()) is not None
+
+
 def is_refusal(response: str) -> bool:
     """A short response (<= :data:`REFUSAL_MAX_WORDS` words) that declines ("Sorry, I can't help with that image.").
 
@@ -96,13 +121,32 @@ def is_refusal(response: str) -> bool:
     return len(response.split()) <= REFUSAL_MAX_WORDS and _REFUSAL_RE.search(response.strip()) is not None
 
 
+_LEADING_YES_NO_RE = re.compile(r"^\W*(yes|no)\b(?=\s*(?:[,.!:;—–-]|$))", re.IGNORECASE)
+
+
+def leading_yes_no(response: str) -> str | None:
+    """"Yes" or "No" when the response opens with it as a word of its own ("No, the blue bar is shorter
+    than the red bar.", "Yes. Both ..."), else None ("Not all ...", "No two bars ..." are not answers).
+
+    >>> leading_yes_no("No, the blue bar is shorter."), leading_yes_no("No two bars match."), leading_yes_no("yes")
+    ('No', None, 'Yes')
+    """
+    m = _LEADING_YES_NO_RE.match(response.strip())
+    return m.group(1).capitalize() if m else None
+
+
 def missing_answer(response: str, why: str) -> VerifyResult:
     """The verdict on a response with no answer to judge (``why`` from :func:`find_candidate`).
 
     Returns:
         ``correct=False`` for ``"empty"`` and ``"refusal"`` (the reason quotes the refusal's first line),
-        else ``correct=None`` ("unresolved: ..."); always ``extracted=None, method="rule"``.
+        ``correct=None`` for ``"artefact"`` (the reason quotes it: a failed call upstream, not a wrong
+        answer), else ``correct=None`` ("unresolved: ..."); always ``extracted=None, method="rule"``.
     """
+    if why == "artefact":
+        first = response.strip().splitlines()[0][:80]
+        return VerifyResult(None, None, METHOD_RULE,
+                            f"unresolved: the response is a program artefact, not an answer ({first!r})")
     if why == "empty":
         return VerifyResult(False, None, METHOD_RULE, "no answer found (empty response)")
     if why == "refusal":

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from howeval.judges.verify.answer import find_candidate, missing_answer, norm_text
-from howeval.judges.verify.choice import as_options, verify_options
+from howeval.judges.verify.choice import PROSE_SOURCES, as_options, verify_options
 from howeval.judges.verify.mathexpr import looks_math, math_equal
 from howeval.judges.verify.numbers import fmt_number, lenient_number, numbers_close, parse_number, several_values
 from howeval.judges.verify.result import METHOD_RULE, VerifyResult, register_verifier
@@ -30,6 +30,11 @@ def _compare_value(cand: str, src: str, gold: str, rel_tol: float) -> VerifyResu
         if pc:
             ok = numbers_close(pc[0], pg[0], rel_tol)
             return VerifyResult(ok, cand, METHOD_RULE, f"number {fmt_number(pc[0])} vs gold {fmt_number(pg[0])} ({src})")
+    if src in PROSE_SOURCES and not looks_math(gold):
+        # a value read from a sentence ("Africa has 54 countries." -> 54) against a text gold: the sentence
+        # may name the answer in words the rules cannot pick out; math-verify would read "Africa" as a product
+        return VerifyResult(None, cand, METHOD_RULE, f"unresolved: the value a sentence states ({cand!r}, {src}) "
+                            f"against a text gold {gold!r}")
     if looks_math(gold) or looks_math(cand):
         eq = math_equal(gold, cand)
         if eq is not None:

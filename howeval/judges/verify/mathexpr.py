@@ -12,9 +12,10 @@ import re
 from howeval.judges import budget
 from howeval.parsing.limits import MAX_NUMBER_DIGITS, InputTooLarge, longest_digit_run
 
-__all__ = ["MAX_MATH_CHARS", "looks_math", "math_equal"]
+__all__ = ["MAX_EXPRESSION_CHARS", "MAX_MATH_CHARS", "looks_expression", "looks_math", "math_equal"]
 
 MAX_MATH_CHARS = 1_000  # longer strings are never sent to math-verify (not an expression: unresolved)
+MAX_EXPRESSION_CHARS = 200  # an option's value or a short answer; a longer text is a sentence or a list
 
 
 def looks_math(s: str) -> bool:
@@ -24,6 +25,27 @@ def looks_math(s: str) -> bool:
     (True, False)
     """
     return bool(re.search(r"[\\^_{}=+*/()]|\d", s))
+
+
+_TEXT_GROUP_RE = re.compile(r"\\(?:text|mathrm|textbf|mbox|operatorname)\s*\{[^{}]*\}")
+_WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
+_MATH_WORDS = frozenset({"sin", "cos", "tan", "cot", "sec", "csc", "log", "exp", "sqrt", "frac", "deg", "max", "min",
+                         "mod", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "det", "gcd", "lcm"})
+
+
+def looks_expression(s: str) -> bool:
+    """True when ``s`` can be one math expression: at most :data:`MAX_EXPRESSION_CHARS` characters and at
+    most one word of three or more letters outside LaTeX commands and ``\\text{}`` (a unit: "9 litres"),
+    function names (sin, log, ...) not counted. A sentence ("The ratio is $2\\sqrt{2}$ because ...") is
+    not: math-verify would read its words as a product of symbols, slowly, and decide nothing.
+
+    >>> looks_expression(r"6(\\sqrt{2}-1)"), looks_expression("9 litres"), looks_expression("The ratio is 2 because x")
+    (True, True, False)
+    """
+    if len(s) > MAX_EXPRESSION_CHARS:
+        return False
+    t = re.sub(r"\\[A-Za-z]+", " ", _TEXT_GROUP_RE.sub(" ", s))
+    return sum(w.lower() not in _MATH_WORDS for w in _WORD_RE.findall(t)) <= 1
 
 
 _NESTED_POWER_RE = re.compile(r"\^\s*\{[^{}]*\^|\^\s*\(?\s*\d+\s*\^")
@@ -84,8 +106,8 @@ def math_equal(gold: str, pred: str) -> bool | None:
 
     Runs in a child process under the item's time budget (:mod:`howeval.judges.budget`), so it holds
     off the main thread too (math-verify's own signal timeouts do not). A side longer than
-    :data:`MAX_MATH_CHARS`, or one holding ``&``, a dash range or a connective word ("to", "and", ...),
-    is not compared (None).
+    :data:`MAX_MATH_CHARS`, one holding ``&``, a dash range or a connective word ("to", "and", ...), or
+    one that is prose, not an expression (:func:`looks_expression`), is not compared (None).
 
     Raises:
         InputTooLarge: either side would make sympy build an astronomically large number (power towers,
@@ -100,6 +122,8 @@ def math_equal(gold: str, pred: str) -> bool | None:
         return None  # no answer is this long: not an expression to compare
     if not (_math_safe(gold) and _math_safe(pred)):
         return None  # prose or a list: math-verify would read "3 & 4" as 4 and "0 to 10" as 0*t*o*10
+    if not (looks_expression(gold) and looks_expression(pred)):
+        return None  # a sentence: not an expression to compare (and slow to parse as one)
     return budget.math_equal(gold, pred)
 
 

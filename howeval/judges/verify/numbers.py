@@ -87,7 +87,8 @@ def parse_number(s: str) -> tuple[Fraction, str, int] | None:
 
 
 def _numbers_in(s: str) -> list[str]:
-    return re.findall(rf"(?<![\w.])(?:{_NUM})(?:\s*/\s*\d+)?", strip_latex(s))
+    # a hex literal ("0x7f00", an address in an artefact) holds no number
+    return re.findall(rf"(?<![\w.])(?:{_NUM})(?:\s*/\s*\d+)?(?![xX][0-9a-fA-F])", strip_latex(s))
 
 
 _POWER_RE = re.compile(r"\^|\*\*")

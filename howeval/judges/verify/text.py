@@ -6,8 +6,9 @@ the normalized answer text must equal the gold (yes/no for boolean).
 """
 from __future__ import annotations
 
-from howeval.judges.verify.answer import find_candidate, missing_answer, norm_text
-from howeval.judges.verify.choice import as_options, verify_options
+from howeval.judges.verify.answer import find_candidate, leading_yes_no, missing_answer, norm_text
+from howeval.judges.verify.choice import MARKED_SOURCES, PROSE_SOURCES, as_options, verify_options
+from howeval.judges.verify.numbers import parse_number
 from howeval.judges.verify.result import METHOD_RULE, VerifyResult, register_verifier
 
 __all__ = ["verify_boolean_text", "verify_extractive_text", "verify_other_text"]
@@ -18,9 +19,16 @@ def _verify_text(response: str, answer: str, options: list | None, rel_tol: floa
     if opts:
         return verify_options(response, answer, opts, rel_tol)
     cand, src = find_candidate(response)
+    if norm_text(answer) in ("yes", "no") and src not in MARKED_SOURCES and src not in ("empty", "refusal", "artefact"):
+        lead = leading_yes_no(response)  # "No. The table shows a shortage." (issue 33, class 6)
+        if lead is not None:
+            cand, src = lead, "leading yes/no"
     if cand is None:
         return missing_answer(response, src)
     ok = norm_text(cand) == norm_text(answer)
+    if not ok and src in PROSE_SOURCES and parse_number(answer) is None:  # "Katie has 5 apples." -> 5, against gold "Katie": not a verdict
+        return VerifyResult(None, cand, METHOD_RULE, f"unresolved: the value a sentence states ({cand!r}, {src}) "
+                            f"differs from the text gold {answer!r}")
     return VerifyResult(ok, cand, METHOD_RULE, f"normalized text {'equals' if ok else 'differs from'} gold ({src})")
 
 

@@ -46,7 +46,7 @@ def test_doctests():
         ('```json\n{"reasoning_steps": [], "answer": "\\\\boxed{3}"}\n```', "3"),
         # nothing to extract
         ("", None),
-        ("Stick 4 lays exactly in the middle.", None),
+        ("Look at the sticks. Stick 4 lays exactly in the middle.", None),  # two sentences, no answer verb
         ("The answer depends on the table", None),  # no 'is'/':' after 'answer'
     ],
 )

@@ -479,15 +479,17 @@ def test_on_unresolved_llm_scores_through_the_fake_verifier_and_its_outage_degra
         return ("ok", json.dumps({"correct": "exactly in the middle" in text, "reason": "same position"}))
 
     q = "Which stick is in the middle?"
-    unresolved = {"prompt": q, "response": "Stick 4 lays exactly in the middle.", "answer": "3", "answer_type": "free_form"}
+    # two sentences, no answer verb: the rules leave them open (one sentence is read for its value since issue 33)
+    unresolved = {"prompt": q, "response": "Look closely. Stick 4 lays exactly in the middle.", "answer": "3",
+                  "answer_type": "free_form"}
     with ScriptedChatServer(script) as fake:
         extra = {"on_unresolved": "llm", "llm_verifier": {"base_url": fake.base_url, "model": "fake-verifier", "timeout_s": 5}}
         with app_pair(server, "llmfb", extra_args=extra) as url:
             r = post(url, {"items": [
                 dict(unresolved, kind="base"),
                 dict(unresolved, kind="pattern", prompt=q + " (pattern)"),  # another prompt: its own verdict and gate
-                dict(unresolved, kind="base", response="Stick 4 lays at the left end."),
-                dict(unresolved, kind="base", response="OUTAGE: stick 4 lays at the left end."),
+                dict(unresolved, kind="base", response="Look closely. Stick 4 lays at the left end."),
+                dict(unresolved, kind="base", response="OUTAGE. Stick 4 lays at the left end."),
                 item(CLEAN, kind="base")]})
             again = post(url, {"items": [dict(unresolved, kind="base")]})
     assert r.status_code == 200, r.text

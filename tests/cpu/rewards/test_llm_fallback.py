@@ -15,7 +15,8 @@ from howeval.rewards.llm_fallback import LLMFallback, LLMFallbackConfig, verdict
 from howeval.rewards.pipeline import PatternRMUnavailable, prepare, score_batch
 
 P0 = PatternConfig(p=0.0)  # no PatternRM: the verifier alone decides the reward
-UNRESOLVED = {"prompt": "Where is stick 4?", "response": "Stick 4 lays exactly in the middle.", "answer": "3",
+# two sentences, no answer verb: the rules leave it open (one sentence would be read for its value since issue 33)
+UNRESOLVED = {"prompt": "Where is stick 4?", "response": "Look closely. Stick 4 lays exactly in the middle.", "answer": "3",
               "answer_type": "free_form", "kind": "pattern"}
 RESOLVED = {"prompt": "2+2?", "response": "The answer is \\boxed{4}.", "answer": "4", "answer_type": "free_form", "kind": "base"}
 
@@ -65,7 +66,7 @@ def test_fallback_against_fake_server_caches_bounds_concurrency_and_reports_fail
 
     with ScriptedChatServer(script) as srv:
         cfg = LLMFallbackConfig(base_url=srv.base_url, model="fake-verifier", max_concurrency=2, timeout_s=10)
-        items = [dict(UNRESOLVED, response=f"Stick 4 lays exactly in the middle ({i}).") for i in range(6)]
+        items = [dict(UNRESOLVED, response=f"Look closely. Stick 4 lays exactly in the middle ({i}).") for i in range(6)]
         items.append(dict(UNRESOLVED, response="It is on the left."))
 
         async def go():

@@ -20,8 +20,11 @@ def test_missing_answer_verdicts():
     assert find_candidate("Sorry, I can't help with that image.") == (None, "refusal")
     refusal = missing_answer("Sorry, I can't help with that image.", "refusal")
     assert refusal.correct is False and refusal.reason.startswith("refusal:") and refusal.extracted is None
-    long_text = "Stick 4 lays exactly in the middle of the others, as the picture shows."
+    # two sentences, no answer marker, no concluding value: nothing to judge (one sentence would be read)
+    long_text = "Look at the sticks from the top. Stick 4 lays exactly in the middle of the others, as shown."
     assert find_candidate(long_text) == (None, "no final-answer marker")
+    assert find_candidate("Stick 4 lays exactly in the middle of the others, as the picture shows.") == (
+        "4", "one_sentence")
     open_ = missing_answer(long_text, "no final-answer marker")
     assert open_.correct is None and open_.reason.startswith("unresolved: no final-answer marker")
 

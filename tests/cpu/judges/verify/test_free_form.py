@@ -47,7 +47,7 @@ def test_rules(response, answer, answer_type, options, expected):
 
 # (response, answer, answer_type, options): the rules must not decide these
 UNRESOLVED = [
-    ("Stick 4 lays exactly in the middle.", "3", "free_form", None),  # no marker, not bare
+    ("Look at the sticks. Stick 4 lays exactly in the middle.", "3", "free_form", None),  # no marker, 2 sentences
     ("This image shows the solar system with eight planets.",
      "This image shows the solar system, in which nine planets revolve around the sun.", "free_form", None),
     ("There are 8 squares.", None, "free_form", None),  # Bingo item without a reference

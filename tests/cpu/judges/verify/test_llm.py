@@ -35,7 +35,8 @@ def _item(response, answer, answer_type, options=None, question="Q?"):
 
 ITEMS = [
     _item(r"\boxed{61}", "61", "free_form"),  # rules: True
-    _item("Stick 4 lays exactly in the middle.", "3", "free_form", question="Which stick is in the middle?"),  # open
+    _item("The blue bar is shorter than the red bar.", "Yes", "free_form",
+          question="Is the red bar taller than the blue bar?"),  # open: a comparison, no yes/no
     _item("The answer is (B) no.", "no", "boolean_text", ["yes", "no"]),  # rules: True
     _item("It is a bottle of Sprite.", "This is a bottle of Sprite, a popular brand of soda.", "free_form"),  # open
     _item("", "7", "integer_number"),  # rules: False (empty)
@@ -44,16 +45,16 @@ ITEMS = [
 
 def test_verify_batch_calls_engine_once_for_unresolved_only():
     engine = ScriptedEngine([
-        Completion(text='{"correct": false, "reason": "says 4, gold 3"}'),
+        Completion(text='{"correct": false, "reason": "says shorter, gold Yes"}'),
         Completion(text='Sure. ```json\n{"correct": true, "reason": "same drink"}\n```'),
     ])
     results = LLMVerifier(engine).verify_batch(ITEMS)
     assert len(engine.calls) == 1 and len(engine.calls[0]) == 2
     prompt = engine.calls[0][0].messages[0]["content"]
-    assert "Which stick is in the middle?" in prompt and "Stick 4 lays" in prompt and '"correct"' in prompt
+    assert "Is the red bar taller" in prompt and "blue bar is shorter" in prompt and '"correct"' in prompt
     assert [r.correct for r in results] == [True, False, True, True, False]
     assert [r.method for r in results] == [METHOD_RULE, METHOD_LLM, METHOD_RULE, METHOD_LLM, METHOD_RULE]
-    assert results[1].reason.startswith("says 4, gold 3")
+    assert results[1].reason.startswith("says shorter, gold Yes")
 
 
 def test_verify_batch_no_unresolved_no_call():
