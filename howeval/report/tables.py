@@ -21,13 +21,19 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def acc_cell(x: dict) -> str:
-    """Acc with its denominator: ``"45.0 (40/42)"`` = 45.0% of the 40 scored rows out of 42; '–' when none."""
-    return "–" if x.get("acc") is None else f"{pct(x['acc'])} ({x['n_scored']}/{x['n']})"
+    """Acc with its denominator: ``"45.0 (over 40 of 42 with a verdict)"`` = 45.0% of the 40 rows that have a
+    verdict, out of 42 (not "40 of 42 correct"); ``not measured`` when no row has a verdict."""
+    if x.get("acc") is None:
+        return "not measured" if x.get("n") else "–"
+    return f"{pct(x['acc'])} (over {x['n_scored']} of {x['n']} with a verdict)"
 
 
 def trigger_cell(x: dict) -> str:
-    """Trigger with its denominator: ``"30.0 (40/42)"`` = 30.0% of the 40 labelled rows out of 42."""
-    return "–" if x.get("trigger") is None else f"{pct(x['trigger'])} ({x['n_labeled']}/{x['n']})"
+    """Trigger with its denominator: ``"30.0 (over 40 of 42 labelled)"`` = 30.0% of the 40 labelled rows out
+    of 42; ``not measured`` when no row has labels."""
+    if x.get("trigger") is None:
+        return "not measured" if x.get("n") else "–"
+    return f"{pct(x['trigger'])} (over {x['n_labeled']} of {x['n']} labelled)"
 
 
 def mode_table(metrics: dict) -> str:
@@ -99,8 +105,8 @@ def breakdown_table(metrics: dict, key: str, config: str | None = None) -> str:
 
 
 ACC_NOTE = ("Acc = verifier accuracy; Trigger = share of responses with at least one pattern; CoT, Rep, Con, PR = "
-            "per-label rates (SPEC §1). All in %. n = responses; scored / labelled = rows with a verdict / with "
-            "labels. Acc (scored) is over the scored rows, shown as 'Acc (scored/n)': 'unresolved' answers (the rules "
+            "per-label rates (howeval docs/metrics.md §1). All in %. n = responses; scored / labelled = rows with a verdict / with "
+            "labels. Acc (scored) is over the scored rows, shown as 'over 28 of 42 with a verdict' (28 of the 42 rows had a verdict; not 28 correct): 'unresolved' answers (the rules "
             "could not decide; no LLM fallback configured) and engine errors are left out of it and counted here. "
             "Trigger (labelled) likewise over the labelled rows (truncated, judge-error and engine-error rows left out). "
             "Acc (all N) and Trigger (all N) are the paper's form, over all n prompts: a row without a verdict counts "
@@ -197,10 +203,31 @@ def render_crystal(crystal: dict) -> str:
     head = "## CRYSTAL: step-level reasoning"
     if any_x:
         head += (f"\n\nGreedy one-to-one matching at τ = {any_x['tau']} ({any_x['embedder']}), Ordered Match F1 with "
-                 f"α = {any_x['alpha']} and the {any_x['order'].upper()} order score (SPEC §3). Means over responses "
+                 f"α = {any_x['alpha']} and the {any_x['order'].upper()} order score (howeval docs/metrics.md §3). Means over responses "
                  "whose item has reference steps, in %.")
     return head + "\n\n" + _table(["config", "mode", "n", "Precision", "Recall", "Match F1", "LIS ratio",
                                     "Ordered Match F1"], rows)
+
+
+def mcc_text(value: float | None, confusion: dict | None) -> str:
+    """MCC as shown: three decimals, or ``undefined (<why>)`` when a margin of the confusion is empty (no
+    tool ever called, a tool called on every item, no item of one label): the ε of the formula then
+    gives 0, which would read as "no better than chance", not "cannot be measured"; '–' when absent.
+
+    >>> mcc_text(0.0, {"tp": 0, "fp": 0, "tn": 30, "fn": 12}), mcc_text(0.41, {"tp": 5, "fp": 2, "tn": 6, "fn": 1})
+    ('undefined (no tool called)', '0.410')
+    """
+    if value is None:
+        return "–"
+    c = confusion or {}
+    tp, fp, tn, fn = (c.get(k, 0) or 0 for k in ("tp", "fp", "tn", "fn"))
+    if confusion is not None and tp + fp == 0:
+        return "undefined (no tool called)"
+    if confusion is not None and tn + fn == 0:
+        return "undefined (a tool called on every item)"
+    if confusion is not None and (tp + fn == 0 or fp + tn == 0):
+        return "undefined (every item has one label)"
+    return f"{value:.3f}"
 
 
 def render_adapt(adapt: dict) -> str:
@@ -213,15 +240,14 @@ def render_adapt(adapt: dict) -> str:
             e = s["efficiency"][mode]
             eff.append([c, mode, *("–" if e[k] is None else f"{e[k]:.1f}" for k in ("tokens", "steps", "tool_calls", "turns")),
                         pct(s["tool_exec_ok_rate"].get(mode)), pct(s.get("key_step_coverage", {}).get(mode))])
-    mcc = [[c, "–" if s["mcc"] is None else f"{s['mcc']:.3f}",
-            "–" if s.get("mcc_solvable") is None else f"{s['mcc_solvable']:.3f}",
+    mcc = [[c, mcc_text(s["mcc"], s.get("confusion")), mcc_text(s.get("mcc_solvable"), s.get("confusion_solvable")),
             " / ".join(str((s["confusion"] or {}).get(k, "–")) for k in ("tp", "fp", "tn", "fn")),
             " / ".join(str((s["labels"] or {}).get(k, "–")) for k in ("required", "redundant", "unsolved")),
             str(sum(s["errors"].values())), str(s.get("unresolved", 0))] for c, s in adapt.items()]
     return "\n\n".join([
         "## AdaptMMBench: adaptive tool use",
         "Accuracy (%) per mode and domain; text = no tools, adaptive = the model may call zoom/rotate/contrast "
-        "(executed by the system), oracle = gold evidence crops given (SPEC §4).",
+        "(executed by the system), oracle = gold evidence crops given (howeval docs/metrics.md §4).",
         _table(["config", "mode", "n", "Acc", "by domain"], rows),
         "Mode selection: MCC of 'called a tool' against the model's own labels (ε = 1e-8): Tool-Redundant when "
         "its text-mode answer is correct, Tool-Required otherwise, over every item with an adaptive answer (the "
@@ -274,6 +300,6 @@ def overview_table(metrics: dict) -> str | None:
         if adapt:
             a = adapt.get(name) or {}
             row += [pct((a.get("accuracy", {}).get(m) or {}).get("all")) for m in ADAPT_MODES]
-            row.append("–" if a.get("mcc") is None else f"{a['mcc']:.3f}")
+            row.append(mcc_text(a.get("mcc"), a.get("confusion")))
         rows.append(row)
     return _table(head, rows)

@@ -54,4 +54,5 @@ def test_thinking_section_counts_and_warns():
     sec = thinking_section(metrics)
     assert "| c | T | 2 | 0/2 | 1/2 | 0 |" in sec and "| c | NT | 2 | 0/2 | 0/2 | 0 |" in sec
     assert "- **Warning**: config 'c': none of its 2 T rows has a reasoning channel" in sec
-    assert "| c | NT | 2 | 2/2 | 100.0 (2/2) | 0.0 (2/2) | 100.0 | 0.0 |" in mode_table(metrics)
+    assert ("| c | NT | 2 | 2/2 | 100.0 (over 2 of 2 with a verdict) | 0.0 (over 2 of 2 labelled) | 100.0 | 0.0 |"
+            in mode_table(metrics))
