@@ -36,6 +36,18 @@ def trigger_cell(x: dict) -> str:
     return f"{pct(x['trigger'])} (over {x['n_labeled']} of {x['n']} labelled)"
 
 
+def thought_cell(t: dict | None) -> str:
+    """Did the T mode think: ``yes (40 of 42 with reasoning)``, ``NO (0 of 42 with reasoning)`` (T compares
+    prompts or settings, not thinking: the report's warning says why), '–' without T rows."""
+    if not t:
+        return "–"
+    ok = t.get("n", 0) - t.get("n_errors", 0)
+    if ok <= 0 or "n_reasoning" not in t:
+        return "–"
+    k = t["n_reasoning"]
+    return f"{'yes' if k else 'NO'} ({k} of {ok} with reasoning)"
+
+
 def mode_table(metrics: dict) -> str:
     """The long table: one row per config x mode with n, scored/labelled, Acc, Trigger, the label rates,
     unresolved, errors, truncated and mean completion tokens (Acc over the scored rows, SPEC section 1)."""
@@ -280,13 +292,14 @@ ADAPT_MODES = ("text", "adaptive", "oracle")
 
 
 def overview_table(metrics: dict) -> str | None:
-    """The three benchmarks side by side, one row per config: PatternEval Acc and Trigger (NT / T), CRYSTAL
+    """The three benchmarks side by side, one row per config: PatternEval Acc and Trigger (NT / T) with their
+    denominators (:func:`acc_cell`, :func:`trigger_cell`), whether T thought (:func:`thought_cell`), CRYSTAL
     Ordered Match F1 (NT / T) and AdaptMMBench accuracy per mode and MCC. None when the run has only
     PatternEval (the main table says it all)."""
     crystal, adapt = metrics.get("crystal") or {}, metrics.get("adapt") or {}
     if not crystal and not adapt:
         return None
-    head = ["config", "Acc NT", "Acc T", "Trigger NT", "Trigger T"]
+    head = ["config", "Acc NT", "Acc T", "Trigger NT", "Trigger T", "T thought?"]
     if crystal:
         head += ["CRYSTAL OMF1 NT", "CRYSTAL OMF1 T"]
     if adapt:
@@ -294,7 +307,8 @@ def overview_table(metrics: dict) -> str | None:
     rows = []
     for name in sorted(set(metrics["configs"]) | set(crystal) | set(adapt)):
         c = metrics["configs"].get(name, {})
-        row = [name] + [pct((c.get(m) or {}).get(k)) for k in ("acc", "trigger") for m in MODES]
+        row = ([name] + [cell(c.get(m) or {}) for cell in (acc_cell, trigger_cell) for m in MODES]
+               + [thought_cell(c.get("T"))])
         if crystal:
             row += [pct((crystal.get(name, {}).get(m) or {}).get("ordered_f1")) for m in MODES]
         if adapt:

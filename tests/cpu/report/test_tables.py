@@ -33,14 +33,18 @@ def test_intervals_section():
 def test_overview_puts_the_three_benchmarks_side_by_side():
     from howeval.report.tables import overview_table
 
-    m = {"configs": {"c": {"NT": {"acc": 0.5, "trigger": 0.25}, "T": {"acc": 0.75, "trigger": 0.0}}}}
+    m = {"configs": {"c": {"NT": {"acc": 0.5, "trigger": 0.25, "n": 4, "n_scored": 4, "n_labeled": 4},
+                           "T": {"acc": 0.75, "trigger": 0.0, "n": 4, "n_scored": 4, "n_labeled": 3, "n_errors": 0,
+                                 "n_reasoning": 0}}}}
     assert overview_table(m) is None  # PatternEval only
     m["crystal"] = {"c": {"NT": {"ordered_f1": 0.125}}}
     m["adapt"] = {"c": {"accuracy": {"text": {"all": 0.5}, "oracle": {"all": 1.0}}, "mcc": 0.2}}
     t = overview_table(m)
-    assert t.splitlines()[0] == ("| config | Acc NT | Acc T | Trigger NT | Trigger T | CRYSTAL OMF1 NT | CRYSTAL OMF1 T | "
-                                 "Adapt Acc text | Adapt Acc adaptive | Adapt Acc oracle | Adapt MCC |")
-    assert t.splitlines()[2] == "| c | 50.0 | 75.0 | 25.0 | 0.0 | 12.5 | – | 50.0 | – | 100.0 | 0.200 |"
+    assert t.splitlines()[0] == ("| config | Acc NT | Acc T | Trigger NT | Trigger T | T thought? | CRYSTAL OMF1 NT | "
+                                 "CRYSTAL OMF1 T | Adapt Acc text | Adapt Acc adaptive | Adapt Acc oracle | Adapt MCC |")
+    assert t.splitlines()[2] == ("| c | 50.0 (over 4 of 4 with a verdict) | 75.0 (over 4 of 4 with a verdict) | 25.0 (over 4 "
+                                 "of 4 labelled) | 0.0 (over 3 of 4 labelled) | NO (0 of 4 with reasoning) | 12.5 | – | "
+                                 "50.0 | – | 100.0 | 0.200 |")
 
 
 def test_thinking_section_counts_and_warns():
