@@ -30,7 +30,7 @@ from pathlib import Path
 
 from howeval.benchmarks.loaders import BadRowError, bad_rows_summary, load_samples
 from howeval.config import BenchmarkConfig, ConfigError, SweepConfig, load_sweep_config, require_ready, with_changes
-from howeval.report.provenance import record_provenance
+from howeval.report.provenance import finish_provenance, record_provenance
 from howeval.report.run import write_report
 from howeval.store import join, write_json
 from ray_jobs.common import cluster_summary, init_ray
@@ -68,6 +68,7 @@ def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool 
             progress.note(line)
         failures.update({f"adapt:{k}": v for k, v in adapt_failures.items()})
     write_json(join(cfg.output_uri, "failures.json"), json.dumps(failures, indent=2, sort_keys=True))
+    finish_provenance(cfg)  # wall time to the report, in provenance.json and the report
     progress.section("report: metrics, tables, plots, samples")
     progress.tick(force=True)
     return write_report(cfg, bad_rows=bad, on_file=progress.wrote), failures
