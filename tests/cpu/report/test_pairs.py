@@ -97,3 +97,16 @@ def test_internvl_documented_thinking_prompt_is_accepted_and_a_variant_refused(t
     assert cfg.models[0].modes["T"].system_prompt.startswith("You are an AI assistant")
     with pytest.raises(ConfigError, match="asks for <think> tags.*InternVL3.5"):
         load_sweep_config(sweep(INTERNVL_THINKING_PROMPT.replace("thorough", "long")))
+
+
+def test_the_readmes_run_your_model_example_validates(repo_root):
+    """The README's GPU example loads as a sweep config: its engines, options and switches exist, and its
+    Qwen3-VL pair is two checkpoints (no enable_thinking on an Instruct checkpoint)."""
+    import yaml
+
+    text = (repo_root / "README.md").read_text()
+    block = text[text.index("name: my-sweep"):]
+    cfg = SweepConfig.model_validate(yaml.safe_load(block[:block.index("```")]))
+    assert cfg.mode_pairs() == {"qwen3-vl-8b-instruct": "qwen3-vl-8b", "qwen3-vl-8b-thinking": "qwen3-vl-8b"}
+    for m in cfg.models:
+        assert not any(mc.chat_template_kwargs.get("enable_thinking") for mc in m.modes.values()) or "Qwen3.5" in m.model
