@@ -92,9 +92,11 @@ def thinking_section(metrics: dict) -> str:
 
 
 def gaps_table(metrics: dict) -> str:
-    """Δacc and Δpat per config with their paired 95% intervals and McNemar tests (``howeval.metrics.stats``)."""
-    rows = [[n, pts(c.get("delta_acc")), _pts_ci(c.get("delta_acc_ci")), _p(c.get("mcnemar")),
-             pts(c.get("delta_pat")), _pts_ci(c.get("delta_pat_ci")), _p(c.get("mcnemar_trigger")),
+    """Δacc and Δpat per config with their paired 95% intervals and McNemar tests (``howeval.metrics.stats``);
+    no interval below ``howeval.report.compare.MIN_PAIRS_CI`` pairs (``too few pairs (2 < 10)``: a bootstrap
+    over a handful of pairs gives an interval of zero width)."""
+    rows = [[n, pts(c.get("delta_acc")), _pts_ci(c.get("delta_acc_ci"), c.get("n_paired_acc")), _p(c.get("mcnemar")),
+             pts(c.get("delta_pat")), _pts_ci(c.get("delta_pat_ci"), c.get("n_paired_pat")), _p(c.get("mcnemar_trigger")),
              f"{c.get('n_paired_acc', 0)} / {c.get('n_paired_pat', 0)}"] for n, c in metrics["configs"].items()]
     return _table(["config", "Δacc (pts)", "Δacc CI", "McNemar (correct)", "Δpat (pts)", "Δpat CI",
                    "McNemar (trigger)", "pairs (acc / pat)"], rows)
@@ -125,7 +127,8 @@ ACC_NOTE = ("Acc = verifier accuracy; Trigger = share of responses with at least
             "as wrong, a row without labels as not triggered.")
 
 GAPS_NOTE = ("Δacc = Acc_T − Acc_NT; Δpat = Trigger_NT − Trigger_T (positive: thinking mode triggers fewer patterns), "
-             "on the prompts both modes have. Intervals: 95% percentile bootstrap resampling prompts. McNemar: "
+             "on the prompts both modes have. Intervals: 95% percentile bootstrap resampling prompts, shown from 10 "
+             "pairs on (fewer: 'too few pairs'). McNemar: "
              "b = right (or triggered) in NT only, c = in T only; exact binomial test when b + c < 25, else χ² with "
              "continuity correction.")
 
@@ -141,7 +144,11 @@ def _pct_ci(ci) -> str:
     return "–" if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 
-def _pts_ci(ci) -> str:
+def _pts_ci(ci, n_pairs: int | None = None) -> str:
+    from howeval.report.compare import MIN_PAIRS_CI
+
+    if n_pairs is not None and 0 < n_pairs < MIN_PAIRS_CI:
+        return f"too few pairs ({n_pairs} < {MIN_PAIRS_CI})"
     return "–" if not ci else f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
 
 

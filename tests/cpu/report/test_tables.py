@@ -60,3 +60,13 @@ def test_thinking_section_counts_and_warns():
     assert "- **Warning**: config 'c': none of its 2 T rows has a reasoning channel" in sec
     assert ("| c | NT | 2 | 2/2 | 100.0 (over 2 of 2 with a verdict) | 0.0 (over 2 of 2 labelled) | 100.0 | 0.0 |"
             in mode_table(metrics))
+
+
+def test_gaps_table_shows_no_interval_below_the_minimum_of_pairs():
+    from howeval.report.tables import gaps_table
+
+    m = {"configs": {"few": {"delta_acc": 1.0, "delta_acc_ci": [1.0, 1.0], "n_paired_acc": 2, "n_paired_pat": 0},
+                     "many": {"delta_acc": 0.1, "delta_acc_ci": [-0.05, 0.25], "n_paired_acc": 40, "n_paired_pat": 40}}}
+    t = gaps_table(m)
+    assert "| few | +100.0 | too few pairs (2 < 10) | – |" in t
+    assert "| many | +10.0 | [-5.0, +25.0] | – |" in t
