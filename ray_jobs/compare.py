@@ -4,9 +4,13 @@
     python -m ray_jobs.compare --run A --run B --config X --config Y --out DIR  # X of A vs Y of B
     python -m ray_jobs.compare --run A --config X --config Y --out DIR          # two configs of one run
 
-With no --config, each run must have one config. Writes DIR/compare.md, DIR/compare.html and
-DIR/compare.json: Acc, Trigger, per-label and per-family deltas (B − A) with paired bootstrap intervals
-and McNemar, and the prompts that flipped with both responses (``howeval.report.compare``).
+With no --config, each run must have one config. A T/NT pair's name (``pair_as``) is one side with both
+modes; an NT-only side against a T-only side is paired as "NT vs T". Writes DIR/compare.md,
+DIR/compare.html and DIR/compare.json: Acc, Trigger, per-label and per-family deltas (B − A) over the
+pairs (prompts both sides know) with paired bootstrap intervals from 10 pairs on (fewer: "too few
+pairs", never a zero-width interval) and McNemar, and the prompts that flipped with both responses
+(``howeval.report.compare``); a warning when the two sides sampled differently (temperature, top_p,
+max_tokens).
 """
 from __future__ import annotations
 
