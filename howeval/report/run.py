@@ -150,6 +150,13 @@ def _notes(cfg: SweepConfig, jid: str, vision: dict[str, str]) -> list[str]:
     return notes
 
 
+def not_measured_notes(metrics: dict) -> list[str]:
+    """The warnings of figures that were not measured (every row failed, every judge call failed), for the
+    top of the report: a reader sees them before any table (where those figures show as '–' / not measured)."""
+    return [f"**Not measured**: {w}" for c in metrics.get("configs", {}).values() for w in c.get("warnings") or []
+            if "not measured" in w]
+
+
 def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: str | None = None,
                  on_file: Callable[[str], None] | None = None) -> dict:
     """Compute the metrics of the run at ``cfg.output_uri`` and write every report file (module docstring).
@@ -225,7 +232,7 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
         write_bytes(join(out, "plots", fname), png)
         done(join(out, "plots", fname))
     title = f"Sweep report: {cfg.name}"
-    doc = build_document(metrics, title=title, meta=meta, vision=vision, notes=_notes(cfg, jid, vision),
+    doc = build_document(metrics, title=title, meta=meta, vision=vision, notes=_notes(cfg, jid, vision) + not_measured_notes(metrics),
                          figures=[f for f in ("radar_NT.png", "radar_T.png", "length_scatter.png",
                                               "length_sextiles.png") if f in pngs],
                          extra_sections=[*extra, provenance_section(metrics["run"]["provenance"])], bad_rows=bad_rows)

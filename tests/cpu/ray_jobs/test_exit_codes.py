@@ -76,6 +76,8 @@ def test_a_401_endpoint_fails_the_sweep_and_the_judge_job_in_one_line(tmp_path, 
         metrics = json.loads((tmp_path / "a" / "run" / "metrics.json").read_text())
         assert metrics["configs"]["api"]["NT"]["acc_all_n"] is None
         assert metrics["configs"]["api"]["NT"]["trigger_all_n"] is None
+        report = (tmp_path / "a" / "run" / "report.md").read_text()
+        assert "> **Not measured**: config 'api' NT: not measured: all 4 rows failed" in report
 
         # 2. good answers (replay), the LLM judge answers 401: Trigger not measured, exit 3 naming the judge
         rows = _demo(repo_root, 4)
