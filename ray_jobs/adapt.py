@@ -39,7 +39,7 @@ def run_adapt(cfg: SweepConfig, samples: list[dict], verbose: bool = False, prog
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m ray_jobs.adapt", description=__doc__.split("\n")[0])
-    p.add_argument("--run", required=True)
+    p.add_argument("--run", required=True, help="output URI of a sweep run (its run_config.json names the configs)")
     a = p.parse_args(argv)
     cfg = load_run_config(a.run)
     cfg = with_changes(cfg, "adapt", adapt=cfg.adapt or AdaptConfig())

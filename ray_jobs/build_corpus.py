@@ -161,11 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--offline", action="store_true", help="build the offline corpus (no judges; see the module docstring)")
     p.add_argument("--judges", nargs=3, help="the three judge ids (name@version); default: the run's three judges")
     p.add_argument("--out", required=True, help="output folder for the corpus")
-    p.add_argument("--targets", nargs="+", choices=TARGETS, default=list(TARGETS))
+    p.add_argument("--targets", nargs="+", choices=TARGETS, default=list(TARGETS),
+                   help="SFT target formats to write (default: all)")
     p.add_argument("--min-rate", type=float, default=0.1, help="oversample positives of a label until this rate")
     p.add_argument("--max-copies", type=int, default=3, help="extra copies per instance at most")
     p.add_argument("--holdout", type=float, default=0.0, help="share held out as a labelled file (heldout.jsonl)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the oversampling and the held-out split (default 0)")
     p.add_argument("--max-chars", type=int, default=4000, help="response characters kept per record (head + tail)")
     a = p.parse_args(argv)
     if a.offline == bool(a.run):

@@ -103,9 +103,9 @@ def run(cfg: BuildRefsConfig) -> list[dict]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m ray_jobs.build_refs", description=__doc__.split("\n")[0])
-    p.add_argument("--config", required=True)
-    p.add_argument("--output")
-    p.add_argument("--limit", type=int)
+    p.add_argument("--config", required=True, help="build_refs YAML (see configs/build_refs.yaml)")
+    p.add_argument("--output", help="output URI replacing the config's output_uri")
+    p.add_argument("--limit", type=int, help="use only the first N rows of each benchmark")
     a = p.parse_args(argv)
     try:
         cfg = load_sweep_config(a.config, cls=BuildRefsConfig)

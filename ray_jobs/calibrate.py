@@ -176,7 +176,7 @@ def main(argv=None) -> int:
     p.add_argument("--manifest", default=DEFAULT_MANIFEST, help="manifest with the questions, matched by the label row's uid")
     p.add_argument("--ratio", type=float, default=0.7, help="consensus share of the calibration set (--sample)")
     p.add_argument("--target-trigger", type=float, default=0.7, help="predicted trigger rate to aim for (--sample)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the calibration-set draw (--sample; default 0)")
     p.add_argument("--out", required=True, help="output folder")
     args = p.parse_args(argv)
     try:

@@ -27,9 +27,47 @@ def init_ray(cfg: RayConfig, verbose: bool = True) -> None:
         ray.init(address=address, **kw)
     else:
         ray.init(num_cpus=cfg.num_cpus, **kw)
+    if not verbose:
+        condense_raylet_errors()
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = os.environ.get("HOWEVAL_PROGRESS", "0") == "1"
     ctx.execution_options.verbose_progress = False
+
+
+_seen_raylet_lines: set[str] = set()
+
+
+def condense_raylet_errors() -> None:
+    """Print each error Ray sends the driver (``(raylet) Task ... failed ... Traceback ...``: a failed
+    actor's whole traceback, once per retry) as one line, its innermost ``SomeError: message``, and each
+    such line once; the full text stays in the session's logs. Without this, an engine that fails to start
+    buries its one-line reason under hundreds of traceback lines.
+
+    Ray prints these from its error-listener thread through ``ray._private.worker.print_to_stdstream``
+    whatever ``log_to_driver`` says; this wraps that function (idempotent).
+    """
+    from ray._private import worker
+
+    if getattr(worker.print_to_stdstream, "_howeval_condensed", False):
+        return
+    original = worker.print_to_stdstream
+
+    def condensed(data, ignore_prefix: bool):
+        if data.get("pid") != "raylet" or not data.get("lines"):
+            return original(data, ignore_prefix)
+        from ray_jobs.execute import one_line
+
+        lines = []
+        for text in data["lines"]:
+            line = one_line(text)
+            if line not in _seen_raylet_lines:
+                _seen_raylet_lines.add(line)
+                lines.append(line)
+        if lines:
+            original({**data, "lines": lines}, ignore_prefix)
+
+    condensed._howeval_condensed = True
+    worker.print_to_stdstream = condensed
 
 
 def cluster_summary() -> dict | None:

@@ -4,9 +4,13 @@
     python -m ray_jobs.compare --run A --run B --config X --config Y --out DIR  # X of A vs Y of B
     python -m ray_jobs.compare --run A --config X --config Y --out DIR          # two configs of one run
 
-With no --config, each run must have one config. Writes DIR/compare.md, DIR/compare.html and
-DIR/compare.json: Acc, Trigger, per-label and per-family deltas (B − A) with paired bootstrap intervals
-and McNemar, and the prompts that flipped with both responses (``howeval.report.compare``).
+With no --config, each run must have one config. A T/NT pair's name (``pair_as``) is one side with both
+modes; an NT-only side against a T-only side is paired as "NT vs T". Writes DIR/compare.md,
+DIR/compare.html and DIR/compare.json: Acc, Trigger, per-label and per-family deltas (B − A) over the
+pairs (prompts both sides know) with paired bootstrap intervals from 10 pairs on (fewer: "too few
+pairs", never a zero-width interval) and McNemar, and the prompts that flipped with both responses
+(``howeval.report.compare``); a warning when the two sides sampled differently (temperature, top_p,
+max_tokens).
 """
 from __future__ import annotations
 
@@ -53,15 +57,20 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print("\n".join(summary_lines(comp)))
+    for w in comp.get("warnings", []):
+        print(f"warning: {w}")
     print(f"wrote {args.out}/compare.md, compare.html and compare.json")
     return 0
 
 
 def summary_lines(comp: dict) -> list[str]:
-    """One line per mode: shared prompts, then Acc and Trigger of A -> B in % (one decimal, as the sweep's
-    summary), the paired delta in points and its bootstrap interval, e.g.
-    ``NT: 4 shared prompts; Acc 25.0% -> 50.0% (+25.0 pts, CI [-25.0, +75.0]); Trigger 0.0% -> 0.0% (+0.0 pts, CI [+0.0, +0.0])``."""
-    out = []
+    """The sides by name, then one line per mode: shared prompts, then Acc and Trigger of A -> B in % (one
+    decimal, as the sweep's summary) with the pairs they are over, the paired delta in points and its
+    bootstrap interval (none below ``howeval.report.compare.MIN_PAIRS_CI`` pairs), e.g.
+    ``NT: 8 shared prompts; Acc 25.0% -> 50.0% (+25.0 pts, 2 pairs: too few for an interval); ...``."""
+    from howeval.report.compare import title
+
+    out = [title(comp)]
     for mode, m in comp["modes"].items():
         parts = [f"{name} {_stat(m[key])}" for name, key in (("Acc", "acc"), ("Trigger", "trigger"))]
         out.append(f"{mode}: {m['n_shared']} shared prompts; " + "; ".join(parts))
@@ -73,9 +82,11 @@ def _stat(s: dict) -> str:
         return "–" if x is None else f"{100 * x:.1f}%"
 
     ci = s.get("ci")
-    delta = "" if s.get("delta") is None else f" ({100 * s['delta']:+.1f} pts" + (
-        f", CI [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}])" if ci else ")")
-    return f"{pct(s.get('a'))} -> {pct(s.get('b'))}{delta}"
+    if s.get("delta") is None:
+        return f"{pct(s.get('a'))} -> {pct(s.get('b'))} (0 pairs)"
+    extra = (f"CI [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci else "too few for an interval" if s.get("ci_refused")
+             else "no interval")
+    return f"{pct(s.get('a'))} -> {pct(s.get('b'))} ({100 * s['delta']:+.1f} pts, {s['n']} pairs: {extra})"
 
 
 if __name__ == "__main__":

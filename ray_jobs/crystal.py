@@ -29,10 +29,10 @@ def settings(cfg: SweepConfig) -> CrystalConfig:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m ray_jobs.crystal", description=__doc__.split("\n")[0])
-    p.add_argument("--run", required=True)
-    p.add_argument("--tau", type=float)
-    p.add_argument("--alpha", type=float)
-    p.add_argument("--order", choices=["lis", "kendall"])
+    p.add_argument("--run", required=True, help="output URI of a sweep run")
+    p.add_argument("--tau", type=float, help="match threshold τ (default: the run's crystal.tau, else 0.35)")
+    p.add_argument("--alpha", type=float, help="weight α of the order score in Ordered Match F1 (default: the run's)")
+    p.add_argument("--order", choices=["lis", "kendall"], help="order score: LIS ratio or Kendall's tau (default: the run's)")
     a = p.parse_args(argv)
     cfg = load_run_config(a.run)
     flags = {k: v for k, v in (("tau", a.tau), ("alpha", a.alpha), ("order", a.order)) if v is not None}

@@ -2,6 +2,10 @@
 
     python -m ray_jobs.judge --run runs/demo [--judges configs/judges/llm.yaml] [--only NAME ...]
 
+Exit codes (``ray_jobs.outcome``): 0 judged (or nothing left to judge); 1 the judge pool failed; 2 bad
+input; 3 every call of a selected judge failed (a wrong key, a wrong URL): the first error is the last
+line on stderr, and ``{"judged": n, "judge_errors": n}`` says how many of this call's rows failed.
+
 Judgments are cached by (response hash, judge id = name@version): a judgment already written without
 error is never paid for again; rows whose judgment failed (``judge_error``) are retried. The verifier's
 verdict is reused across judges for the same response hash.
@@ -25,10 +29,11 @@ from howeval.config import (
     validate,
     with_changes,
 )
-from howeval.judges.pipeline import merge_judges
+from howeval.judges.pipeline import judge_id, merge_judges
 from howeval.report.run import write_report
 from howeval.store import join, write_json
 from ray_jobs.common import init_ray
+from ray_jobs.outcome import EXIT_OK, EXIT_USAGE, exit_code, read_unmeasured
 from ray_jobs.progress import Progress
 from ray_jobs.stages import generate_and_judge, plan_judging  # noqa: F401  (plan_judging re-exported)
 
@@ -37,7 +42,8 @@ def judge_run(cfg: SweepConfig, samples: list[dict] | None = None, only: list[st
               progress: Progress | None = None, verbose: bool = False) -> dict:
     """Judge every response under ``cfg.output_uri`` that lacks a judgment; write to judgments/<config>/.
 
-    Returns ``{"judged": judgment rows written}`` plus ``"failed"`` with the reason if the judge pool failed.
+    Returns ``{"judged": judgment rows written, "judge_errors": those with a judge_error}`` plus
+    ``"failed"`` with the reason if the judge pool failed.
     """
     sel = [j for j in cfg.judges.pattern if only is None or j.name in only]
     if samples is None and any(j.kind == "llm" and j.with_image for j in sel):
@@ -45,7 +51,8 @@ def judge_run(cfg: SweepConfig, samples: list[dict] | None = None, only: list[st
     init_ray(cfg.ray, verbose=verbose)
     outcome = generate_and_judge(cfg, samples or [], [], judges=cfg.judges, only=only, progress=progress,
                                  verbose=verbose)
-    return {"judged": outcome.judged, **({"failed": outcome.failures["judge"]} if outcome.failures else {})}
+    return {"judged": outcome.judged, "judge_errors": outcome.judge_errors,
+            **({"failed": outcome.failures["judge"]} if outcome.failures else {})}
 
 
 def main(argv=None) -> int:
@@ -74,9 +81,17 @@ def main(argv=None) -> int:
             write_report(cfg, on_file=progress.wrote)
     except (ConfigError, FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     print(json.dumps(res))
-    return 1 if "failed" in res else 0
+    ids = [judge_id(j) for j in cfg.judges.pattern if args.only is None or j.name in args.only]
+    unmeasured = {k: v for k, v in read_unmeasured(args.run, judges=ids).items() if k.startswith("judge ")}
+    failures = {"judge": res["failed"]} if "failed" in res else {}
+    code = exit_code([], unmeasured, failures)
+    if code != EXIT_OK:
+        first = [f"{k}: {v}" for k, v in {**unmeasured, **failures}.items()]
+        print(f"error: judging failed (exit {code}): {first[0]}" + (f" (+{len(first) - 1} more)" if len(first) > 1 else ""),
+              file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

@@ -5,15 +5,16 @@
   drains it every tick. Created by ``ray_jobs.execute``; defined here so progress lives in one file.
 - :class:`Progress`: the block of lines, one per ``"<config> <mode>"`` and one for the judge (or one per
   CRYSTAL / AdaptMMBench label): rows done / total, errors, rows/s, tokens/s, an ETA that ticks down
-  between batches, and the seconds spent starting before the first batch (redrawn in place on a
-  terminal, every 30 s in logs). Each phase of a job is a :meth:`Progress.section`.
+  between batches, and the seconds spent starting before the first batch (a ``rich.live`` block
+  redrawn in place on a terminal, stray output redirected above it; every 30 s in logs). Each phase of
+  a job is a :meth:`Progress.section`.
 """
 from __future__ import annotations
 
 import io
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -57,7 +58,10 @@ class _Line:
     errors: int = 0
     tokens: int = 0
     new: int = 0
+    batches: int = 0
+    gaps: list = field(default_factory=list)  # seconds between consecutive batch arrivals
     start: float | None = None
+    first: float | None = None
     last: float | None = None
     ready: float | None = None
     failed: str | None = None
@@ -68,34 +72,43 @@ class Progress:
 
     Each line: rows done / total, errors, then
 
-    - before any row: ``waiting`` (not started), or ``starting 35s`` (started 35 s ago: engines loading,
-      the first batch on its way; it ticks with every redraw), ``starting 50s (ready after 35s)`` once
-      an actor of the stage is built (:meth:`ready`);
-    - after: rows/s, tokens/s and an ETA. The rate is the rows since the label started over the time to
-      the last batch; between batches the ETA counts down from the finish that rate projects. When that
-      finish has passed with rows still to come (the next batch is late), the rate is taken up to now, so
-      the ETA grows again instead of sitting at 0.
+    - before any row: ``waiting`` (not started), ``starting 35s`` (started 35 s ago: engines loading; it
+      ticks with every redraw), then, once an actor of the stage is built (:meth:`ready`),
+      ``ready after 35s, first batch 15s`` (the engine is up; the first batch is on its way);
+    - after: rows/s, tokens/s and an ETA. Rows come in batches: the ETA is the time to the batches still
+      to come, at the mean time between batch arrivals since the first batch (the start-up before it is
+      left out; from three gaps on, the longest gap is left out too, so one late batch does not move
+      it). Between batches it counts down to the next batch's due time; while a batch is late it holds
+      at the batches after it instead of jumping to a projection from scratch.
 
-    On a terminal the block is redrawn in place every ``interval`` seconds; elsewhere (logs,
-    ``ray job logs``) it is printed every ``log_interval`` seconds and once at the end of each phase.
-    A job with several phases (generate + judge, CRYSTAL, AdaptMMBench) opens each with :meth:`section`:
-    the finished block stays on screen and a new one starts under its own title.
+    On a terminal the block is a ``rich.live.Live`` display: redrawn in place every ``interval`` seconds,
+    with ``sys.stdout`` / ``sys.stderr`` and the logging handlers that write to them redirected above the
+    block while it is live, so a line from Ray (a worker's log line, a Ray Data warning) lands above the
+    block instead of breaking it. Elsewhere (logs, ``ray job logs``) the block is printed every
+    ``log_interval`` seconds and once at the end of each phase. A job with several phases (generate +
+    judge, CRYSTAL, AdaptMMBench) opens each with :meth:`section`: the finished block stays on screen and a
+    new one starts under its own title.
 
     Args:
         stream: where to print (default stdout).
         clock: monotonic seconds (tests inject one).
         tty: force terminal / log mode (default: ``stream.isatty()``).
+        width: terminal columns for the live block (default: the terminal's own).
     """
 
     def __init__(self, stream=None, clock=time.monotonic, tty: bool | None = None, interval: float = 0.5,
-                 log_interval: float = 30.0):
+                 log_interval: float = 30.0, width: int | None = None):
         self.stream = stream or sys.stdout
         self.clock = clock
         self.tty = self.stream.isatty() if tty is None else tty
         self.interval, self.log_interval = interval, log_interval
+        self.width = width
         self.lines: dict[str, _Line] = {}
         self.title = ""
-        self._drawn = 0
+        self._live = None
+        self._console = None
+        self._rerouted: list[tuple] = []
+        self._atexit = False
         self._last_draw = float("-inf")
         self._t0 = self._section_t0 = clock()
 
@@ -107,7 +120,7 @@ class Progress:
     def section(self, title: str) -> None:
         """Start a new block titled ``title`` (e.g. ``"CRYSTAL step scores"``); the previous block stays on
         screen as last drawn (draw it final with :meth:`finish` first)."""
-        self._drawn = 0
+        self._stop()
         self.lines = {}
         self.title = title
         self._last_draw = float("-inf")
@@ -128,14 +141,21 @@ class Progress:
             ln.ready = self.clock()
 
     def update(self, label: str, rows: int, errors: int = 0, tokens: int = 0) -> None:
+        """One output batch of ``rows`` rows arrived for ``label``."""
         ln = self.lines[label]
+        now = self.clock()
         if ln.start is None:
-            ln.start = self.clock()
+            ln.start = now
+        if ln.first is None:
+            ln.first = now
+        else:
+            ln.gaps.append(now - ln.last)
         ln.done += rows
         ln.new += rows
+        ln.batches += 1
         ln.errors += errors
         ln.tokens += tokens
-        ln.last = self.clock()
+        ln.last = now
 
     def shrink(self, label: str, rows: int) -> None:
         """Lower a total (rows that will not come, e.g. engine errors are not judged)."""
@@ -143,6 +163,22 @@ class Progress:
 
     def fail(self, label: str, reason: str) -> None:
         self.lines[label].failed = reason
+
+    def eta(self, label: str) -> float | None:
+        """Seconds until the label's last row is expected (see the class docstring), None before a batch."""
+        ln = self.lines[label]
+        left = ln.total - ln.done
+        if ln.last is None or not ln.new or left <= 0:
+            return None if left > 0 else 0.0
+        if ln.gaps:  # mean time between arrivals since the first batch (start-up left out), the longest gap
+            gaps = sorted(ln.gaps)[:-1] if len(ln.gaps) >= 3 else ln.gaps  # left out from 3 gaps on
+            per_batch = sum(gaps) / len(gaps)
+        else:
+            per_batch = ln.last - (ln.start if ln.start is not None else ln.last)
+        rows_per_batch = ln.new / ln.batches
+        to_come = max(1, -(-left // max(rows_per_batch, 1e-9)))  # batches still to come (ceil)
+        next_in = max(ln.last + per_batch - self.clock(), 0.0)  # the next batch's due time; held while late
+        return next_in + (to_come - 1) * per_batch
 
     def line(self, label: str) -> str:
         """One progress line, e.g. ``qwen NT   120/200  60%  err 3  4.0 rows/s  412 tok/s  ETA 35s``."""
@@ -155,21 +191,17 @@ class Progress:
         now = self.clock()
         left = ln.total - ln.done
         if ln.start is not None and ln.new:
-            last = ln.last if ln.last is not None else now
-            span = max(last - ln.start, 1e-9)
-            eta = left * span / ln.new - (now - last)  # counts down from the finish projected at the last batch
-            if left > 0 and eta <= 0:  # that finish has passed: the rate up to now
-                span = max(now - ln.start, 1e-9)
-                eta = left * span / ln.new
+            span = max((ln.last if ln.last is not None else now) - ln.start, 1e-9)
             parts.append(f"{_rate(ln.new / span)} rows/s")
             if ln.tokens:
                 parts.append(f"{ln.tokens / span:6.1f} tok/s")
-            parts.append("done" if left <= 0 else f"ETA {duration(eta)}")
+            parts.append("done" if left <= 0 else f"ETA {duration(self.eta(label) or 0)}")
         elif left <= 0:
             parts.append("done")
+        elif ln.ready is not None and ln.start is not None:
+            parts.append(f"ready after {duration(ln.ready - ln.start)}, first batch {duration(now - ln.ready)}")
         elif ln.start is not None:
-            parts.append(f"starting {duration(now - ln.start)}"
-                         + (f" (ready after {duration(ln.ready - ln.start)})" if ln.ready is not None else ""))
+            parts.append(f"starting {duration(now - ln.start)}")
         else:
             parts.append("waiting")
         return "  ".join(parts)
@@ -185,33 +217,80 @@ class Progress:
             return
         self._last_draw = now
         lines = self.render()
-        if self.tty and self._drawn:
-            self.stream.write(f"\x1b[{self._drawn}F\x1b[J")
-        self.stream.write("\n".join(lines) + "\n")
-        self.stream.flush()
-        self._drawn = len(lines) if self.tty else 0
+        if not self.tty:
+            self.stream.write("\n".join(lines) + "\n")
+            self.stream.flush()
+            return
+        from rich.text import Text
+
+        self._start()
+        self._live.update(Text("\n".join(lines), no_wrap=True, overflow="ellipsis"), refresh=True)
 
     def finish(self) -> None:
         """Draw the block once more, final, and leave it on screen: what follows (a summary line, the next
         section) is printed under it."""
         self.tick(force=True)
-        self._drawn = 0
+        self._stop()
 
     def wrote(self, uri: str) -> None:
         """A line for a file just written, with the seconds since the section began, under the block
         (which stays as drawn): ``  wrote runs/demo/report.md  3s``."""
-        self._drawn = 0
+        self._stop()
         self.stream.write(f"  wrote {uri}  {duration(self.clock() - self._section_t0)}\n")
         self.stream.flush()
 
     def note(self, text: str) -> None:
         """Print a line above the block (a failure, a phase change) without breaking the redraw."""
-        if self.tty and self._drawn:
-            self.stream.write(f"\x1b[{self._drawn}F\x1b[J")
-            self._drawn = 0
-        self.stream.write(text + "\n")
-        self.stream.flush()
+        if self._live is not None:
+            from rich.text import Text
+
+            self._console.print(Text(text), soft_wrap=True)
+        else:
+            self.stream.write(text + "\n")
+            self.stream.flush()
         self._last_draw = float("-inf")
+
+    # -- the live block (terminal only) -----------------------------------------------------------------
+    def _start(self) -> None:
+        if self._live is not None:
+            return
+        from rich.console import Console
+        from rich.live import Live
+
+        if self._console is None:
+            self._console = Console(file=self.stream, force_terminal=True, width=self.width, highlight=False,
+                                    markup=False, emoji=False)
+        before = {id(sys.stdout), id(sys.stderr), id(sys.__stdout__), id(sys.__stderr__), id(self.stream)}
+        self._live = Live(console=self._console, auto_refresh=False, redirect_stdout=True, redirect_stderr=True,
+                          transient=False, vertical_overflow="visible")
+        self._live.start()
+        if not self._atexit:  # a job that raises while the block is live: stop it (cursor shown) at exit
+            import atexit
+
+            atexit.register(self._stop)
+            self._atexit = True
+        # logging handlers built before the block (Ray's, at ray.init) hold the terminal's stream itself:
+        # point them at the redirected stderr while the block is live, so their lines land above it
+        import logging
+
+        loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
+                                          if isinstance(lg, logging.Logger))]
+        for lg in loggers:
+            for h in lg.handlers:
+                # a handler bound to a stream at creation (not a file, not one that reads sys.stderr per call)
+                if (isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
+                        and "stream" in vars(h) and id(h.stream) in before):
+                    self._rerouted.append((h, h.stream))
+                    h.setStream(sys.stderr)
+
+    def _stop(self) -> None:
+        if self._live is None:
+            return
+        for h, stream in self._rerouted:
+            h.setStream(stream)
+        self._rerouted = []
+        self._live.stop()
+        self._live = None
 
 
 def _rate(r: float) -> str:

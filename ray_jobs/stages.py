@@ -28,6 +28,7 @@ from howeval.records import (JUDGMENT_SCHEMA, KEY, RESPONSE_KEY, RESPONSE_SCHEMA
 from howeval.store import compact, join, read_table, remove_temp_files
 from ray_jobs.execute import run_pipelines
 from ray_jobs.plan import Pipeline, Stage, Tally, generate_stage, judge_stage
+from howeval.report.tables import mcc_text
 from ray_jobs.progress import Progress, duration
 
 log = logging.getLogger("howeval")
@@ -146,11 +147,13 @@ def tidy(output_uri: str) -> dict:
 # -- the streamed generate -> judge pipelines ----------------------------------------------------------
 @dataclass
 class RunOutcome:
-    """What a run did: rows written per config, judgment rows, and the failed pipelines with their reason."""
+    """What a run did: rows written per config, judgment rows (and how many of them are ``judge_error``
+    rows), and the failed pipelines with their reason."""
 
     failures: dict[str, str] = field(default_factory=dict)
     generated: dict[str, int] = field(default_factory=dict)
     judged: int = 0
+    judge_errors: int = 0
     seconds: float = 0.0
 
 
@@ -263,6 +266,7 @@ def generate_and_judge(cfg, samples: list[dict], models: list[ModelConfig], *, j
             if stage == "judge":
                 progress.update("judge", s["rows"] // n_judges, s["errors"] // n_judges)
                 outcome.judged += s["rows"]
+                outcome.judge_errors += s["errors"]
             else:
                 progress.update(f"{pipeline} {group}", s["rows"], s["errors"], s["tokens"])
                 outcome.generated[pipeline] = outcome.generated.get(pipeline, 0) + s["rows"]
@@ -455,7 +459,7 @@ def adapt_lines(summaries: dict, failures: dict[str, str]) -> list[str]:
         order = ("text", "adaptive", "oracle")
         modes = sorted(s["n"], key=lambda m: (order.index(m) if m in order else len(order), m))
         accs = " · ".join(f"{m} {_pct(s['accuracy'][m]['all'])} ({s['n'][m]})" for m in modes)
-        extra = [f"MCC {s['mcc']:.3f}" if s.get("mcc") is not None else "MCC –"]
+        extra = [f"MCC {mcc_text(s.get('mcc'), s.get('confusion'))}"]
         if sum((s.get("errors") or {}).values()):
             extra.append(f"{sum(s['errors'].values())} engine errors")
         if s.get("unresolved"):

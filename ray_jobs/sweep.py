@@ -13,7 +13,10 @@ once -> responses/<config>/*.parquet, and each finished batch straight on to a J
 judgments/<config>/*.parquet [-> CRYSTAL steps/ when ``crystal:`` is set] [-> AdaptMMBench adapt/ when
 ``adapt:`` is set] -> metrics.json, report.md, index.html. The driver prints a live line per config x mode
 and for the judge. A config whose engine fails to start or dies is recorded in ``failures.json`` (its
-rows stay pending), the others finish, and the job exits 1 naming it. Rerunning the same command skips
+rows stay pending), the others finish, and the job exits non-zero naming it. Exit codes
+(``ray_jobs.outcome``): 0 measured; 1 a part failed (the rest measured); 2 bad input; 3 every row of a
+config x mode (or every call of a judge) failed: not measured; 4 a config never started. The reason
+is the last line on stderr. Rerunning the same command skips
 every key ``(sample_id, config, mode)`` already written and retries rows whose engine call failed, up to
 ``--max-attempts`` attempts per row (resume after a kill).
 """
@@ -27,10 +30,11 @@ from pathlib import Path
 
 from howeval.benchmarks.loaders import BadRowError, bad_rows_summary, load_samples
 from howeval.config import BenchmarkConfig, ConfigError, SweepConfig, load_sweep_config, require_ready, with_changes
-from howeval.report.provenance import record_provenance
+from howeval.report.provenance import finish_provenance, record_provenance
 from howeval.report.run import write_report
 from howeval.store import join, write_json
 from ray_jobs.common import cluster_summary, init_ray
+from ray_jobs.outcome import EXIT_OK, EXIT_USAGE, exit_code, read_unmeasured, written_configs
 from ray_jobs.progress import Progress
 from ray_jobs.stages import MAX_ATTEMPTS, adapt_episodes, adapt_lines, crystal_line, generate_and_judge, score_run
 
@@ -64,6 +68,7 @@ def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool 
             progress.note(line)
         failures.update({f"adapt:{k}": v for k, v in adapt_failures.items()})
     write_json(join(cfg.output_uri, "failures.json"), json.dumps(failures, indent=2, sort_keys=True))
+    finish_provenance(cfg)  # wall time to the report, in provenance.json and the report
     progress.section("report: metrics, tables, plots, samples")
     progress.tick(force=True)
     return write_report(cfg, bad_rows=bad, on_file=progress.wrote), failures
@@ -90,22 +95,31 @@ def _pct(x) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
 
-def summary_lines(metrics: dict, output_uri: str, failures: dict[str, str]) -> list[str]:
+def summary_lines(metrics: dict, output_uri: str, failures: dict[str, str],
+                  unmeasured: dict[str, str] | None = None) -> list[str]:
     """The closing summary: Acc (with the paper's all-N form) and Trigger in % (one decimal) with their
     counts per config x mode, the rows with a reasoning channel and those cut by the length limit, a
-    warning per config whose T rows have no reasoning channel, the report paths, and each failed config
-    with its reason."""
+    warning per config whose T rows have no reasoning channel, the report paths, each failed config
+    with its reason, and each figure not measured (``unmeasured``: :func:`ray_jobs.outcome.read_unmeasured`)
+    in one line with its first error. A config x mode whose every row failed shows ``not measured``, no
+    figure."""
     out = []
+    unmeasured = unmeasured or {}
     width = max((len(n) for n in metrics.get("configs", {})), default=0)
     for name, c in metrics.get("configs", {}).items():
         for m in ("NT", "T"):
             if m not in c:
                 continue
             x = c[m]
+            if x["n"] and x.get("n_errors", 0) == x["n"]:
+                out.append(f"  {name:<{width}}  {m:<2}  not measured: all {x['n']} rows failed (engine errors)")
+                continue
             extra = f", {x['n_errors']} engine errors" if x.get("n_errors") else ""
+            trig = (f"Trigger {_pct(x['trigger']):>6} ({x['n_labeled']} labelled)" if x.get("n_labeled")
+                    else f"Trigger not measured ({x.get('n_judge_errors', 0)} judge errors)")
             out.append(f"  {name:<{width}}  {m:<2}  Acc {_pct(x['acc']):>6} ({x['n_scored']} scored, "
                        f"{x.get('n_unresolved', 0)} unresolved{extra}; all-N {_pct(x.get('acc_all_n'))})  "
-                       f"Trigger {_pct(x['trigger']):>6} ({x['n_labeled']} labelled)  n {x['n']}  "
+                       f"{trig}  n {x['n']}  "
                        f"reasoning {x.get('n_reasoning', 0)}  length-cut {x.get('n_length_cut', 0)}")
     for c in metrics.get("configs", {}).values():
         out += [f"warning: {w}" for w in c.get("warnings") or [] if "reasoning channel" in w]
@@ -114,6 +128,7 @@ def summary_lines(metrics: dict, output_uri: str, failures: dict[str, str]) -> l
     if failures:
         out.append(f"FAILED ({len(failures)}), rows left pending, reasons in {join(output_uri, 'failures.json')}:")
         out += [f"  {k}: {v}" for k, v in sorted(failures.items())]
+    out += [f"NOT MEASURED {k}: {v}" for k, v in unmeasured.items()]
     return out
 
 
@@ -185,9 +200,19 @@ def main(argv=None) -> int:
         metrics, failures = run_sweep(cfg, max_attempts=args.max_attempts, verbose=args.verbose)
     except (ConfigError, BadRowError, FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
-    print("\n".join(summary_lines(metrics, cfg.output_uri, failures)))
-    return 1 if failures else 0
+        return EXIT_USAGE
+    names = [m.name for m in cfg.models]
+    unmeasured = read_unmeasured(cfg.output_uri, configs=names)
+    written = written_configs(cfg.output_uri)
+    not_started = [k for k in failures if k in names and k not in written]
+    print("\n".join(summary_lines(metrics, cfg.output_uri, failures, unmeasured)))
+    code = exit_code(not_started, unmeasured, failures)
+    if code != EXIT_OK:  # the reason in one line, last, on stderr (what a CI log shows)
+        first = ([f"config {k} never started: {failures[k]}" for k in not_started]
+                 + [f"{k}: {v}" for k, v in unmeasured.items()] + [f"{k}: {v}" for k, v in sorted(failures.items())])
+        print(f"error: run failed (exit {code}): {first[0]}"
+              + (f" (+{len(first) - 1} more above)" if len(first) > 1 else ""), file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

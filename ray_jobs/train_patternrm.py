@@ -130,7 +130,7 @@ def calibrate(ckpt: str, cal: CalibrationConfig, out_dir: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     p = argparse.ArgumentParser(prog="python -m ray_jobs.train_patternrm", description=__doc__.split("\n")[0])
-    p.add_argument("--config", required=True)
+    p.add_argument("--config", required=True, help="PatternRM SFT YAML (see configs/patternrm/)")
     p.add_argument("--corpus", help="override corpus")
     p.add_argument("--output-dir", help="override output_dir")
     p.add_argument("--calibration", help="override calibration.path")

@@ -23,6 +23,34 @@ _ANSWER_FORMAT_RE = re.compile(r"\\boxed|answer\s+is\s*[:<]|answer:\s*<|end\s+wi
 """An answer-format instruction in a system prompt ("End with: The answer is <answer>.", "\\boxed{}")."""
 _THINK_TAG_RE = re.compile(r"<\s*/?\s*think", re.IGNORECASE)
 
+INTERNVL_THINKING_PROMPT = (
+    "You are an AI assistant that rigorously follows this response protocol:\n\n"
+    "1. First, conduct a detailed analysis of the question. Consider different angles, potential solutions, and "
+    "reason through the problem step-by-step. Enclose this entire thinking process within <think> and </think> tags.\n\n"
+    "2. After the thinking section, provide a clear, concise, and direct answer to the user's question. Separate the "
+    "answer from the think section with a newline.\n\n"
+    "Ensure that the thinking process is thorough but remains focused on the query. The final answer should be "
+    "standalone and not reference the thinking section.")
+"""InternVL3.5's documented thinking switch: its model card's "Thinking System Prompt" (section "Thinking
+Mode", with temperature 0.6 recommended). The model was trained to think when given it, so it is the
+model's own switch, not a prompt asking a non-thinking model to fake thinking."""
+
+DOCUMENTED_THINKING_PROMPTS = {"internvl3.5": INTERNVL_THINKING_PROMPT}
+"""System prompts that are a model family's documented thinking switch: accepted as a T system prompt
+although they mention ``<think>`` (compared with whitespace collapsed)."""
+
+
+def documented_thinking_prompt(text: str) -> str | None:
+    """The model family whose documented thinking system prompt ``text`` is (whitespace collapsed), or None.
+
+    >>> documented_thinking_prompt(INTERNVL_THINKING_PROMPT.replace("\n\n", " "))
+    'internvl3.5'
+    >>> documented_thinking_prompt("Think in <think> tags.") is None
+    True
+    """
+    norm = " ".join(text.split())
+    return next((k for k, v in DOCUMENTED_THINKING_PROMPTS.items() if " ".join(v.split()) == norm), None)
+
 
 class ModeConfig(StrictModel):
     """How one inference mode (NT or T) is switched on for a model (DESIGN.md, "Engines")."""
@@ -33,7 +61,7 @@ class ModeConfig(StrictModel):
     extra_body: dict[str, Any] = Field(default_factory=dict, description="Extra request fields for this mode (openai engine), e.g. a provider's thinking switch.")
     max_tokens: int | None = Field(None, ge=1, description="Overrides sampling.max_tokens in this mode (thinking needs more).")
     reasoning_opener_in_template: bool = Field(False, description="The chat template pre-fills the reasoning opener (<think>), so outputs carry no opening tag: an output cut by max_tokens before its closing tag is then truncated (no answer), never taken as the answer. The hf and vllm engines also detect this from the rendered prompt, the openai engine from outputs that close a reasoning block they never opened.")
-    prompted_thinking: bool = Field(False, description="T only: the system prompt asks the model to write its reasoning in <think> tags itself. Off by default, and a T system prompt that mentions <think> is refused: a thinking model's own template switches thinking (chat_template_kwargs such as {enable_thinking: true}, or reasoning_effort), and a prompt asking a non-thinking model to fake it measures the prompt, not the mode. Set it to compare such prompts on purpose; the report's reasoning-channel counts show what the model did.")
+    prompted_thinking: bool = Field(False, description="T only: the system prompt asks the model to write its reasoning in <think> tags itself. Off by default, and a T system prompt that mentions <think> is refused (unless it is a model family's documented thinking prompt, e.g. InternVL3.5's: howeval.config.sweep.DOCUMENTED_THINKING_PROMPTS): a thinking model's own template switches thinking (chat_template_kwargs such as {enable_thinking: true}, or reasoning_effort), and a prompt asking a non-thinking model to fake it measures the prompt, not the mode. Set it to compare such prompts on purpose; the report's reasoning-channel counts show what the model did.")
 
 
 class SamplingConfig(StrictModel):
@@ -88,6 +116,11 @@ class ModelConfig(StrictModel):
     vision: bool | Literal["ocr"] = Field(True, description="True: images are sent (pixels). False for text-only models: "
                                           "images are not sent and the report says so. 'ocr': a text-only model gets each "
                                           "image's OCR text (rapidocr-onnxruntime, cached per image) before the question.")
+    pair_as: str | None = Field(None, pattern=r"^[A-Za-z0-9_.\-]+$", description=(
+        "T/NT pair made of two checkpoints: the name of the model this config is one mode of. Two configs with "
+        "the same pair_as, one with only NT (e.g. Qwen3-VL-8B-Instruct) and one with only T (Qwen3-VL-8B-Thinking), "
+        "run as two configs (two engines, their records under their own names) and are reported, and compared, as "
+        "NT and T of one model under this name: Δacc and Δpat pair them prompt by prompt."))
 
     @field_validator("engine")
     @classmethod
@@ -127,12 +160,14 @@ class ModelConfig(StrictModel):
                     "prompt never asks for two formats; move it there")
             if mc.prompted_thinking and m != "T":
                 raise ValueError(f"modes.{m}.prompted_thinking: only the T mode can prompt for thinking")
-            if m == "T" and _THINK_TAG_RE.search(sp) and not mc.prompted_thinking:
+            if m == "T" and _THINK_TAG_RE.search(sp) and not mc.prompted_thinking and not documented_thinking_prompt(sp):
                 raise ValueError(
                     f"modes.T.system_prompt {sp[:80]!r} asks for <think> tags: a thinking model's own chat template "
                     "switches thinking (chat_template_kwargs: {enable_thinking: true}, or reasoning_effort); asking a "
                     "model to fake it measures the prompt, not the mode. Remove it, or set prompted_thinking: true to "
-                    "compare such prompts on purpose")
+                    "compare such prompts on purpose. A model family whose documented thinking switch is a system "
+                    "prompt (InternVL3.5) is accepted with that exact prompt: howeval.config.sweep."
+                    "DOCUMENTED_THINKING_PROMPTS")
         return self
 
     @property
@@ -358,7 +393,24 @@ class SweepConfig(StrictModel):
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"models: config names must be unique, repeated: {dup}")
+        groups: dict[str, list[ModelConfig]] = {}
+        for m in self.models:
+            if m.pair_as is not None:
+                groups.setdefault(m.pair_as, []).append(m)
+        for g, ms in groups.items():
+            modes = sorted(tuple(m.modes) for m in ms)
+            if modes != [("NT",), ("T",)]:
+                raise ValueError(
+                    f"models: pair_as {g!r} needs exactly two configs, one with only modes.NT and one with only "
+                    f"modes.T (the non-thinking and the thinking checkpoint); got {[m.name for m in ms]} with modes "
+                    f"{[list(m.modes) for m in ms]}")
+            if g in names:
+                raise ValueError(f"models: pair_as {g!r} is also a config's name: give the pair its own name")
         return self
+
+    def mode_pairs(self) -> dict[str, str]:
+        """Config name -> the ``pair_as`` name it is reported under (only configs that set ``pair_as``)."""
+        return {m.name: m.pair_as for m in self.models if m.pair_as is not None}
 
 
 class BuildRefsConfig(StrictModel):

@@ -8,10 +8,13 @@ Flow control (issue 11), all per engine instance and shared by every ``generate`
 - **In-flight window.** One long-lived pool of ``max_concurrency`` workers serves every batch: calls of
   ``generate`` from several threads (an actor running several batches at once) share the window, so a
   long answer holds one slot, not a whole batch's slots. :meth:`OpenAIEngine.submit` returns a future.
-- **Retries at the I/O boundary** (the client's own retries are off): 408/409/429/5xx, connection
-  failures and timeouts are retried up to ``max_retries`` times, each attempt logged. A ``Retry-After``
-  (or ``retry-after-ms``) header on 429/503 pauses *every* request to the endpoint until that time; without
-  one, exponential backoff (``backoff_s x 2^attempt``, capped at 8 s).
+- **Retries at the I/O boundary** (the client's own retries are off: this loop does what the SDK's cannot,
+  one ``Retry-After`` pause for the whole endpoint, the breaker and the per-request deadline):
+  408/409/429/5xx, connection failures and timeouts are retried up to ``max_retries`` times, each attempt
+  logged. A ``Retry-After`` (or ``retry-after-ms``) header on 429/503 pauses *every* request to the
+  endpoint until that time; without one, exponential backoff (``backoff_s x 2^attempt``, capped at 8 s)
+  with the SDK's own jitter (up to 25% shorter, at random per retry), so the threads of a window that
+  failed together do not retry in lockstep.
 - **Per-request deadline** ``deadline_s``: attempts, backoff and Retry-After waits together; a wait that
   would pass it ends the request at once with the reason.
 - **Circuit breaker.** ``breaker_failures`` consecutive connection failures or timeouts (any HTTP answer
@@ -157,6 +160,8 @@ class OpenAIEngine:
         options: validated :class:`OpenAIOptions`.
         clock / sleep: monotonic clock and sleep function (tests inject them to check waits without
             waiting). The default sleep wakes early when the breaker opens.
+        jitter: ``() -> float`` in [0, 1): the random draw of each backoff's jitter (default
+            ``random.random``; tests inject a fixed one).
 
     Raises:
         ValueError: empty ``model`` or an unset ``base_url_env`` variable.
@@ -166,7 +171,10 @@ class OpenAIEngine:
     supports_images = True
 
     def __init__(self, model: str, options: OpenAIOptions | None = None, *,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] | None = None):
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] | None = None,
+                 jitter: Callable[[], float] | None = None):
+        import random
+
         from openai import OpenAI
 
         self.options = o = options or OpenAIOptions()
@@ -188,6 +196,7 @@ class OpenAIEngine:
         api_key = os.environ.get(o.api_key_env) or "EMPTY"  # local servers accept any key
         self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=o.timeout_s, max_retries=0)
         self.clock = clock
+        self._jitter = jitter or random.random
         self.endpoint = EndpointState(o.breaker_failures, clock)
         self._sleep = sleep or (lambda s: self.endpoint.down.wait(s))
         self.limiter = RateLimiter(o.qps, clock=clock, sleep=self._sleep)
@@ -299,7 +308,9 @@ class OpenAIEngine:
         return self._error(req, t0, last)
 
     def _backoff(self, attempt: int) -> float:
-        return min(MAX_BACKOFF_S, self.options.backoff_s * 2 ** attempt)
+        """``backoff_s x 2^attempt`` capped at :data:`MAX_BACKOFF_S`, then up to 25% shorter at random (the
+        openai SDK's own jitter: ``x (1 - 0.25 x U[0, 1))``)."""
+        return min(MAX_BACKOFF_S, self.options.backoff_s * 2 ** attempt) * (1 - 0.25 * self._jitter())
 
     def _completion(self, req: ChatRequest, resp, t0: float) -> Completion:
         try:

@@ -42,6 +42,8 @@ def group_metrics(rows: list[dict]) -> dict:
     - ``acc_all_n`` / ``trigger_all_n``: the paper's form, over all N prompts (SPEC section 1, "over N
       prompts: Acc = mean(c), Trigger = mean(t)"): a row without a verdict (unresolved, engine error)
       counts as wrong, and a row without labels (truncated, judge or engine error) as not triggered.
+      It is None (not measured) when no row has a verdict (``acc_all_n``) / labels (``trigger_all_n``):
+      a run whose every call failed measured nothing, and 0.0 there would read as a measurement.
 
     Returns a dict: ``n`` (rows), ``n_scored`` (correct known), ``n_labeled`` (labels known), ``acc``,
     ``trigger``, ``acc_all_n``, ``trigger_all_n`` in [0, 1] or None (no rows / no denominator),
@@ -59,10 +61,21 @@ def group_metrics(rows: list[dict]) -> dict:
         "n_labeled": sum(trigger_of(r) is not None for r in rows),
         "acc": mean_or_none(r.get("correct") for r in rows),
         "trigger": mean_or_none(trigger_of(r) for r in rows),
-        "acc_all_n": sum(r.get("correct") is True for r in rows) / n if n else None,
-        "trigger_all_n": sum(trigger_of(r) is True for r in rows) / n if n else None,
+        "acc_all_n": _all_n([r.get("correct") for r in rows]),
+        "trigger_all_n": _all_n([trigger_of(r) for r in rows]),
         "labels": {k: mean_or_none(r.get(k) for r in rows) for k in LABELS},
     }
+
+
+def _all_n(values: list[bool | None]) -> float | None:
+    """Share of True over all values (None counts as not True); None when no value is known.
+
+    >>> _all_n([True, None, False, None]), _all_n([None, None])
+    (0.25, None)
+    """
+    if not any(v is not None for v in values):
+        return None
+    return sum(v is True for v in values) / len(values)
 
 
 def _by(rows: list[dict], key: str) -> dict:
@@ -150,8 +163,10 @@ def sweep_metrics(rows: list[dict]) -> dict:
 
 
 def thinking_warnings(config: str, entry: dict) -> list[str]:
-    """Warnings about what a config's T mode measured (one line each; [] when none).
+    """Warnings about what a config measured (one line each; [] when none).
 
+    - A mode whose every row has an engine error, or whose every judge call failed: not measured
+      (its all-N figures are None, never 0.0).
     - T rows with no reasoning channel at all: the model did not think (its template has no thinking
       mode, or the switch was not passed), so T vs NT compares two prompts or settings, not thinking
       vs non-thinking (SPEC section 1: ỹ_m = (r_m, y_m)).
@@ -162,6 +177,14 @@ def thinking_warnings(config: str, entry: dict) -> list[str]:
     "config 'c': none of its 4 T rows has a reasonin"
     """
     out = []
+    for m in MODES:
+        x = entry.get(m)
+        if x and x["n"] and x.get("n_errors", 0) == x["n"]:
+            out.append(f"config {config!r} {m}: not measured: all {x['n']} rows failed (engine errors: see the "
+                       "error column of responses/); its Acc and Trigger are not figures")
+        elif x and x["n"] - x.get("n_errors", 0) > 0 and x.get("n_labeled", 0) == 0 and x.get("n_judge_errors"):
+            out.append(f"config {config!r} {m}: Trigger not measured: every judge call failed "
+                       f"({x['n_judge_errors']} judge errors: see the judge_error column of judgments/)")
     t = entry.get("T")
     if t and t["n"] - t.get("n_errors", 0) > 0 and t.get("n_reasoning", 0) == 0:
         out.append(f"config {config!r}: none of its {t['n'] - t.get('n_errors', 0)} T rows has a reasoning channel: "

@@ -21,6 +21,11 @@ from howeval.metrics.patterneval import trigger_of
 from howeval.metrics.stats import mcnemar, paired_bootstrap_ci
 from howeval.records import LABELS, MODES
 
+MIN_PAIRS_CI = 10
+"""Fewest pairs for which a comparison shows a bootstrap interval: below it the resampled deltas take a
+handful of values (2 pairs that agree give ``[+100, +100]``, an interval of zero width), so the delta is
+shown with its pair count and ``too few pairs`` instead of an interval."""
+
 FLIPS = ("right_to_wrong", "wrong_to_right", "clean_to_triggered", "triggered_to_clean")
 LABEL_NAMES = {"cot": "CoT", "rep": "Rep", "con": "Con", "pr": "PR"}
 FLIP_TITLES = {"right_to_wrong": "right → wrong", "wrong_to_right": "wrong → right",
@@ -30,7 +35,8 @@ FLIP_TITLES = {"right_to_wrong": "right → wrong", "wrong_to_right": "wrong →
 def load_side(run: str, config: str | None = None, judge: str | None = None) -> tuple[str, list[dict]]:
     """``(config, rows)``: one config's responses of ``run`` joined with a pattern judge's judgments.
 
-    ``config`` None is allowed when the run has exactly one config. ``judge``: pattern judge name
+    ``config`` None is allowed when the run has exactly one config. A T/NT pair's name (``pair_as``: two
+    checkpoints, one per mode) loads both members' rows under that name. ``judge``: pattern judge name
     (default the run's primary).
 
     Raises:
@@ -40,7 +46,7 @@ def load_side(run: str, config: str | None = None, judge: str | None = None) -> 
     from howeval.config import load_run_config
     from howeval.judges.pipeline import judge_id
     from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA
-    from howeval.report.run import joined_rows
+    from howeval.report.run import joined_rows, pair_rows
     from howeval.store import join, read_table
 
     cfg = load_run_config(run)
@@ -53,22 +59,27 @@ def load_side(run: str, config: str | None = None, judge: str | None = None) -> 
     jc = next((j for j in cfg.judges.pattern if j.name == name), None)
     if jc is None:
         raise ValueError(f"judge {name!r} not in {run}'s judges {[j.name for j in cfg.judges.pattern]}")
-    responses = [r for r in read_table(join(run, "responses"), RESPONSE_SCHEMA)[0].to_pylist() if r["config"] == config]
+    pairs = {m: g for m, g in cfg.mode_pairs().items() if g == config}
+    members = set(pairs) or {config}
+    responses = [r for r in read_table(join(run, "responses"), RESPONSE_SCHEMA)[0].to_pylist() if r["config"] in members]
     if not responses:
-        raise ValueError(f"config {config!r} has no responses in {run}; its configs: {names}")
-    judgments = [j for j in read_table(join(run, "judgments"), JUDGMENT_SCHEMA)[0].to_pylist() if j["config"] == config]
-    return config, joined_rows(responses, judgments, judge_id(jc))
+        raise ValueError(f"config {config!r} has no responses in {run}; its configs: {names}"
+                         + (f", T/NT pairs: {sorted(set(cfg.mode_pairs().values()))}" if cfg.mode_pairs() else ""))
+    judgments = [j for j in read_table(join(run, "judgments"), JUDGMENT_SCHEMA)[0].to_pylist() if j["config"] in members]
+    return config, pair_rows(joined_rows(responses, judgments, judge_id(jc)), pairs)
 
 
 def _rate(vals: list[float]) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
-def paired_stat(pairs: list[tuple], n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> dict:
+def paired_stat(pairs: list[tuple], n_boot: int = 2000, alpha: float = 0.05, seed: int = 0,
+                min_pairs: int = MIN_PAIRS_CI) -> dict:
     """``{"n", "a", "b", "delta", "ci", "mcnemar"}`` over boolean pairs ``(a, b)`` (a None side is skipped).
 
     ``a``, ``b``: the rates of each side over the used pairs; ``delta`` = b − a; ``ci``: paired bootstrap
-    interval of the delta (None with no pair); ``mcnemar``: b = #(a true, b false), c = #(a false, b true).
+    interval of the delta, None with fewer than ``min_pairs`` pairs (:data:`MIN_PAIRS_CI`; then
+    ``"ci_refused"`` says why); ``mcnemar``: b = #(a true, b false), c = #(a false, b true).
 
     >>> s = paired_stat([(True, False), (False, False), (True, True), (None, True)])
     >>> s["n"], s["a"], s["b"], s["delta"], (s["mcnemar"]["b"], s["mcnemar"]["c"])
@@ -76,9 +87,12 @@ def paired_stat(pairs: list[tuple], n_boot: int = 2000, alpha: float = 0.05, see
     """
     used = [(bool(x), bool(y)) for x, y in pairs if x is not None and y is not None]
     a, b = _rate([float(x) for x, _ in used]), _rate([float(y) for _, y in used])
-    ci = paired_bootstrap_ci(used, "delta_acc", n_boot, alpha, seed)  # "delta_acc" = mean(second − first)
-    return {"n": len(used), "a": a, "b": b, "delta": None if a is None else b - a,
-            "ci": list(ci) if ci else None, "mcnemar": mcnemar(used) if used else None}
+    ci = paired_bootstrap_ci(used, "delta_acc", n_boot, alpha, seed) if len(used) >= min_pairs else None
+    out = {"n": len(used), "a": a, "b": b, "delta": None if a is None else b - a,  # ci: "delta_acc" = mean(second − first)
+           "ci": list(ci) if ci else None, "mcnemar": mcnemar(used) if used else None}
+    if used and len(used) < min_pairs:
+        out["ci_refused"] = f"too few pairs ({len(used)} < {min_pairs})"
+    return out
 
 
 def _brief(r: dict) -> dict:
@@ -93,11 +107,19 @@ def compare_rows(a_rows: list[dict], b_rows: list[dict], n_boot: int = 2000, alp
     Returns ``{mode: {"n_a", "n_b", "n_shared", "acc", "trigger", "labels": {k: stat}, "families": {f:
     {"acc": stat, "trigger": stat}}, "flips": {kind: [{"sample_id", "family", "category", "question",
     "answer", "a": {...}, "b": {...}}]}}}`` for each mode both sides have; each stat is :func:`paired_stat`.
+    When each side has one mode and they differ (a non-thinking checkpoint's NT against a thinking
+    checkpoint's T), the two are paired by prompt under the key ``"NT vs T"``.
     """
     out = {}
-    for mode in MODES:
-        a = {r["sample_id"]: r for r in a_rows if r["mode"] == mode}
-        b = {r["sample_id"]: r for r in b_rows if r["mode"] == mode}
+    modes_a, modes_b = {r["mode"] for r in a_rows}, {r["mode"] for r in b_rows}
+    if not modes_a & modes_b and len(modes_a) == len(modes_b) == 1:
+        # one mode each, different (a non-thinking checkpoint vs a thinking one): pair them as NT vs T
+        plan = [(f"{next(iter(modes_a))} vs {next(iter(modes_b))}", next(iter(modes_a)), next(iter(modes_b)))]
+    else:
+        plan = [(m, m, m) for m in MODES]
+    for mode, mode_a, mode_b in plan:
+        a = {r["sample_id"]: r for r in a_rows if r["mode"] == mode_a}
+        b = {r["sample_id"]: r for r in b_rows if r["mode"] == mode_b}
         if not a or not b:
             continue
         shared = sorted(set(a) & set(b))
@@ -140,9 +162,34 @@ def compare_runs(a: tuple[str, str | None], b: tuple[str, str | None], judge: st
     """
     ca, ra = load_side(a[0], a[1], judge)
     cb, rb = load_side(b[0], b[1], judge)
-    return {"a": {"run": a[0], "config": ca}, "b": {"run": b[0], "config": cb}, "judge": judge or "primary",
-            "intervals": {"n_boot": n_boot, "alpha": alpha, "seed": seed},
-            "modes": compare_rows(ra, rb, n_boot, alpha, seed)}
+    sa, sb = sampling_of(a[0], ca), sampling_of(b[0], cb)
+    warnings = [f"the two sides sampled differently: {k} {sa.get(k)!r} (A) vs {sb.get(k)!r} (B); a difference "
+                "may come from the sampling, not the model or mode" for k in ("temperature", "top_p", "max_tokens")
+                if sa.get(k) != sb.get(k)]
+    return {"a": {"run": a[0], "config": ca, "sampling": sa}, "b": {"run": b[0], "config": cb, "sampling": sb},
+            "judge": judge or "primary", "intervals": {"n_boot": n_boot, "alpha": alpha, "seed": seed,
+                                                       "min_pairs": MIN_PAIRS_CI},
+            "warnings": warnings, "modes": compare_rows(ra, rb, n_boot, alpha, seed)}
+
+
+def sampling_of(run: str, config: str) -> dict:
+    """``{"temperature", "top_p", "max_tokens"}`` a config of ``run`` generated with: what its engine applied
+    (``run_config.json`` ``generation_settings``), else the config's own setting; ``"model default"`` when
+    neither says. A T/NT pair's name gives its members' settings joined by " / " when they differ."""
+    from howeval.config import load_run_config
+
+    cfg = load_run_config(run)
+    names = [m for m, g in cfg.mode_pairs().items() if g == config] or [config]
+    per = []
+    for name in sorted(names):
+        m = next((x for x in cfg.models if x.name == name), None)
+        applied = (cfg.generation_settings.get(name) or {}).get("applied") or {}
+        per.append({"temperature": applied.get("temperature", m.sampling.temperature if m and m.sampling.temperature
+                                               is not None else "model default"),
+                    "top_p": applied.get("top_p", m.sampling.top_p if m and m.sampling.top_p is not None
+                                         else "model default"),
+                    "max_tokens": m.sampling.max_tokens if m else None})
+    return {k: per[0][k] if len({str(p[k]) for p in per}) == 1 else " / ".join(str(p[k]) for p in per) for k in per[0]}
 
 
 def _pct(x) -> str:
@@ -153,8 +200,8 @@ def _pts(x) -> str:
     return "–" if x is None else f"{100 * x:+.1f}"
 
 
-def _ci(ci) -> str:
-    return "–" if not ci else f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
+def _ci(ci, refused: str | None = None) -> str:
+    return refused if refused else "–" if not ci else f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
 
 
 def _mc(m) -> str:
@@ -162,7 +209,25 @@ def _mc(m) -> str:
 
 
 def _row(name: str, s: dict) -> str:
-    return f"| {name} | {s['n']} | {_pct(s['a'])} | {_pct(s['b'])} | {_pts(s['delta'])} | {_ci(s['ci'])} | {_mc(s['mcnemar'])} |"
+    return (f"| {name} | {s['n']} | {_pct(s['a'])} | {_pct(s['b'])} | {_pts(s['delta'])} | "
+            f"{_ci(s['ci'], s.get('ci_refused'))} | {_mc(s['mcnemar'])} |")
+
+
+def side_name(side: dict) -> str:
+    """``config `x` of run `r` ``: how the report and the terminal name a side."""
+    return f"config `{side['config']}` of run `{side['run']}`"
+
+
+def title(c: dict) -> str:
+    """``A: x (run r) vs B: y (run s)``, or ``x vs y (run r)`` when both sides are one run's."""
+    a, b = c["a"], c["b"]
+    if a["run"] == b["run"]:
+        return f"A: {a['config']} vs B: {b['config']} (run {a['run']})"
+    return f"A: {a['config']} (run {a['run']}) vs B: {b['config']} (run {b['run']})"
+
+
+def _sampling(s: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in s.items())
 
 
 def _quote(text: str | None, limit: int = 600) -> str:
@@ -176,12 +241,15 @@ def compare_markdown(c: dict, max_flips: int = 20) -> str:
     """Markdown of a :func:`compare_runs` result: per mode a stats table, a family table and the flips."""
     a, b = c["a"], c["b"]
     level = 100 * (1 - c.get("intervals", {}).get("alpha", 0.05))
-    out = [f"# Comparison: {b['config']} ({b['run']}) vs {a['config']} ({a['run']})", "",
-           f"- **A**: config `{a['config']}` of run `{a['run']}`", f"- **B**: config `{b['config']}` of run `{b['run']}`",
-           f"- Pattern judge: {c.get('judge', 'primary')}", "",
-           f"Rates in % over the shared prompts where both sides are known; Δ = B − A in points; {level:.0f}% paired "
-           "bootstrap interval (resampling prompts); McNemar: b = true in A only, c = true in B only (exact binomial "
-           "below 25 discordant pairs, else χ² with continuity correction)."]
+    min_pairs = c.get("intervals", {}).get("min_pairs", MIN_PAIRS_CI)
+    out = [f"# Comparison: {title(c)}", "",
+           f"- **A**: {side_name(a)}" + (f" (sampling: {_sampling(a['sampling'])})" if a.get("sampling") else ""),
+           f"- **B**: {side_name(b)}" + (f" (sampling: {_sampling(b['sampling'])})" if b.get("sampling") else ""),
+           f"- Pattern judge: {c.get('judge', 'primary')}", *[f"- **Warning**: {w}." for w in c.get("warnings", [])], "",
+           f"Rates in % over the pairs: the shared prompts where both sides are known ('pairs' column); Δ = B − A in "
+           f"points; {level:.0f}% paired bootstrap interval (resampling prompts), shown from {min_pairs} pairs on; "
+           "McNemar: b = true in A only, c = true in B only (exact binomial below 25 discordant pairs, else χ² with "
+           "continuity correction)."]
     head = ["| metric | pairs | A | B | Δ (pts) | CI | McNemar |", "|---|---:|---:|---:|---:|---|---|"]
     for mode, m in c["modes"].items():
         out += ["", f"## {mode}: {m['n_shared']} shared prompts (A {m['n_a']}, B {m['n_b']})", "", *head,

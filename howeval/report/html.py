@@ -2,7 +2,8 @@
 
 Self-contained: the CSS is inline and every figure is embedded as a PNG data URL (the same PNGs are
 also written under ``plots/``), so the page opens from disk or as an e-mail attachment with no
-external asset. Wide tables scroll sideways inside their own box.
+external asset. Wide tables scroll sideways inside their own box, their first column (the config) kept in
+view (sticky), so a phone-width window shows which row each value belongs to.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ padding-bottom:.15em}h3{margin-top:1.4em}
 th,td{border:1px solid #d0d0d0;padding:3px 6px}td{white-space:nowrap}th{background:#f0f2f5;vertical-align:bottom}
 td{text-align:right;font-variant-numeric:tabular-nums}td:first-child,td:nth-child(2){text-align:left}
 tr:nth-child(even) td{background:#fafbfc}
+td:first-child,th:first-child{position:sticky;left:0;z-index:1;background:#f0f2f5}
 blockquote{border-left:4px solid #c9d3e0;background:#f6f8fb;margin:.6em 0;padding:.4em 1em;color:#333}
 blockquote p{margin:.2em 0}pre{white-space:pre-wrap;background:#f6f8fb;border:1px solid #e3e6ea;padding:.5em .8em;
 font-size:12.5px}pre code{background:none;padding:0}code{background:#f2f2f2;padding:0 3px;border-radius:3px;font-size:.92em}

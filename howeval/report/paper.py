@@ -100,16 +100,18 @@ def _n(row: dict) -> str:
 
 
 _DENOM = {"acc": "scored", "trigger": "labelled"}
+_DENOM_WORDS = {"acc": "with a verdict", "trigger": "labelled"}
 
 
 def _cell(r: dict, prefix: str, m: str, tex: bool = False) -> str:
-    """A rate cell; Acc and Trigger carry their denominator: ``45.0 (40/42)`` (scored or labelled / n)."""
+    """A rate cell; Acc and Trigger carry their denominator: ``45.0 (over 40 of 42 with a verdict)`` (the rows
+    the rate is over, of n; never "40 of 42 correct")."""
     v = _fmt(r[f"{prefix}_{m}"])
     if prefix not in _DENOM or v == "–":
         return v
     if r.get(f"{_DENOM[prefix]}_{m}") is None:  # metrics written before the denominators were kept
         return v
-    d = f"{r[f'{_DENOM[prefix]}_{m}']}/{r[f'n_{m}']}"
+    d = f"over {r[f'{_DENOM[prefix]}_{m}']} of {r[f'n_{m}']} {_DENOM_WORDS[prefix]}"
     return rf"{v}\,{{\scriptsize ({d})}}" if tex else f"{v} ({d})"
 
 
@@ -120,7 +122,8 @@ def _main_columns(metrics: dict) -> list[tuple[str, str]]:
     return groups[:2] + [("Acc all-N", "acc_all_n"), ("Trigger all-N", "trigger_all_n")] + groups[2:]
 
 
-DENOMINATOR_NOTE = ("Acc (scored/n) is over the responses with a verdict, Trigger (labelled/n) over the responses "
+DENOMINATOR_NOTE = ("Acc is over the responses with a verdict ('over 28 of 42 with a verdict': 28 of the 42 had one, "
+                    "not 28 correct), Trigger over the responses "
                     "with labels; Acc all-N and Trigger all-N are the paper's form over all n prompts, with a response "
                     "without a verdict (unresolved, engine error) counted as wrong and one without labels (truncated, "
                     "judge or engine error) as not triggered.")

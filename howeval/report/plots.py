@@ -165,19 +165,38 @@ def _fitted(values: list[float], floor: float | None = None, ceil: float | None 
     return lo, hi
 
 
+MIN_POINT_ROWS = 5
+"""Fewest rows behind a point of the length figure: a bin of a group with fewer is a gap, not a point (2
+rows make a Trigger of 0 or 50%, a spike that says nothing); the figure's title says how many were left out."""
+
+
+def bin_label(b: dict, last: bool) -> str:
+    """A length bin's tick label in whole units: bin ``[lo, hi)`` (the last one ``[lo, hi]``) as ``7–12``.
+
+    >>> bin_label({"lo": 6.83333, "hi": 12.5}, False), bin_label({"lo": 12.5, "hi": 40.0}, True)
+    ('7–12', '13–40')
+    """
+    lo = math.ceil(b["lo"])
+    hi = math.floor(b["hi"]) if last else math.ceil(b["hi"]) - 1
+    return f"{lo}" if hi <= lo else f"{lo}–{hi}"
+
+
 def length_sextiles_png(length: dict) -> bytes | None:
     """Fig. 6: Trigger (%) by length bin on common edges, one line per mode x correctness group that was
     large enough to cut; n per group in the legend, groups too small listed in the title. A bin a group
-    has no row in is a gap. None when no group was cut."""
+    has no row in, or fewer than :data:`MIN_POINT_ROWS`, is a gap. Ticks are whole lengths
+    (:func:`bin_label`). None when no group was cut."""
     bins = length.get("bins") or {}
     if not bins:
         return None
     fig, (ax,) = _figure(6.6, 3.8)
     all_y = []
+    thin = 0
     for g, bs in bins.items():
         mode, corr = g.split("/")
         ls, mk = MODE_STYLE.get(mode, (":", "."))
-        y = [math.nan if b.get("trigger") is None else 100 * b["trigger"] for b in bs]
+        thin += sum(1 for b in bs if b.get("trigger") is not None and b["n"] < MIN_POINT_ROWS)
+        y = [math.nan if b.get("trigger") is None or b["n"] < MIN_POINT_ROWS else 100 * b["trigger"] for b in bs]
         all_y += [v for v in y if not math.isnan(v)]
         ax.plot([b["bin"] for b in bs], y, marker=mk, linestyle=ls,
                 color=CORRECTNESS_COLOR.get(corr, "black"), label=f"{mode} {corr} (n={sum(b['n'] for b in bs)})")
@@ -185,10 +204,13 @@ def length_sextiles_png(length: dict) -> bytes | None:
     title = (f"Trigger by response length ({length.get('unit', 'words')}), common edges for all groups")
     if small:
         title += "\nnot binned (too few rows): " + ", ".join(f"{g} n={n}" for g, n in small.items())
+    if thin:
+        title += f"\n{thin} point(s) from fewer than {MIN_POINT_ROWS} rows left out (gaps)"
     ax.set_title(title, fontsize=8)
     first = next(iter(bins.values()))
     ax.set_xticks([b["bin"] for b in first])
-    ax.set_xticklabels([f"{b['lo']:g}–{b['hi']:g}" if "lo" in b else str(b["bin"]) for b in first], fontsize=7)
+    ax.set_xticklabels([bin_label(b, i == len(first) - 1) if "lo" in b else str(b["bin"]) for i, b in enumerate(first)],
+                       fontsize=7)
     ax.set_xlabel(f"length bin ({length.get('unit', 'words')})")
     ax.set_ylabel("Trigger (%)")
     if all_y:

@@ -15,7 +15,12 @@ to ``<run>/provenance.json`` (a resumed run has several; answers may come from m
   ``from_pretrained`` and processor keyword arguments; vllm: the EngineArgs and the CPU-platform defaults
   applied where unset; openai / replay: every option with its default), sampling (seed included) and
   mode switches; ``seeds``: config -> sampling seed;
-- ``overrides``: what the command line changed (``SweepConfig.overrides``).
+- ``overrides``: what the command line changed (``SweepConfig.overrides``);
+- ``command``: the command line of the invocation (``sys.argv``, local paths relative to the run);
+- ``data``: per benchmark file, its path, size and SHA-256 (of the manifest file; the images it points
+  at are not hashed), so a rerun can check it read the same data;
+- ``finished`` and ``wall_s``: when the invocation reached its report, and the seconds since it started
+  (:func:`finish_provenance`; absent for an invocation that was killed).
 
 Paths are never absolute: a local path is written relative to the run folder (:func:`relative_to_run`);
 URLs and hub ids are kept.
@@ -174,16 +179,82 @@ def settings(cfg) -> dict[str, Any]:
     return out
 
 
-def capture(cfg, cluster: dict | None = None, now: _dt.datetime | None = None) -> dict[str, Any]:
+def command_line(argv: list[str], run: str) -> str:
+    """``argv`` as one shell-quoted line, each absolute local path (alone or after ``--flag=``) relative to
+    the run (:func:`relative_to_run`), the interpreter as ``python``.
+
+    >>> command_line(["/venv/bin/python", "-m", "ray_jobs.sweep", "--data=/data/x/m.jsonl", "a=1 b"], "/data/run")
+    "python -m ray_jobs.sweep --data=../x/m.jsonl 'a=1 b'"
+    """
+    import shlex
+
+    def rel(tok: str) -> str:
+        flag, eq, val = tok.partition("=") if tok.startswith("--") else ("", "", tok)
+        if val.startswith("/"):
+            val = relative_to_run(val, run) or val
+        return f"{flag}{eq}{val}"
+
+    out = list(argv)
+    if out and Path(out[0]).name.startswith("python"):
+        out[0] = "python"
+    return " ".join(shlex.quote(rel(t)) for t in out)
+
+
+def data_fingerprints(cfg) -> list[dict[str, Any]]:
+    """Per benchmark of ``cfg``: ``{"path" (relative to the run), "bytes", "sha256"}`` of its manifest file;
+    ``error`` instead of the hash when it cannot be read here."""
+    import hashlib
+
+    from howeval.store import fs_and_path
+
+    out = []
+    for b in cfg.benchmarks:
+        entry: dict[str, Any] = {"path": relative_to_run(b.path, cfg.output_uri)}
+        try:
+            fs, path = fs_and_path(b.path)
+            h, n = hashlib.sha256(), 0
+            with fs.open(path, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+                    n += len(chunk)
+            entry.update(bytes=n, sha256=h.hexdigest())
+        except (OSError, ValueError) as e:  # the reason without the path (no machine path in a run's files)
+            entry["error"] = f"{type(e).__name__}: {getattr(e, 'strerror', None) or 'cannot read it'}"
+        out.append(entry)
+    return out
+
+
+def capture(cfg, cluster: dict | None = None, now: _dt.datetime | None = None,
+            argv: list[str] | None = None) -> dict[str, Any]:
     """One provenance entry for a sweep of ``cfg`` starting now (module docstring); ``cluster`` = the Ray
-    cluster's resources when known (``ray_jobs.common.cluster_summary``)."""
+    cluster's resources when known (``ray_jobs.common.cluster_summary``); ``argv`` default ``sys.argv``."""
     now = now or _dt.datetime.now(_dt.timezone.utc)
     hw = hardware()
     if cluster is not None:
         hw["cluster"] = cluster
-    return {"started": now.strftime("%Y-%m-%d %H:%M:%S UTC"), "git": git_state(), "packages": package_versions(),
-            "hardware": hw, "configs": settings(cfg), "seeds": {m.name: m.sampling.seed for m in cfg.models},
-            "overrides": relative_overrides(list(cfg.overrides), cfg.output_uri)}
+    return {"started": now.strftime("%Y-%m-%d %H:%M:%S UTC"), "started_unix": now.timestamp(), "git": git_state(),
+            "packages": package_versions(), "hardware": hw, "configs": settings(cfg),
+            "seeds": {m.name: m.sampling.seed for m in cfg.models},
+            "overrides": relative_overrides(list(cfg.overrides), cfg.output_uri),
+            "command": command_line(list(sys.argv if argv is None else argv), cfg.output_uri),
+            "data": data_fingerprints(cfg)}
+
+
+def finish_provenance(cfg, now: _dt.datetime | None = None) -> dict[str, Any] | None:
+    """Mark this invocation's entry (the last of ``<run>/provenance.json``) finished: ``finished`` and
+    ``wall_s`` (seconds since it started). Returns the entry; None when the run has none."""
+    from howeval.store import join, write_json
+
+    entries = read_provenance(cfg.output_uri)
+    if not entries:
+        return None
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    last = entries[-1]
+    last["finished"] = now.strftime("%Y-%m-%d %H:%M:%S UTC")
+    if last.get("started_unix") is not None:
+        last["wall_s"] = round(now.timestamp() - last["started_unix"], 1)
+    write_json(join(cfg.output_uri, PROVENANCE_FILE), json.dumps(entries, indent=2))
+    return last
 
 
 def read_provenance(run: str) -> list[dict]:
@@ -237,6 +308,13 @@ def provenance_section(prov: dict[str, Any]) -> str:
     lines.append(f"- **Seeds**: {', '.join(f'{k} {v}' for k, v in (prov.get('seeds') or {}).items())}")
     if prov.get("overrides"):
         lines.append(f"- **Command-line overrides**: {' '.join(f'`{o}`' for o in prov['overrides'])}")
+    if prov.get("command"):
+        lines.append(f"- **Command**: `{prov['command']}`")
+    if prov.get("wall_s") is not None:
+        lines.append(f"- **Wall time**: {prov['wall_s']:.0f} s to the report ({prov.get('started')} to {prov.get('finished')})")
+    for d in prov.get("data") or []:
+        lines.append(f"- **Data** `{d.get('path')}`: " + (f"sha256 `{d['sha256'][:16]}…`, {d['bytes']:,} bytes"
+                                                          if d.get("sha256") else f"not hashed ({d.get('error')})"))
     for inv in prov.get("invocations") or []:
         lines.append(f"- Resumed run, invocation started {inv.get('started')}: commit {str(inv.get('commit'))[:12]}"
                      f"{' (dirty)' if inv.get('dirty') else ''}")

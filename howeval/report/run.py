@@ -73,6 +73,17 @@ def joined_rows(responses: list[dict], judgments: list[dict], jid: str) -> list[
     return out
 
 
+def pair_rows(rows: list[dict], pairs: dict[str, str]) -> list[dict]:
+    """``rows`` with the ``config`` of each T/NT pair member replaced by its pair's name (``pairs``: config ->
+    ``pair_as``, :meth:`howeval.config.SweepConfig.mode_pairs`), the member kept in ``checkpoint_config``:
+    the NT rows of the non-thinking checkpoint and the T rows of the thinking one become one config, whose
+    Δacc / Δpat pair them by prompt."""
+    if not pairs:
+        return rows
+    return [dict(r, config=pairs[r["config"]], checkpoint_config=r["config"]) if r.get("config") in pairs else r
+            for r in rows]
+
+
 def judge_agreement(judgments: list[dict]) -> dict | None:
     """Consensus over the pattern judges that judged the same responses (issue: several judges).
 
@@ -139,6 +150,13 @@ def _notes(cfg: SweepConfig, jid: str, vision: dict[str, str]) -> list[str]:
     return notes
 
 
+def not_measured_notes(metrics: dict) -> list[str]:
+    """The warnings of figures that were not measured (every row failed, every judge call failed), for the
+    top of the report: a reader sees them before any table (where those figures show as '–' / not measured)."""
+    return [f"**Not measured**: {w}" for c in metrics.get("configs", {}).values() for w in c.get("warnings") or []
+            if "not measured" in w]
+
+
 def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: str | None = None,
                  on_file: Callable[[str], None] | None = None) -> dict:
     """Compute the metrics of the run at ``cfg.output_uri`` and write every report file (module docstring).
@@ -163,10 +181,20 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
     if jc is None:
         raise ValueError(f"judge {name!r} not in the run's judges {[j.name for j in cfg.judges.pattern]}")
     jid = judge_id(jc)
-    rows = joined_rows(responses, judgments, jid)
+    pairs = cfg.mode_pairs()  # T/NT pairs of two checkpoints: reported as one model's NT and T
+    rows = pair_rows(joined_rows(responses, judgments, jid), pairs)
     metrics = extend_metrics(sweep_metrics(rows), rows)  # + bootstrap CIs, McNemar, length analysis
     meta = run_metadata(cfg, responses)
     vision = {c["name"]: c["vision"] for c in meta["configs"]}
+    for group in set(pairs.values()):
+        seen = {vision.get(m) for m, g in pairs.items() if g == group}
+        vision[group] = seen.pop() if len(seen) == 1 else " / ".join(f"{m}: {vision.get(m)}" for m in sorted(pairs)
+                                                                     if pairs[m] == group)
+    if pairs:  # {pair: {"NT": non-thinking config, "T": thinking config}}
+        metrics["pairs"] = {}
+        for m in cfg.models:
+            if m.pair_as is not None:
+                metrics["pairs"].setdefault(m.pair_as, {})[next(iter(m.modes))] = m.name
     # paths relative to the run (never the machine's absolute data path: it differs per machine and leaks)
     metrics["run"] = {"name": cfg.name, "output_uri": meta["output_uri"], "pattern_judge": jid,
                       "benchmarks": [relative_to_run(b.path, out) for b in cfg.benchmarks],
@@ -204,7 +232,7 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
         write_bytes(join(out, "plots", fname), png)
         done(join(out, "plots", fname))
     title = f"Sweep report: {cfg.name}"
-    doc = build_document(metrics, title=title, meta=meta, vision=vision, notes=_notes(cfg, jid, vision),
+    doc = build_document(metrics, title=title, meta=meta, vision=vision, notes=_notes(cfg, jid, vision) + not_measured_notes(metrics),
                          figures=[f for f in ("radar_NT.png", "radar_T.png", "length_scatter.png",
                                               "length_sextiles.png") if f in pngs],
                          extra_sections=[*extra, provenance_section(metrics["run"]["provenance"])], bad_rows=bad_rows)

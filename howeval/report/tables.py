@@ -21,13 +21,31 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def acc_cell(x: dict) -> str:
-    """Acc with its denominator: ``"45.0 (40/42)"`` = 45.0% of the 40 scored rows out of 42; '–' when none."""
-    return "–" if x.get("acc") is None else f"{pct(x['acc'])} ({x['n_scored']}/{x['n']})"
+    """Acc with its denominator: ``"45.0 (over 40 of 42 with a verdict)"`` = 45.0% of the 40 rows that have a
+    verdict, out of 42 (not "40 of 42 correct"); ``not measured`` when no row has a verdict."""
+    if x.get("acc") is None:
+        return "not measured" if x.get("n") else "–"
+    return f"{pct(x['acc'])} (over {x['n_scored']} of {x['n']} with a verdict)"
 
 
 def trigger_cell(x: dict) -> str:
-    """Trigger with its denominator: ``"30.0 (40/42)"`` = 30.0% of the 40 labelled rows out of 42."""
-    return "–" if x.get("trigger") is None else f"{pct(x['trigger'])} ({x['n_labeled']}/{x['n']})"
+    """Trigger with its denominator: ``"30.0 (over 40 of 42 labelled)"`` = 30.0% of the 40 labelled rows out
+    of 42; ``not measured`` when no row has labels."""
+    if x.get("trigger") is None:
+        return "not measured" if x.get("n") else "–"
+    return f"{pct(x['trigger'])} (over {x['n_labeled']} of {x['n']} labelled)"
+
+
+def thought_cell(t: dict | None) -> str:
+    """Did the T mode think: ``yes (40 of 42 with reasoning)``, ``NO (0 of 42 with reasoning)`` (T compares
+    prompts or settings, not thinking: the report's warning says why), '–' without T rows."""
+    if not t:
+        return "–"
+    ok = t.get("n", 0) - t.get("n_errors", 0)
+    if ok <= 0 or "n_reasoning" not in t:
+        return "–"
+    k = t["n_reasoning"]
+    return f"{'yes' if k else 'NO'} ({k} of {ok} with reasoning)"
 
 
 def mode_table(metrics: dict) -> str:
@@ -74,9 +92,11 @@ def thinking_section(metrics: dict) -> str:
 
 
 def gaps_table(metrics: dict) -> str:
-    """Δacc and Δpat per config with their paired 95% intervals and McNemar tests (``howeval.metrics.stats``)."""
-    rows = [[n, pts(c.get("delta_acc")), _pts_ci(c.get("delta_acc_ci")), _p(c.get("mcnemar")),
-             pts(c.get("delta_pat")), _pts_ci(c.get("delta_pat_ci")), _p(c.get("mcnemar_trigger")),
+    """Δacc and Δpat per config with their paired 95% intervals and McNemar tests (``howeval.metrics.stats``);
+    no interval below ``howeval.report.compare.MIN_PAIRS_CI`` pairs (``too few pairs (2 < 10)``: a bootstrap
+    over a handful of pairs gives an interval of zero width)."""
+    rows = [[n, pts(c.get("delta_acc")), _pts_ci(c.get("delta_acc_ci"), c.get("n_paired_acc")), _p(c.get("mcnemar")),
+             pts(c.get("delta_pat")), _pts_ci(c.get("delta_pat_ci"), c.get("n_paired_pat")), _p(c.get("mcnemar_trigger")),
              f"{c.get('n_paired_acc', 0)} / {c.get('n_paired_pat', 0)}"] for n, c in metrics["configs"].items()]
     return _table(["config", "Δacc (pts)", "Δacc CI", "McNemar (correct)", "Δpat (pts)", "Δpat CI",
                    "McNemar (trigger)", "pairs (acc / pat)"], rows)
@@ -99,15 +119,16 @@ def breakdown_table(metrics: dict, key: str, config: str | None = None) -> str:
 
 
 ACC_NOTE = ("Acc = verifier accuracy; Trigger = share of responses with at least one pattern; CoT, Rep, Con, PR = "
-            "per-label rates (SPEC §1). All in %. n = responses; scored / labelled = rows with a verdict / with "
-            "labels. Acc (scored) is over the scored rows, shown as 'Acc (scored/n)': 'unresolved' answers (the rules "
+            "per-label rates (howeval docs/metrics.md §1). All in %. n = responses; scored / labelled = rows with a verdict / with "
+            "labels. Acc (scored) is over the scored rows, shown as 'over 28 of 42 with a verdict' (28 of the 42 rows had a verdict; not 28 correct): 'unresolved' answers (the rules "
             "could not decide; no LLM fallback configured) and engine errors are left out of it and counted here. "
             "Trigger (labelled) likewise over the labelled rows (truncated, judge-error and engine-error rows left out). "
             "Acc (all N) and Trigger (all N) are the paper's form, over all n prompts: a row without a verdict counts "
             "as wrong, a row without labels as not triggered.")
 
 GAPS_NOTE = ("Δacc = Acc_T − Acc_NT; Δpat = Trigger_NT − Trigger_T (positive: thinking mode triggers fewer patterns), "
-             "on the prompts both modes have. Intervals: 95% percentile bootstrap resampling prompts. McNemar: "
+             "on the prompts both modes have. Intervals: 95% percentile bootstrap resampling prompts, shown from 10 "
+             "pairs on (fewer: 'too few pairs'). McNemar: "
              "b = right (or triggered) in NT only, c = in T only; exact binomial test when b + c < 25, else χ² with "
              "continuity correction.")
 
@@ -123,7 +144,11 @@ def _pct_ci(ci) -> str:
     return "–" if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 
-def _pts_ci(ci) -> str:
+def _pts_ci(ci, n_pairs: int | None = None) -> str:
+    from howeval.report.compare import MIN_PAIRS_CI
+
+    if n_pairs is not None and 0 < n_pairs < MIN_PAIRS_CI:
+        return f"too few pairs ({n_pairs} < {MIN_PAIRS_CI})"
     return "–" if not ci else f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
 
 
@@ -197,10 +222,31 @@ def render_crystal(crystal: dict) -> str:
     head = "## CRYSTAL: step-level reasoning"
     if any_x:
         head += (f"\n\nGreedy one-to-one matching at τ = {any_x['tau']} ({any_x['embedder']}), Ordered Match F1 with "
-                 f"α = {any_x['alpha']} and the {any_x['order'].upper()} order score (SPEC §3). Means over responses "
+                 f"α = {any_x['alpha']} and the {any_x['order'].upper()} order score (howeval docs/metrics.md §3). Means over responses "
                  "whose item has reference steps, in %.")
     return head + "\n\n" + _table(["config", "mode", "n", "Precision", "Recall", "Match F1", "LIS ratio",
                                     "Ordered Match F1"], rows)
+
+
+def mcc_text(value: float | None, confusion: dict | None) -> str:
+    """MCC as shown: three decimals, or ``undefined (<why>)`` when a margin of the confusion is empty (no
+    tool ever called, a tool called on every item, no item of one label): the ε of the formula then
+    gives 0, which would read as "no better than chance", not "cannot be measured"; '–' when absent.
+
+    >>> mcc_text(0.0, {"tp": 0, "fp": 0, "tn": 30, "fn": 12}), mcc_text(0.41, {"tp": 5, "fp": 2, "tn": 6, "fn": 1})
+    ('undefined (no tool called)', '0.410')
+    """
+    if value is None:
+        return "–"
+    c = confusion or {}
+    tp, fp, tn, fn = (c.get(k, 0) or 0 for k in ("tp", "fp", "tn", "fn"))
+    if confusion is not None and tp + fp == 0:
+        return "undefined (no tool called)"
+    if confusion is not None and tn + fn == 0:
+        return "undefined (a tool called on every item)"
+    if confusion is not None and (tp + fn == 0 or fp + tn == 0):
+        return "undefined (every item has one label)"
+    return f"{value:.3f}"
 
 
 def render_adapt(adapt: dict) -> str:
@@ -213,15 +259,14 @@ def render_adapt(adapt: dict) -> str:
             e = s["efficiency"][mode]
             eff.append([c, mode, *("–" if e[k] is None else f"{e[k]:.1f}" for k in ("tokens", "steps", "tool_calls", "turns")),
                         pct(s["tool_exec_ok_rate"].get(mode)), pct(s.get("key_step_coverage", {}).get(mode))])
-    mcc = [[c, "–" if s["mcc"] is None else f"{s['mcc']:.3f}",
-            "–" if s.get("mcc_solvable") is None else f"{s['mcc_solvable']:.3f}",
+    mcc = [[c, mcc_text(s["mcc"], s.get("confusion")), mcc_text(s.get("mcc_solvable"), s.get("confusion_solvable")),
             " / ".join(str((s["confusion"] or {}).get(k, "–")) for k in ("tp", "fp", "tn", "fn")),
             " / ".join(str((s["labels"] or {}).get(k, "–")) for k in ("required", "redundant", "unsolved")),
             str(sum(s["errors"].values())), str(s.get("unresolved", 0))] for c, s in adapt.items()]
     return "\n\n".join([
         "## AdaptMMBench: adaptive tool use",
         "Accuracy (%) per mode and domain; text = no tools, adaptive = the model may call zoom/rotate/contrast "
-        "(executed by the system), oracle = gold evidence crops given (SPEC §4).",
+        "(executed by the system), oracle = gold evidence crops given (howeval docs/metrics.md §4).",
         _table(["config", "mode", "n", "Acc", "by domain"], rows),
         "Mode selection: MCC of 'called a tool' against the model's own labels (ε = 1e-8): Tool-Redundant when "
         "its text-mode answer is correct, Tool-Required otherwise, over every item with an adaptive answer (the "
@@ -254,13 +299,14 @@ ADAPT_MODES = ("text", "adaptive", "oracle")
 
 
 def overview_table(metrics: dict) -> str | None:
-    """The three benchmarks side by side, one row per config: PatternEval Acc and Trigger (NT / T), CRYSTAL
+    """The three benchmarks side by side, one row per config: PatternEval Acc and Trigger (NT / T) with their
+    denominators (:func:`acc_cell`, :func:`trigger_cell`), whether T thought (:func:`thought_cell`), CRYSTAL
     Ordered Match F1 (NT / T) and AdaptMMBench accuracy per mode and MCC. None when the run has only
     PatternEval (the main table says it all)."""
     crystal, adapt = metrics.get("crystal") or {}, metrics.get("adapt") or {}
     if not crystal and not adapt:
         return None
-    head = ["config", "Acc NT", "Acc T", "Trigger NT", "Trigger T"]
+    head = ["config", "Acc NT", "Acc T", "Trigger NT", "Trigger T", "T thought?"]
     if crystal:
         head += ["CRYSTAL OMF1 NT", "CRYSTAL OMF1 T"]
     if adapt:
@@ -268,12 +314,13 @@ def overview_table(metrics: dict) -> str | None:
     rows = []
     for name in sorted(set(metrics["configs"]) | set(crystal) | set(adapt)):
         c = metrics["configs"].get(name, {})
-        row = [name] + [pct((c.get(m) or {}).get(k)) for k in ("acc", "trigger") for m in MODES]
+        row = ([name] + [cell(c.get(m) or {}) for cell in (acc_cell, trigger_cell) for m in MODES]
+               + [thought_cell(c.get("T"))])
         if crystal:
             row += [pct((crystal.get(name, {}).get(m) or {}).get("ordered_f1")) for m in MODES]
         if adapt:
             a = adapt.get(name) or {}
             row += [pct((a.get("accuracy", {}).get(m) or {}).get("all")) for m in ADAPT_MODES]
-            row.append("–" if a.get("mcc") is None else f"{a['mcc']:.3f}")
+            row.append(mcc_text(a.get("mcc"), a.get("confusion")))
         rows.append(row)
     return _table(head, rows)

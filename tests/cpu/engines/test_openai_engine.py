@@ -134,11 +134,29 @@ def test_without_retry_after_backoff_doubles_and_client_errors_are_not_retried()
     with ScriptedChatServer(lambda n, b: ("status", 500, {}) if b["messages"][0]["content"] == "a"
                             else ("status", 400, {})) as srv:
         eng = OpenAIEngine("m", OpenAIOptions(base_url=srv.base_url, max_retries=3, backoff_s=0.5, max_concurrency=1),
-                           clock=t.clock, sleep=t.sleep)
+                           clock=t.clock, sleep=t.sleep, jitter=lambda: 0.0)
         a, b = eng.generate(reqs("a", "b"))
     assert t.sleeps == [0.5, 1.0, 2.0]
     assert a.error.startswith("InternalServerError") and b.error.startswith("BadRequestError")
     assert [s.text for s in srv.seen] == ["a"] * 4 + ["b"]
+
+
+def test_backoff_has_the_sdks_jitter_so_threads_do_not_retry_in_lockstep():
+    """Issue 34: each retry waits backoff x (1 - 0.25 U): two engines (two threads' draws) differ."""
+    import random
+
+    waits = []
+    for seed in (1, 2):
+        t = FakeTime()
+        with ScriptedChatServer(lambda n, b: ("status", 503, {})) as srv:
+            eng = OpenAIEngine("m", OpenAIOptions(base_url=srv.base_url, max_retries=3, backoff_s=0.5, max_concurrency=1),
+                               clock=t.clock, sleep=t.sleep, jitter=random.Random(seed).random)
+            (c,) = eng.generate(reqs("a"))
+        assert c.error.startswith("InternalServerError") or "503" in c.error
+        waits.append(t.sleeps)
+        for w, base in zip(t.sleeps, (0.5, 1.0, 2.0)):
+            assert 0.75 * base <= w <= base
+    assert waits[0] != waits[1]
 
 
 def test_one_window_across_batches_a_slow_answer_holds_only_its_slot():

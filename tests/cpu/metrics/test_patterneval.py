@@ -61,3 +61,19 @@ def test_t_rows_without_a_reasoning_channel_and_length_cuts_are_counted_and_warn
     thinking = [dict(r, reasoning="2+2=4") for r in t]
     assert sweep_metrics(nt + thinking)["configs"]["c"]["T"]["n_reasoning"] == 3
     assert not any("reasoning channel" in w for w in sweep_metrics(nt + thinking)["configs"]["c"]["warnings"])
+
+
+# ------------------------------------------------------------- issue 34: nothing measured is not 0.0
+def test_all_n_is_not_measured_when_every_row_failed_and_the_report_warns():
+    failed = [_row(s, "NT", None, (None,) * 4, error="AuthenticationError: Error code: 401") for s in "abc"]
+    g = group_metrics(failed)
+    assert (g["acc"], g["acc_all_n"], g["trigger"], g["trigger_all_n"]) == (None, None, None, None)
+    m = sweep_metrics(failed)["configs"]["c"]
+    assert m["warnings"][0].startswith("config 'c' NT: not measured: all 3 rows failed (engine errors")
+    # answers with a verdict but every judge call failed: Acc measured, Trigger not
+    unjudged = [dict(_row(s, "NT", s == "a", (None,) * 4), judge_error="401") for s in "ab"]
+    g = group_metrics(unjudged)
+    assert (g["acc_all_n"], g["trigger_all_n"]) == (0.5, None)
+    w = sweep_metrics(unjudged)["configs"]["c"]["warnings"]
+    assert w == ["config 'c' NT: Trigger not measured: every judge call failed (2 judge errors: see the judge_error "
+                 "column of judgments/)"]

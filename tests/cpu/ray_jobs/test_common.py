@@ -45,3 +45,25 @@ def test_init_ray_is_a_no_op_when_ray_is_up(fake_ray):
     fake_ray.initialized = True
     common.init_ray(RayConfig())
     assert fake_ray.inits == []
+
+
+def test_raylet_errors_reach_the_driver_as_one_line_each_once(monkeypatch):
+    """Issue 34: an engine that fails to start sent the driver its whole traceback once per retry (284
+    lines); condensed, each is its innermost error line, printed once."""
+    from ray._private import worker
+
+    from ray_jobs import common
+
+    printed = []
+    monkeypatch.setattr(worker, "print_to_stdstream", lambda data, ignore_prefix: printed.append(data["lines"]))
+    monkeypatch.setattr(common, "_seen_raylet_lines", set())
+    common.condense_raylet_errors()
+    common.condense_raylet_errors()  # idempotent: wrapped once
+    tb = ("Task MapWorker(MapBatches(StageUDF)).get_location failed. There are infinite retries remaining, so the "
+          "task will be retried. Error: Traceback (most recent call last):\n\n  File \"x.py\", line 1, in f\n"
+          "    raise ValueError('bad.jsonl:1: each line needs sample_id')\n"
+          "ValueError: bad.jsonl:1: each line needs sample_id\n")
+    for _ in range(6):
+        worker.print_to_stdstream({"lines": [tb], "pid": "raylet", "is_err": False}, ignore_prefix=False)
+    worker.print_to_stdstream({"lines": ["a worker line"], "pid": 123, "is_err": False}, ignore_prefix=False)
+    assert printed == [["ValueError: bad.jsonl:1: each line needs sample_id"], ["a worker line"]]

@@ -11,15 +11,16 @@ import yaml
 def test_summary_rounds_rates_to_percent_with_the_paired_delta():
     from ray_jobs.compare import summary_lines
 
-    comp = {"modes": {
-        "NT": {"n_shared": 3, "acc": {"a": 1 / 3, "b": 2 / 3, "delta": 1 / 3, "ci": [-0.3333333, 1.0]},
-               "trigger": {"a": 0.0, "b": 0.0, "delta": 0.0, "ci": [0.0, 0.0]}},
-        "T": {"n_shared": 0, "acc": {"a": None, "b": None, "delta": None, "ci": None},
-              "trigger": {"a": None, "b": None, "delta": None, "ci": None}}}}
+    comp = {"a": {"run": "runs/a", "config": "x"}, "b": {"run": "runs/b", "config": "x"}, "modes": {
+        "NT": {"n_shared": 30, "acc": {"n": 12, "a": 1 / 3, "b": 2 / 3, "delta": 1 / 3, "ci": [-0.3333333, 1.0]},
+               "trigger": {"n": 2, "a": 0.0, "b": 1.0, "delta": 1.0, "ci": None, "ci_refused": "too few pairs (2 < 10)"}},
+        "T": {"n_shared": 0, "acc": {"n": 0, "a": None, "b": None, "delta": None, "ci": None},
+              "trigger": {"n": 0, "a": None, "b": None, "delta": None, "ci": None}}}}
     assert summary_lines(comp) == [
-        "NT: 3 shared prompts; Acc 33.3% -> 66.7% (+33.3 pts, CI [-33.3, +100.0]); Trigger 0.0% -> 0.0% (+0.0 pts, "
-        "CI [+0.0, +0.0])",
-        "T: 0 shared prompts; Acc – -> –; Trigger – -> –"]
+        "A: x (run runs/a) vs B: x (run runs/b)",
+        "NT: 30 shared prompts; Acc 33.3% -> 66.7% (+33.3 pts, 12 pairs: CI [-33.3, +100.0]); Trigger 0.0% -> 100.0% "
+        "(+100.0 pts, 2 pairs: too few for an interval)",
+        "T: 0 shared prompts; Acc – -> – (0 pairs); Trigger – -> – (0 pairs)"]
 
 
 def _by_hand(run, mode):

@@ -257,7 +257,7 @@ def test_streamed_sweep_killed_at_random_points_resumes_exactly(tmp_path, repo_r
 
 def test_failing_config_does_not_stop_the_others_and_errors_are_retried(tmp_path, repo_root, capsys):
     """One config's engine does not start (bad replay file), one answers only half the samples (engine
-    errors on the rest), one is fine: exit 1 naming the failed config and its reason, the others written
+    errors on the rest), one is fine: exit 4 (a config never started) naming it and its reason, the others written
     and judged; reruns retry the error rows up to --max-attempts, each key stored once."""
     from fakes.judge_server import FakeJudgeServer
     from ray_jobs.sweep import main
@@ -274,8 +274,10 @@ def test_failing_config_does_not_stop_the_others_and_errors_are_retried(tmp_path
     with FakeJudgeServer(fault_rate=0.0) as srv:
         cfg = _streamed_config(tmp_path, repo_root, srv.base_url, n=6, models=models)
         args = ["--config", str(cfg), "--max-attempts", "2"]
-        assert main(args) == 1
-        first = capsys.readouterr().out
+        assert main(args) == 4
+        cap = capsys.readouterr()
+        first = cap.out
+        assert cap.err.strip().splitlines()[-1].startswith("error: run failed (exit 4): config broken never started: ValueError:")
         out = tmp_path / "run"
         failures = json.loads((out / "failures.json").read_text())
         assert list(failures) == ["broken"] and "each line needs sample_id" in failures["broken"]
@@ -287,11 +289,11 @@ def test_failing_config_does_not_stop_the_others_and_errors_are_retried(tmp_path
         assert len(pq.read_table(out / "judgments")) == 18  # engine errors are not judged
         assert "good  NT  Acc 100.0% (6 scored, 0 unresolved; all-N 100.0%)" in first
 
-        assert main(args) == 1  # rerun: error rows get attempt 2, still one row per key
+        assert main(args) == 4  # rerun: error rows get attempt 2, still one row per key
         resp = pq.read_table(out / "responses").to_pylist()
         assert len(resp) == 24 and len({tuple(r[k] for k in KEY) for r in resp}) == 24
         assert sorted((r["sample_id"], r["mode"]) for r in resp if r["attempt"] == 2) == errors
-        assert main(args) == 1  # max attempts reached: nothing retried
+        assert main(args) == 4  # max attempts reached: nothing retried
         assert max(r["attempt"] for r in pq.read_table(out / "responses").to_pylist()) == 2
 
 

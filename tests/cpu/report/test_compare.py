@@ -14,7 +14,7 @@ def _r(sid, mode, correct, cot, fam="VG", text="t"):
 
 def test_paired_stat_by_hand():
     pairs = [(True, False)] * 3 + [(False, True)] * 1 + [(True, True)] * 4 + [(None, True)]
-    s = paired_stat(pairs, n_boot=300)
+    s = paired_stat(pairs, n_boot=300, min_pairs=8)
     assert s["n"] == 8 and s["a"] == 7 / 8 and s["b"] == 5 / 8 and s["delta"] == pytest.approx(-2 / 8)
     assert (s["mcnemar"]["b"], s["mcnemar"]["c"]) == (3, 1)
     assert s["mcnemar"]["p_value"] == pytest.approx(binomtest(1, 4).pvalue)
@@ -45,3 +45,22 @@ def test_compare_rows_shared_prompts_flips_and_families():
     md = compare_markdown({"a": {"run": "A", "config": "x"}, "b": {"run": "B", "config": "y"}, "modes": c})
     assert "## NT: 4 shared prompts (A 5, B 5)" in md and "### NT: right → wrong (1)" in md
     assert "| Acc | 3 | 66.7 | 66.7 | +0.0 |" in md
+
+
+def test_no_interval_below_the_minimum_of_pairs_and_cross_mode_pairs_for_two_checkpoints():
+    """Issue 34: 2 pairs that agree give no [+100, +100] interval; an NT-only side against a T-only side
+    (a non-thinking and a thinking checkpoint) is paired as "NT vs T"."""
+    from howeval.report.compare import MIN_PAIRS_CI
+
+    s = paired_stat([(False, True), (False, True)], n_boot=200)
+    assert s["delta"] == 1.0 and s["ci"] is None and s["ci_refused"] == f"too few pairs (2 < {MIN_PAIRS_CI})"
+    assert paired_stat([(False, True)] * MIN_PAIRS_CI, n_boot=200)["ci"] == [1.0, 1.0]
+    nt = [_r(f"p{i}", "NT", i % 2 == 0, False) for i in range(4)]
+    t = [_r(f"p{i}", "T", True, i == 0) for i in range(4)]
+    c = compare_rows(nt, t, n_boot=200)
+    assert list(c) == ["NT vs T"] and c["NT vs T"]["acc"]["delta"] == pytest.approx(0.5)
+    md = compare_markdown({"a": {"run": "R", "config": "instruct"}, "b": {"run": "R", "config": "thinking"},
+                           "modes": c, "warnings": ["the two sides sampled differently: temperature 0.0 (A) vs 0.6 (B)"]})
+    assert md.startswith("# Comparison: A: instruct vs B: thinking (run R)\n")
+    assert "| Acc | 4 | 50.0 | 100.0 | +50.0 | too few pairs (4 < 10) |" in md
+    assert "- **Warning**: the two sides sampled differently: temperature 0.0 (A) vs 0.6 (B)." in md

@@ -22,8 +22,9 @@ def test_main_table_values_and_missing():
     assert r["trigger_VG_NT"] == 25.0 and r["trigger_OS_NT"] is None  # no OS rows: missing, not 0
     assert (r["delta_acc"], r["delta_acc_lo"], r["delta_pat_lo"]) == (25.0, -50.0, None)
     md = main_markdown(M, {"m_1": "none"})
-    # Acc with its denominator (scored/n); Trigger's is unknown in this older metrics dict: the value alone
-    assert md.splitlines()[2].startswith("| m_1 | none | 4 | 50.0 (4/4) | 75.0 (4/4) | 25.0 | 0.0 | – | – | – | – | 25.0 | 0.0 |")
+    # Acc with its denominator (over scored of n); Trigger's is unknown in this older metrics dict: the value alone
+    assert md.splitlines()[2].startswith("| m_1 | none | 4 | 50.0 (over 4 of 4 with a verdict) | 75.0 (over 4 of 4 "
+                                         "with a verdict) | 25.0 | 0.0 | – | – | – | – | 25.0 | 0.0 |")
     assert md.splitlines()[2].endswith("| +25.0 | +25.0 |")
     assert r"m\_1 & none & 4" in main_tex(M, {"m_1": "none"})
 
@@ -51,10 +52,11 @@ def test_every_table_shows_acc_and_trigger_denominators_and_the_all_n_form():
             row("a", "T", True, False), row("b", "T", True, False), row("c", "T", True, False, cat="stem")]
     m = sweep_metrics(rows)
     md = main_markdown(m)
-    assert "| c | – | 3 | 50.0 (2/3) | 100.0 (3/3) | 50.0 (2/3) | 0.0 (3/3) | 33.3 | 100.0 | 33.3 | 0.0 |" in md
+    assert ("| c | – | 3 | 50.0 (over 2 of 3 with a verdict) | 100.0 (over 3 of 3 with a verdict) | 50.0 (over 2 of 3 "
+            "labelled) | 0.0 (over 3 of 3 labelled) | 33.3 | 100.0 | 33.3 | 0.0 |") in md
     assert "counted as wrong" in md
     tex = main_tex(m)
-    assert r"50.0\,{\scriptsize (2/3)}" in tex and "% Acc (scored/n)" in tex
+    assert r"50.0\,{\scriptsize (over 2 of 3 with a verdict)}" in tex and "% Acc is over the responses with a verdict" in tex
     csv_head = main_csv(m).splitlines()[0].split(",")
     assert {"scored_NT", "labelled_NT", "acc_all_n_NT", "trigger_all_n_T"} <= set(csv_head)
     cmd = category_markdown(m)

@@ -41,3 +41,22 @@ def test_radars_share_one_radial_scale_and_scatter_axes_fit_the_data():
     lo, hi = _fitted([2.0, 4.5, 9.0], 0, 100)  # Trigger values under 10%: the axis ends near 10, not at 100
     assert (lo, hi) == (1.0, 10.0)
     assert _fitted([0.0, 100.0], 0, 100) == (-5.0, 105.0)
+
+
+def test_length_figure_leaves_thin_bins_out_and_labels_bins_in_whole_lengths(monkeypatch):
+    """Issue 34: a bin of 2 rows drew a 0 -> 50% spike, and ticks read 6.83333."""
+    import math
+
+    from howeval.report import plots
+
+    figs = []
+    monkeypatch.setattr(plots, "_png", lambda fig: figs.append(fig) or b"png")
+    edges = [1.0, 6.83333, 12.5, 40.0]
+    bs = [{"bin": i + 1, "n": n, "lo": edges[i], "hi": edges[i + 1], "trigger": t}
+          for i, (n, t) in enumerate([(10, 0.1), (2, 0.5), (8, 0.25)])]
+    assert plots.length_sextiles_png({"bins": {"NT/correct": bs}, "unit": "words"}) == b"png"
+    ax = figs[0].axes[0]
+    y = list(ax.lines[0].get_ydata())
+    assert y[0] == 10.0 and math.isnan(y[1]) and y[2] == 25.0  # the 2-row bin is a gap
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1–6", "7–12", "13–40"]
+    assert "1 point(s) from fewer than 5 rows left out" in ax.get_title()

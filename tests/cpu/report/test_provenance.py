@@ -79,3 +79,31 @@ def test_git_state_outside_a_checkout_says_why(tmp_path):
                                            ("/w/r/d/m.jsonl", "/tmp/run", ".../d/m.jsonl")])
 def test_relative_to_run(path, run, want):
     assert relative_to_run(path, run) == want
+
+
+def test_provenance_has_the_command_line_the_data_hash_and_the_wall_time(tmp_path):
+    """Issue 34 (lmms-eval's results carry them): the command line, a hash of each benchmark file, wall time."""
+    import datetime as dt
+    import hashlib
+
+    from howeval.report.provenance import finish_provenance, provenance_section, read_provenance
+
+    root = make_run(tmp_path / "runs" / "r")
+    manifest = tmp_path / "data" / "m.jsonl"
+    manifest.parent.mkdir()
+    manifest.write_text('{"uid": "a"}\n')
+    cfg = load_run_config(str(root))
+    cfg = cfg.model_copy(update={"benchmarks": [cfg.benchmarks[0].model_copy(update={"path": str(manifest)}),
+                                                cfg.benchmarks[0].model_copy(update={"path": str(tmp_path / "gone.jsonl")})]})
+    t0 = dt.datetime(2026, 12, 2, 10, 0, 0, tzinfo=dt.timezone.utc)
+    entry = capture(cfg, now=t0, argv=["/v/bin/python", "-m", "ray_jobs.sweep", f"--data={manifest}", "--limit", "4"])
+    assert entry["command"] == "python -m ray_jobs.sweep --data=../../data/m.jsonl --limit 4"
+    assert entry["data"][0] == {"path": "../../data/m.jsonl", "bytes": 13,
+                                "sha256": hashlib.sha256(b'{"uid": "a"}\n').hexdigest()}
+    assert entry["data"][1]["path"] == "../../gone.jsonl" and entry["data"][1]["error"].startswith("FileNotFoundError")
+    (root / "provenance.json").write_text(json.dumps([entry]))
+    done = finish_provenance(cfg, now=t0 + dt.timedelta(seconds=754))
+    assert done["wall_s"] == 754.0 and read_provenance(str(root))[-1]["finished"] == "2026-12-02 10:12:34 UTC"
+    text = provenance_section(done)
+    assert "- **Wall time**: 754 s to the report" in text and "- **Command**: `python -m ray_jobs.sweep" in text
+    assert f"sha256 `{entry['data'][0]['sha256'][:16]}…`, 13 bytes" in text

@@ -61,7 +61,7 @@ def test_main_table_numbers_match_metrics_json(run):
     # Acc shown with its denominator (10 scored of 12), and the paper's all-N form (unresolved counted wrong)
     a = m["configs"]["alpha"]["NT"]
     assert (a["n_scored"], a["n"]) == (len(scored), 12)
-    assert f"| alpha | sent | 12 | {100 * a['acc']:.1f} ({len(scored)}/12) |" in md
+    assert f"| alpha | sent | 12 | {100 * a['acc']:.1f} (over {len(scored)} of 12 with a verdict) |" in md
     assert a["acc_all_n"] == pytest.approx(sum(scored) / 12)
     assert _num(rows["alpha"]["acc_all_n_NT"]) == pytest.approx(100 * sum(scored) / 12, abs=1e-4)
     assert _num(rows["alpha"]["scored_NT"]) == len(scored)

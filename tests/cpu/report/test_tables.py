@@ -33,14 +33,18 @@ def test_intervals_section():
 def test_overview_puts_the_three_benchmarks_side_by_side():
     from howeval.report.tables import overview_table
 
-    m = {"configs": {"c": {"NT": {"acc": 0.5, "trigger": 0.25}, "T": {"acc": 0.75, "trigger": 0.0}}}}
+    m = {"configs": {"c": {"NT": {"acc": 0.5, "trigger": 0.25, "n": 4, "n_scored": 4, "n_labeled": 4},
+                           "T": {"acc": 0.75, "trigger": 0.0, "n": 4, "n_scored": 4, "n_labeled": 3, "n_errors": 0,
+                                 "n_reasoning": 0}}}}
     assert overview_table(m) is None  # PatternEval only
     m["crystal"] = {"c": {"NT": {"ordered_f1": 0.125}}}
     m["adapt"] = {"c": {"accuracy": {"text": {"all": 0.5}, "oracle": {"all": 1.0}}, "mcc": 0.2}}
     t = overview_table(m)
-    assert t.splitlines()[0] == ("| config | Acc NT | Acc T | Trigger NT | Trigger T | CRYSTAL OMF1 NT | CRYSTAL OMF1 T | "
-                                 "Adapt Acc text | Adapt Acc adaptive | Adapt Acc oracle | Adapt MCC |")
-    assert t.splitlines()[2] == "| c | 50.0 | 75.0 | 25.0 | 0.0 | 12.5 | – | 50.0 | – | 100.0 | 0.200 |"
+    assert t.splitlines()[0] == ("| config | Acc NT | Acc T | Trigger NT | Trigger T | T thought? | CRYSTAL OMF1 NT | "
+                                 "CRYSTAL OMF1 T | Adapt Acc text | Adapt Acc adaptive | Adapt Acc oracle | Adapt MCC |")
+    assert t.splitlines()[2] == ("| c | 50.0 (over 4 of 4 with a verdict) | 75.0 (over 4 of 4 with a verdict) | 25.0 (over 4 "
+                                 "of 4 labelled) | 0.0 (over 3 of 4 labelled) | NO (0 of 4 with reasoning) | 12.5 | – | "
+                                 "50.0 | – | 100.0 | 0.200 |")
 
 
 def test_thinking_section_counts_and_warns():
@@ -54,4 +58,15 @@ def test_thinking_section_counts_and_warns():
     sec = thinking_section(metrics)
     assert "| c | T | 2 | 0/2 | 1/2 | 0 |" in sec and "| c | NT | 2 | 0/2 | 0/2 | 0 |" in sec
     assert "- **Warning**: config 'c': none of its 2 T rows has a reasoning channel" in sec
-    assert "| c | NT | 2 | 2/2 | 100.0 (2/2) | 0.0 (2/2) | 100.0 | 0.0 |" in mode_table(metrics)
+    assert ("| c | NT | 2 | 2/2 | 100.0 (over 2 of 2 with a verdict) | 0.0 (over 2 of 2 labelled) | 100.0 | 0.0 |"
+            in mode_table(metrics))
+
+
+def test_gaps_table_shows_no_interval_below_the_minimum_of_pairs():
+    from howeval.report.tables import gaps_table
+
+    m = {"configs": {"few": {"delta_acc": 1.0, "delta_acc_ci": [1.0, 1.0], "n_paired_acc": 2, "n_paired_pat": 0},
+                     "many": {"delta_acc": 0.1, "delta_acc_ci": [-0.05, 0.25], "n_paired_acc": 40, "n_paired_pat": 40}}}
+    t = gaps_table(m)
+    assert "| few | +100.0 | too few pairs (2 < 10) | – |" in t
+    assert "| many | +10.0 | [-5.0, +25.0] | – |" in t
