@@ -26,10 +26,17 @@ that await a separate ``@serve.batch`` list method item by item, so the items of
 one forward pass; ``reconfigure(user_config)`` sets ``max_batch_size`` (items per forward pass) and
 ``batch_wait_timeout_s`` from the Serve config.
 
-Load shedding is Serve's own: each replica works on ``max_ongoing_requests`` at once, at most
-``max_queued_requests`` wait, and the rest are answered at once by the proxy with ``503`` and
-``Retry-After`` (``backpressure_config``; values in ``configs/serve/reward.yaml``), so clients back off
-instead of queueing without limit.
+Load shedding: each ingress replica scores ``limits.max_concurrent_requests`` (32) requests at once and lets
+``limits.max_waiting_requests`` (64) wait, the rest get ``503`` with ``Retry-After``. Serve's own
+``max_ongoing_requests`` is higher (256) because it also counts requests whose body is still arriving
+(:class:`Guard`: at most ``limits.body_timeout_s``, after the bearer check); past it and
+``max_queued_requests`` the proxy answers ``503`` and ``Retry-After`` (``backpressure_config``), so
+clients back off instead of queueing without limit (issue 35).
+
+Failover (issues 21, 35): PatternRM, the step scorer and the LLM verifier each fail over for
+:data:`FAILOVER_S` after a failure for unavailability: their rows degrade at once, named, and every call
+then waiting on the part is answered too; a call that waits past :data:`PING_AFTER_S` pings its part, so a
+part with no live replica fails over in seconds instead of after ``patternrm_timeout_s``.
 
 Counters and latency go through ``ray.serve.metrics`` (aggregated by Ray's metrics agent across
 replicas, tagged by route/status/kind); ``GET /metrics`` returns this node's agent text filtered to them.
@@ -379,7 +386,20 @@ class _Metrics:
                                          tag_keys=("route",))
 
 
-@serve.deployment(name="RewardIngress", max_ongoing_requests=32, max_queued_requests=64,
+# (module helpers the ingress calls are defined above it: @serve.ingress pickles the class with the globals
+# defined so far)
+async def _awaited(x: Any) -> Any:
+    return await x
+
+
+def item_chars(it: RewardItem) -> int:
+    """Characters of every text of an item that costs the server work: prompt (gate key, PatternRM), response,
+    answer, options and reference steps (embedded for cpr). ``limits.max_request_chars`` bounds their sum."""
+    return (len(it.prompt) + len(it.response) + len(it.answer) + sum(len(o) for o in it.options or ())
+            + sum(len(s) for s in it.reference_steps or ()))
+
+
+@serve.deployment(name="RewardIngress", max_ongoing_requests=256, max_queued_requests=64,
                   backpressure_config={"status_code": 503, "retry_after_s": 1},
                   ray_actor_options={"num_cpus": 0.5})
 @serve.ingress(app)
@@ -654,17 +674,6 @@ class RewardIngress:
         gate = self._gates.get(name)
         if gate is not None:
             gate.set()
-
-
-async def _awaited(x: Any) -> Any:
-    return await x
-
-
-def item_chars(it: RewardItem) -> int:
-    """Characters of every text of an item that costs the server work: prompt (gate key, PatternRM), response,
-    answer, options and reference steps (embedded for cpr). ``limits.max_request_chars`` bounds their sum."""
-    return (len(it.prompt) + len(it.response) + len(it.answer) + sum(len(o) for o in it.options or ())
-            + sum(len(s) for s in it.reference_steps or ()))
 
 
 # -------------------------------------------------------------------------------------------- builders
