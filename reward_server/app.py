@@ -85,13 +85,13 @@ FAILOVER_S = 5.0
 degraded at once for this many seconds instead of letting each request wait out ``patternrm_timeout_s``; the
 first request after the window tries the part again (issue 21: after a kill every request waited 20 s)."""
 
-PING_AFTER_S = 1.0
+PING_AFTER_S = 2.0
 """A part's call that has not answered after this many seconds starts a liveness ping of the part (a plain
 method, not batched); a ping that fails or takes over :data:`PING_TIMEOUT_S` fails the part over at once, with
 every call waiting on it (issue 35: after the step-scorer replica was killed, each request waited the full
 ``patternrm_timeout_s`` for the replacement to load)."""
 
-PING_TIMEOUT_S = 2.0
+PING_TIMEOUT_S = 3.0
 
 STEP_CHUNK = 32
 """StepScorer: a request with more uncached step texts than this embeds them in chunks of this many, taking
