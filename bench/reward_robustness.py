@@ -11,14 +11,16 @@ connections and never answers, ``timeout_s`` 5). Then, each phase bounded by ``-
 
 1. ``baseline``: one normal client, requests one after another (3 items: pattern, base, cpr): p50/p99;
 2. ``slow_bodies``: the same client while 100 connections (50 with the token, 50 without) send headers and
-   part of a body, wait to be answered, and reconnect: p99 against the baseline's (goal: <= 2x);
+   part of a body, wait to be answered, and reconnect a second later: p99 against the baseline's (goal:
+   <= 2x; the baseline is measured again after the attack, ``baseline_after``, and the goal uses the mean);
 3. ``hung_verifier``: 32 clients on ``/llm`` (2 unresolved + 2 resolved items each): statuses (goal: no
    504), every unresolved row degraded with a reason, latency against the failover window;
 4. ``big_cpr``: 8 clients sending small cpr requests while one ~1.9 MB cpr request (accepted: under
    ``max_request_chars``) and one ~2.1 MB one (refused 422) arrive: the small clients' degraded rows
    (goal: 0) and p99;
 5. ``kill_step_scorer``: 16 cpr clients; the StepScorer replica process is SIGKILLed: every request
-   answered (goal: 200, each within the failover window), degraded rows named;
+   answered (goal: 200, each answered after the kill within FAILOVER_S of the p99 before it), degraded
+   rows named;
 6. ``autoscale``: the most ``RewardIngress`` replica processes seen during phases 3-5 (goal: 2);
 7. ``listeners``: ``ss -ltnp`` of the server's processes: what is bound beyond 127.0.0.1.
 
@@ -48,6 +50,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 REF = ["Read the two numbers from the table", "Add the two numbers", "The total is the answer"]
 FAILOVER_S = 5.0  # reward_server.app.FAILOVER_S
 LLM_TIMEOUT_S = 5.0
+REOPEN_S = 1.0  # a slow-body connection that was answered is reopened this long after
 
 
 def free_port() -> int:
@@ -150,7 +153,7 @@ def pct(xs: list[float], q: float) -> float:
 
 async def normal_client(url: str, seconds: float, kinds=("pattern", "base", "cpr"), path: str = "/v1/rewards",
                         start: int = 0) -> dict:
-    lat, codes, degraded, no_reason = [], {}, 0, 0
+    lat, codes, degraded, no_reason, reasons, starts = [], {}, 0, 0, {}, []
     stop = time.monotonic() + seconds
     k = start
     async with httpx.AsyncClient(timeout=120) as c:
@@ -159,19 +162,27 @@ async def normal_client(url: str, seconds: float, kinds=("pattern", "base", "cpr
             t = time.monotonic()
             r = await c.post(url + path, json=body, headers=AUTH)
             lat.append(time.monotonic() - t)
+            starts.append(t)
             codes[r.status_code] = codes.get(r.status_code, 0) + 1
             if r.status_code == 200:
                 for row in r.json()["rewards"]:
                     degraded += row["degraded"]
                     no_reason += row["degraded"] and not row["error"]
+                    if row["degraded"] and row["error"]:
+                        key = row["error"][:70]
+                        reasons[key] = reasons.get(key, 0) + 1
             k += 1
-    return {"latency": lat, "codes": codes, "degraded_rows": degraded, "degraded_without_reason": no_reason}
+    return {"latency": lat, "codes": codes, "degraded_rows": degraded, "degraded_without_reason": no_reason,
+            "reasons": reasons, "starts": starts}
 
 
 def merge(parts: list[dict]) -> dict:
-    out = {"latency": [], "codes": {}, "degraded_rows": 0, "degraded_without_reason": 0}
+    out = {"latency": [], "codes": {}, "degraded_rows": 0, "degraded_without_reason": 0, "reasons": {}, "starts": []}
     for p in parts:
         out["latency"] += p["latency"]
+        out["starts"] += p["starts"]
+        for k, v in p["reasons"].items():
+            out["reasons"][k] = out["reasons"].get(k, 0) + v
         for k, v in p["codes"].items():
             out["codes"][k] = out["codes"].get(k, 0) + v
         out["degraded_rows"] += p["degraded_rows"]
@@ -183,7 +194,8 @@ def summary(d: dict) -> dict:
     lat = d["latency"]
     return {"requests": len(lat), "p50_s": round(pct(lat, 0.5), 3), "p99_s": round(pct(lat, 0.99), 3),
             "max_s": round(max(lat), 3) if lat else None, "codes": {str(k): v for k, v in sorted(d["codes"].items())},
-            "degraded_rows": d["degraded_rows"], "degraded_without_reason": d["degraded_without_reason"]}
+            "degraded_rows": d["degraded_rows"], "degraded_without_reason": d["degraded_without_reason"],
+            "reasons": dict(sorted(d["reasons"].items(), key=lambda kv: -kv[1])[:4])}
 
 
 async def slow_body(port: int, with_token: bool, stop: float, counts: dict) -> None:
@@ -199,6 +211,7 @@ async def slow_body(port: int, with_token: bool, stop: float, counts: dict) -> N
             code = line.split(b" ")[1].decode() if line.count(b" ") >= 1 else "closed"
             counts[code] = counts.get(code, 0) + 1
             w.close()
+            await asyncio.sleep(REOPEN_S)  # answered and closed: open the next one
         except (OSError, asyncio.TimeoutError, IndexError):
             counts["error"] = counts.get("error", 0) + 1
             await asyncio.sleep(0.1)
@@ -282,7 +295,12 @@ async def phase_kill(url: str, sid: int, seconds: float) -> dict:
 
     parts = await asyncio.gather(killer(), *(normal_client(url, seconds, kinds=("cpr", "base"), start=40_000 + 1000 * n)
                                              for n in range(16)))
-    return {"killed_pids": list(killed), **summary(merge(list(parts[1:])))}
+    m = merge(list(parts[1:]))
+    t_kill = min(killed.values()) if killed else float("inf")
+    before = [lt for lt, st in zip(m["latency"], m["starts"]) if st + lt < t_kill]
+    after = [lt for lt, st in zip(m["latency"], m["starts"]) if st + lt >= t_kill]
+    return {"killed_pids": list(killed), "p99_before_kill_s": round(pct(before, 0.99), 3),
+            "max_after_kill_s": round(max(after), 3) if after else None, "answered_after_kill": len(after), **summary(m)}
 
 
 def ingress_replicas(sid: int) -> int:
@@ -312,6 +330,7 @@ async def run_phases(url: str, port: int, sid: int, seconds: float) -> dict:
     out: dict = {}
     out["baseline"] = summary(await normal_client(url, seconds))
     out["slow_bodies"] = await phase_slow_bodies(url, port, seconds)
+    out["baseline_after"] = summary(await normal_client(url, seconds / 2, start=5_000))
     stop, seen = asyncio.Event(), []
     watcher = asyncio.ensure_future(watch_replicas(sid, stop, seen))
     out["hung_verifier"] = await phase_hung_verifier(url, seconds)
@@ -324,20 +343,21 @@ async def run_phases(url: str, port: int, sid: int, seconds: float) -> dict:
 
 
 def goals(r: dict) -> dict[str, bool]:
-    base_p99 = r["baseline"]["p99_s"]
+    base_p99 = (r["baseline"]["p99_s"] + r["baseline_after"]["p99_s"]) / 2
     sb = r["slow_bodies"]["normal"]
     hv = r["hung_verifier"]
     kill = r["kill_step_scorer"]
-    typical = r["baseline"]["p99_s"]
     return {
-        "slow bodies: normal p99 <= 2x baseline p99": sb["p99_s"] <= 2 * base_p99 and set(sb["codes"]) == {"200"},
+        "slow bodies: normal p99 <= 2x baseline p99 (mean of before and after)": sb["p99_s"] <= 2 * base_p99
+            and set(sb["codes"]) == {"200"},
         "hung verifier: 0 of its requests 504": hv["codes"].get("504", 0) == 0,
         "hung verifier: every unresolved row degraded with an llm verifier reason":
             hv["unresolved_rows"] > 0 and hv["unresolved_rows_named_llm_verifier"] == hv["unresolved_rows"],
         "big cpr: the 2.1 MB request refused, the others' rows not degraded":
             r["big_cpr"]["refused_big"]["status"] in (413, 422) and r["big_cpr"]["small_clients"]["degraded_rows"] == 0,
-        "kill: every request answered 200 within the failover window":
-            set(kill["codes"]) == {"200"} and kill["max_s"] <= FAILOVER_S + max(typical, 1.0) * 2,
+        "kill: every request answered 200, each within the failover window of its usual time":
+            set(kill["codes"]) == {"200"} and kill["max_after_kill_s"] is not None
+            and kill["max_after_kill_s"] <= FAILOVER_S + kill["p99_before_kill_s"],
         "every degraded row names its reason": all(x["degraded_without_reason"] == 0 for x in
                                                    (r["baseline"], sb, r["big_cpr"]["small_clients"], kill)),
         "autoscale: a second ingress replica": r["autoscale"]["ingress_replicas_max"] >= 2,
@@ -354,9 +374,11 @@ def write_md(path: Path, r: dict, ok: dict[str, bool]) -> None:
         f"`make bench-reward-robust` ({r['when']}, {r['machine']}, load average at start {r['load_avg']}; "
         f"{r['seconds']} s per phase; server = `reward_server.serve_local`, rules PatternRM, Ray on {r['num_cpus']} CPUs).", "",
         "| phase | figures |", "|---|---|",
-        f"| baseline (1 client, pattern+base+cpr) | {b['requests']} requests, p50 {b['p50_s']} s, p99 {b['p99_s']} s |",
-        f"| 100 slow-body connections (50 with token) | normal client: {sb['normal']['requests']} requests, p50 {sb['normal']['p50_s']} s, "
-        f"p99 {sb['normal']['p99_s']} s ({sb['normal']['p99_s'] / max(b['p99_s'], 1e-9):.2f}x baseline), codes {sb['normal']['codes']}; "
+        f"| baseline (1 client, pattern+base+cpr) | {b['requests']} requests, p50 {b['p50_s']} s, p99 {b['p99_s']} s; "
+        f"after the attack: {r['baseline_after']['requests']} requests, p50 {r['baseline_after']['p50_s']} s, "
+        f"p99 {r['baseline_after']['p99_s']} s |",
+        f"| 100 slow-body connections (50 with token; reopened {REOPEN_S} s after each answer) | normal client: {sb['normal']['requests']} requests, p50 {sb['normal']['p50_s']} s, "
+        f"p99 {sb['normal']['p99_s']} s ({sb['normal']['p99_s'] / max((b['p99_s'] + r['baseline_after']['p99_s']) / 2, 1e-9):.2f}x baseline), codes {sb['normal']['codes']}; "
         f"slow connections answered {sb['slow_connection_answers']} |",
         f"| hung LLM verifier, 32 clients | {hv['requests']} requests, codes {hv['codes']}, p50 {hv['p50_s']} s, p99 {hv['p99_s']} s, "
         f"max {hv['max_s']} s (verifier timeout_s {LLM_TIMEOUT_S}, failover {FAILOVER_S} s); unresolved rows {hv['unresolved_rows']}, "

@@ -93,10 +93,12 @@ every call waiting on it (issue 35: after the step-scorer replica was killed, ea
 
 PING_TIMEOUT_S = 3.0
 
-STEP_CHUNK = 32
-"""StepScorer: a request with more uncached step texts than this embeds them in chunks of this many, taking
-turns with the batches of other requests (issue 35: one 0.5-1.5 MB cpr request held the scorer 50-75 s and
-degraded every other client's cpr rows)."""
+STEP_CHUNK = 16
+"""StepScorer: a request with more uncached step texts than this embeds them in chunks of at most this many
+steps and :data:`STEP_CHUNK_CHARS` characters, taking turns with the batches of other requests (issue 35: one
+0.5-1.5 MB cpr request held the scorer 50-75 s and degraded every other client's cpr rows)."""
+
+STEP_CHUNK_CHARS = 8_000
 
 SETTINGS: dict[str, Any] = {}
 """The ingress replica's ``token``, ``max_body_bytes``, ``body_timeout_s`` and ``metrics_public``, read by :class:`Guard`.
@@ -202,17 +204,23 @@ class StepScorer:
         """Step F1 of a request's pairs in order; one handle call, pairs batched one by one as in ``f1``.
 
         A request whose uncached step texts (predicted steps after ``max_pred_steps``, reference steps, each
-        cut to ``max_step_chars``) number over :data:`STEP_CHUNK` embeds them first, :data:`STEP_CHUNK` at a
-        time, each chunk taking its turn on the encoder with the other requests' batches (one FIFO lock):
+        cut to ``max_step_chars``) number over :data:`STEP_CHUNK` or hold over :data:`STEP_CHUNK_CHARS`
+        characters embeds them first, in chunks of at most that many, each chunk taking its turn on the
+        encoder with the other requests' batches (one FIFO lock):
         a big request costs its own time, and the others wait for one chunk, not for all of it.
         """
         cut, cap = self.cfg.max_step_chars, self.cfg.max_pred_steps
         texts = list(dict.fromkeys(t[:cut] for p in pairs for t in (*list(p["pred"])[:cap], *p["ref"])))
         new = [t for t in texts if t not in self.emb._index]  # the cache's keys: cached texts cost nothing
-        if len(new) > STEP_CHUNK:
+        if len(new) > STEP_CHUNK or sum(map(len, new)) > STEP_CHUNK_CHARS:
             self.chunked += 1
-            for k in range(0, len(new), STEP_CHUNK):
-                await self._on_encoder(self.emb.add, new[k:k + STEP_CHUNK])
+            chunk: list[str] = []
+            for t in new:
+                if chunk and (len(chunk) >= STEP_CHUNK or sum(map(len, chunk)) + len(t) > STEP_CHUNK_CHARS):
+                    await self._on_encoder(self.emb.add, chunk)
+                    chunk = []
+                chunk.append(t)
+            await self._on_encoder(self.emb.add, chunk)
         return list(await asyncio.gather(*(self._f1_batch(x) for x in pairs)))
 
     async def _on_encoder(self, fn: Any, *args: Any) -> Any:
@@ -434,6 +442,7 @@ class RewardIngress:
         self._down_until: dict[str, float] = {}  # part name -> monotonic time its fail-fast window ends
         self._down_reason: dict[str, str] = {}
         self._gates: dict[str, asyncio.Event] = {}  # part name -> set when the part fails (releases every waiting call)
+        self._probing: dict[str, asyncio.Task] = {}  # part name -> the background ping of a failed-over part
         self._work: asyncio.Semaphore | None = None  # limits.max_concurrent_requests (made on the replica's loop)
         self._waiting = 0
         self.llm = None
@@ -605,13 +614,18 @@ class RewardIngress:
         Failover: a failure opens the part's :data:`FAILOVER_S` window (its rows degrade at once, no call) and
         answers every call then waiting on the part with the same reason; a call still waiting after
         :data:`PING_AFTER_S` pings the part (``ping()``, :data:`PING_TIMEOUT_S`), so a part with no live
-        replica (killed, its replacement still loading) fails over in seconds, not after the timeout.
+        replica (killed, its replacement still loading) fails over in seconds, not after the timeout. After
+        the window one background ping (:meth:`_probe`) decides: answered, calls go to the part again; not,
+        a new window. Requests never wait on a part known to be down.
         """
         if not n:
             return []
         now = time.monotonic()
-        if self._down_until.get(name, 0.0) > now:
-            return f"failing over: {self._down_reason.get(name, 'unavailable')} (retried after {self._down_until[name] - now:.1f} s)"
+        if name in self._down_reason:  # failed over: answered now; past the window one background ping decides
+            left = self._down_until[name] - now
+            if left <= 0 and name not in self._probing:
+                self._probing[name] = asyncio.ensure_future(self._probe(name, ping))
+            return f"failing over: {self._down_reason[name]} " + (f"(next try in {left:.1f} s)" if left > 0 else "(a ping is trying it)")
         gate = self._gates.get(name)
         if gate is None or gate.is_set():
             gate = self._gates[name] = asyncio.Event()
@@ -665,6 +679,22 @@ class RewardIngress:
                     f"ping failed: {type(e).__name__}: {str(e)[:200]}"
                 self._fail(name, f"unavailable: {what}", 0)
                 return
+
+    async def _probe(self, name: str, ping: Any) -> None:
+        """After the failover window: one ping, in the background (no request waits on it). An answer closes
+        the failover (the next calls go to the part); none opens a new window."""
+        try:
+            await asyncio.wait_for(_awaited(ping()), PING_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001 - still no live replica, whatever the error
+            what = f"no answer to a ping within {PING_TIMEOUT_S} s" if isinstance(e, asyncio.TimeoutError) else \
+                f"ping failed: {type(e).__name__}: {str(e)[:200]}"
+            self._fail(name, f"unavailable: {what}", 0)
+        else:
+            log.warning("%s answers its ping again: failover closed", name)
+            self._down_reason.pop(name, None)
+            self._down_until.pop(name, None)
+        finally:
+            self._probing.pop(name, None)
 
     def _fail(self, name: str, reason: str, n: int) -> None:
         """Open ``name``'s failover window and answer every call waiting on it (their rows degrade now)."""

@@ -131,7 +131,7 @@ def _ingress(timeout_s: float = 20.0):
     cls = app_module.RewardIngress.func_or_class
     ing = cls.__new__(cls)
     ing.cfg = load_server_config({"auth": {"token_env": None}, "limits": {"patternrm_timeout_s": timeout_s}})
-    ing._down_until, ing._down_reason, ing._gates = {}, {}, {}
+    ing._down_until, ing._down_reason, ing._gates, ing._probing = {}, {}, {}, {}
     return ing
 
 
@@ -162,6 +162,41 @@ def test_a_part_with_no_live_replica_fails_over_on_its_ping_not_its_timeout(monk
     assert all(isinstance(r, str) and "no answer to a ping within 0.3 s" in r for r in out), out
     assert len(calls) == 8 and all(c.cancelled for c in calls)  # every call given up was cancelled
     assert again.startswith("failing over: unavailable: no answer to a ping") and len(calls) == 8  # no new call
+
+
+def test_after_the_window_a_background_ping_decides_and_no_request_waits(monkeypatch):
+    _set(monkeypatch, PING_AFTER_S=0.1, PING_TIMEOUT_S=0.3, FAILOVER_S=0.2)
+    ing = _ingress()
+    alive = {"ok": False}
+    calls = []
+
+    async def ping():
+        if not alive["ok"]:
+            await asyncio.sleep(3600)
+        return "ok"
+
+    async def answer():
+        calls.append(1)
+        return [1.0]
+
+    async def go():
+        first = await ing._call("step scorer", lambda: _Hung(), 1, ping)  # fails over on its ping
+        await asyncio.sleep(0.3)  # the window is over
+        t0 = time.monotonic()
+        during = await ing._call("step scorer", answer, 1, ping)  # answered now; starts the background ping
+        took = time.monotonic() - t0
+        await asyncio.sleep(0.5)  # that ping gets no answer: a new window
+        alive["ok"] = True
+        await asyncio.sleep(0.3)
+        await ing._call("step scorer", answer, 1, ping)  # past the new window: a ping that answers
+        await asyncio.sleep(0.1)
+        back = await ing._call("step scorer", answer, 1, ping)
+        return first, during, took, back
+
+    first, during, took, back = asyncio.run(go())
+    assert "no answer to a ping" in first
+    assert during.startswith("failing over:") and "a ping is trying it" in during and took < 0.2
+    assert back == [1.0] and calls == [1]  # no call reached the part until its ping answered
 
 
 def test_a_slow_part_that_answers_its_ping_is_waited_for(monkeypatch):
