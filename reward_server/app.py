@@ -443,6 +443,7 @@ class RewardIngress:
         self._down_reason: dict[str, str] = {}
         self._gates: dict[str, asyncio.Event] = {}  # part name -> set when the part fails (releases every waiting call)
         self._probing: dict[str, asyncio.Task] = {}  # part name -> the background ping of a failed-over part
+        self._last_ok: dict[str, float] = {}  # part name -> monotonic time of its last complete answer
         self._work: asyncio.Semaphore | None = None  # limits.max_concurrent_requests (made on the replica's loop)
         self._waiting = 0
         self.llm = None
@@ -616,7 +617,9 @@ class RewardIngress:
         :data:`PING_AFTER_S` pings the part (``ping()``, :data:`PING_TIMEOUT_S`), so a part with no live
         replica (killed, its replacement still loading) fails over in seconds, not after the timeout. After
         the window one background ping (:meth:`_probe`) decides: answered, calls go to the part again; not,
-        a new window. Requests never wait on a part known to be down.
+        a new window. Requests never wait on a part known to be down. A call past ``patternrm_timeout_s``
+        while the part answered other calls meanwhile (one big request, issue 35) degrades its own rows
+        only: no failover for the others.
         """
         if not n:
             return []
@@ -646,10 +649,15 @@ class RewardIngress:
                 out = list(work.result())
                 if len(out) != n:
                     raise RuntimeError(f"{len(out)} answers for {n} inputs")
+                self._last_ok[name] = time.monotonic()
                 return out
             if down in done:  # another call or a ping found the part down: its reason, at once
                 return f"failing over: {self._down_reason.get(name, 'unavailable')}"
-            raise TimeoutError(f"no answer within patternrm_timeout_s={self.cfg.limits.patternrm_timeout_s} s")
+            timeout = self.cfg.limits.patternrm_timeout_s
+            if self._last_ok.get(name, 0.0) > now:  # the part answered other calls meanwhile: this request's own cost
+                return (f"no answer within patternrm_timeout_s={timeout} s for this request's {n} inputs "
+                        f"(the {name} answers other requests: no failover)")
+            raise TimeoutError(f"no answer within patternrm_timeout_s={timeout} s")
         except Exception as e:  # noqa: BLE001 - down, deleted, timed out, crashed, back-pressured: never a bare 500
             reason = f"unavailable: {type(e).__name__}: {str(e)[:200]}"
             self._fail(name, reason, n)

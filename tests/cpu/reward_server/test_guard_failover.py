@@ -131,7 +131,7 @@ def _ingress(timeout_s: float = 20.0):
     cls = app_module.RewardIngress.func_or_class
     ing = cls.__new__(cls)
     ing.cfg = load_server_config({"auth": {"token_env": None}, "limits": {"patternrm_timeout_s": timeout_s}})
-    ing._down_until, ing._down_reason, ing._gates, ing._probing = {}, {}, {}, {}
+    ing._down_until, ing._down_reason, ing._gates, ing._probing, ing._last_ok = {}, {}, {}, {}, {}
     return ing
 
 
@@ -214,3 +214,26 @@ def test_a_slow_part_that_answers_its_ping_is_waited_for(monkeypatch):
 
     out = asyncio.run(ing._call("step scorer", lambda: slow_answer(), 2, ping))
     assert out == [0.5, 0.25] and len(pings) >= 2 and not ing._down_reason
+
+
+def test_one_request_past_its_timeout_while_the_part_answers_others_fails_nobody_over(monkeypatch):
+    """Issue 35: a 1.9 MB cpr request timed out on the (busy, alive) step scorer and opened the failover
+    window for every other client. Now, when other calls were answered meanwhile, only its rows degrade."""
+    _set(monkeypatch, PING_AFTER_S=5.0, PING_TIMEOUT_S=1.0)
+    ing = _ingress(timeout_s=0.5)
+
+    async def small():
+        await asyncio.sleep(0.05)
+        return [0.5]
+
+    async def go():
+        big = asyncio.ensure_future(ing._call("step scorer", lambda: _Hung(), 600, lambda: small()))
+        await asyncio.sleep(0.1)
+        other = await ing._call("step scorer", small, 1, lambda: small())
+        big_reason = await big
+        after = await ing._call("step scorer", small, 1, lambda: small())
+        return big_reason, other, after
+
+    big_reason, other, after = asyncio.run(go())
+    assert other == [0.5] and after == [0.5] and not ing._down_reason
+    assert "for this request's 600 inputs" in big_reason and "no failover" in big_reason
