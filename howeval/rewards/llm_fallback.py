@@ -15,8 +15,10 @@ beside PatternRM and the step scorer); per process:
 - a failover window like the ingress's for PatternRM and the step scorer (issue 35: one hung verifier
   turned half the requests into 504s): when a call the verifier took a slot for times out or cannot
   connect, every call waiting on it or in flight is answered at once ``llm verifier: failing over: ...``,
-  and for ``failover_s`` seconds new items are answered so without a call; the first item after the
-  window tries the verifier again. A status error (4xx/5xx answered at once) fails only its own item.
+  and for ``failover_s`` seconds new items are answered so without a call; after the window the first
+  item asked starts one background call (it is answered failing over itself: no request waits on a verifier
+  known to be down), whose answer closes the failover. A status error (4xx/5xx answered at once) fails only
+  its own item.
 """
 from __future__ import annotations
 
@@ -71,6 +73,8 @@ class LLMFallback:
     Args:
         cfg: :class:`LLMFallbackConfig`.
         transport: an ``httpx.AsyncBaseTransport`` for tests; None = the network.
+        failover_s: the failover window in seconds (the reward server passes its ``FAILOVER_S``, 5 s, the
+            window of PatternRM and the step scorer).
 
     ``await verify(items)`` -> one ``{"correct": bool | None, "method": "llm" | "llm_error", "reason": str}``
     per item (``prompt``/``question``, ``response``, ``answer``, ``answer_type``, ``options?``), in order.
