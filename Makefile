@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast test-vllm bench-engines bench-sweep-vllm bench-longtail sweep report bench bench-sweep bench-cluster bench-crystal bench-reward bench-verify patternrm train-smoke train-elastic serve submit-local k8s-render image image-base-debian cluster-smoke test-deepspeed check-gpu clean help
+.PHONY: install demo test test-fast test-vllm bench-engines bench-sweep-vllm bench-longtail sweep report bench bench-sweep bench-cluster bench-crystal bench-reward bench-reward-robust bench-verify patternrm patternrm-sft train-smoke train-elastic serve submit-local k8s-render image image-base-debian cluster-smoke test-deepspeed check-gpu clean help
 
 help:
 	@echo "make demo    - create $(VENV), install, run the embedded-default sweep (PatternEval, CRYSTAL, AdaptMMBench) -> runs/demo/index.html"
@@ -29,7 +29,8 @@ help:
 	@echo "make patternrm - train the embedded PatternRM (MiniLM + head, cached in ~/.cache/howeval) and score it on the 47 hand labels"
 	@echo "make train-smoke - 2 GRPO steps on CPU, checkpoint, then resume to step 3 (text policy, then the tiny VLM on image prompts)"
 	@echo "make train-elastic - elastic GRPO on a simulated 3-node cluster: a node leaves, one joins, training goes on"
-	@echo "make serve [PORT=N] - the reward server on 127.0.0.1:8000, or port N (embedded defaults)"
+	@echo "make serve [PORT=N] - the reward server on 127.0.0.1:8000, or port N (embedded defaults; Ray on loopback)"
+	@echo "make bench-reward-robust - slow clients, hung verifier, 2 MB cpr, killed step scorer -> bench/results/reward_robustness.md"
 	@echo "make submit-local - ray job submit of the demo sweep to a local ray start --head"
 
 $(STAMP): pyproject.toml constraints/cpu.txt
@@ -138,16 +139,17 @@ submit-local: $(STAMP)
 	env -u RAY_ADDRESS RAY_AUTH_MODE=token $(BIN)/ray job submit --address http://127.0.0.1:$(SUBMIT_DASHBOARD) --working-dir . -- \
 	  $(abspath $(BIN))/python -m ray_jobs.sweep --config configs/demo.yaml --limit $(or $(LIMIT),4) --max-tokens 32 --output $(CURDIR)/runs/submit
 
-# PORT=N: the same config with http_options.port = N, written to runs/serve/reward-port-N.yaml
+# PORT=N: the same config with http_options.port = N, written to runs/serve/reward-port-N.yaml.
+# reward_server.serve_local = `serve run` on a Ray bound to 127.0.0.1 with a private token file (issue 35)
 SERVE_CONFIG ?= configs/serve/reward.yaml
 serve: $(STAMP)
 	@test -n "$$HOWEVAL_REWARD_TOKEN" || { echo "export HOWEVAL_REWARD_TOKEN=<a secret> first (bearer auth)"; exit 2; }
 ifdef PORT
 	@mkdir -p runs/serve
 	$(BIN)/python -c "import sys, yaml; c = yaml.safe_load(open(sys.argv[1])); c.setdefault('http_options', {})['port'] = int(sys.argv[2]); yaml.safe_dump(c, open(sys.argv[3], 'w'), sort_keys=False)" $(SERVE_CONFIG) $(PORT) runs/serve/reward-port-$(PORT).yaml
-	$(BIN)/serve run runs/serve/reward-port-$(PORT).yaml
+	$(BIN)/python -m reward_server.serve_local runs/serve/reward-port-$(PORT).yaml
 else
-	$(BIN)/serve run $(SERVE_CONFIG)
+	$(BIN)/python -m reward_server.serve_local $(SERVE_CONFIG)
 endif
 
 bench: bench-sweep bench-cluster bench-crystal bench-reward
@@ -160,6 +162,11 @@ patternrm: $(STAMP)
 bench-reward: $(STAMP)
 	nice -n 10 $(BIN)/python bench/reward_bench.py --kind pattern --patternrm trained --concurrency 32 --items-per-request 8 \
 	  --out bench/results/reward_bench.md --json bench/results/reward_bench.json
+
+# slow clients, a hung verifier, a 2 MB cpr request, a killed step scorer, autoscaling, listeners (issue 35; ~6 min)
+bench-reward-robust: $(STAMP)
+	nice -n 10 $(BIN)/python bench/reward_robustness.py --seconds 20 \
+	  --out bench/results/reward_robustness.md --json bench/results/reward_robustness.json
 
 bench-sweep: $(STAMP)
 	nice -n 10 $(BIN)/python bench/sweep_bench.py --out bench/results/sweep_bench.md $(SWEEP_BENCH_ARGS)

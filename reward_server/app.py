@@ -26,10 +26,17 @@ that await a separate ``@serve.batch`` list method item by item, so the items of
 one forward pass; ``reconfigure(user_config)`` sets ``max_batch_size`` (items per forward pass) and
 ``batch_wait_timeout_s`` from the Serve config.
 
-Load shedding is Serve's own: each replica works on ``max_ongoing_requests`` at once, at most
-``max_queued_requests`` wait, and the rest are answered at once by the proxy with ``503`` and
-``Retry-After`` (``backpressure_config``; values in ``configs/serve/reward.yaml``), so clients back off
-instead of queueing without limit.
+Load shedding: each ingress replica scores ``limits.max_concurrent_requests`` (32) requests at once and lets
+``limits.max_waiting_requests`` (64) wait, the rest get ``503`` with ``Retry-After``. Serve's own
+``max_ongoing_requests`` is higher (256) because it also counts requests whose body is still arriving
+(:class:`Guard`: at most ``limits.body_timeout_s``, after the bearer check); past it and
+``max_queued_requests`` the proxy answers ``503`` and ``Retry-After`` (``backpressure_config``), so
+clients back off instead of queueing without limit (issue 35).
+
+Failover (issues 21, 35): PatternRM, the step scorer and the LLM verifier each fail over for
+:data:`FAILOVER_S` after a failure for unavailability: their rows degrade at once, named, and every call
+then waiting on the part is answered too; a call that waits past :data:`PING_AFTER_S` pings its part, so a
+part with no live replica fails over in seconds instead of after ``patternrm_timeout_s``.
 
 Counters and latency go through ``ray.serve.metrics`` (aggregated by Ray's metrics agent across
 replicas, tagged by route/status/kind); ``GET /metrics`` returns this node's agent text filtered to them.
@@ -44,7 +51,7 @@ import threading
 import time
 from typing import Any
 
-from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
@@ -78,8 +85,23 @@ FAILOVER_S = 5.0
 degraded at once for this many seconds instead of letting each request wait out ``patternrm_timeout_s``; the
 first request after the window tries the part again (issue 21: after a kill every request waited 20 s)."""
 
+PING_AFTER_S = 2.0
+"""A part's call that has not answered after this many seconds starts a liveness ping of the part (a plain
+method, not batched); a ping that fails or takes over :data:`PING_TIMEOUT_S` fails the part over at once, with
+every call waiting on it (issue 35: after the step-scorer replica was killed, each request waited the full
+``patternrm_timeout_s`` for the replacement to load)."""
+
+PING_TIMEOUT_S = 3.0
+
+STEP_CHUNK = 16
+"""StepScorer: a request with more uncached step texts than this embeds them in chunks of at most this many
+steps and :data:`STEP_CHUNK_CHARS` characters, taking turns with the batches of other requests (issue 35: one
+0.5-1.5 MB cpr request held the scorer 50-75 s and degraded every other client's cpr rows)."""
+
+STEP_CHUNK_CHARS = 8_000
+
 SETTINGS: dict[str, Any] = {}
-"""The ingress replica's ``token`` and ``max_body_bytes``, read by :class:`BodyLimit` and :func:`check_bearer`.
+"""The ingress replica's ``token``, ``max_body_bytes``, ``body_timeout_s`` and ``metrics_public``, read by :class:`Guard`.
 
 Set by ``RewardIngress.__init__`` on *this imported module*: Serve pickles the ingress class by value (its
 globals are a copy) and the FastAPI app too (a frozen copy), so neither ``app.state`` nor a plain global
@@ -142,6 +164,10 @@ class PatternRMServer:
     def stats(self) -> dict:
         return {"version": self.rm.version, "batch_sizes": list(self.batch_sizes)}
 
+    async def ping(self) -> str:
+        """Liveness (the ingress's watchdog): answered on the replica's event loop, beside any batch."""
+        return "ok"
+
 
 # ----------------------------------------------------------------------------------------------- steps
 
@@ -164,6 +190,8 @@ class StepScorer:
         check_config(cpr, CPRConfig, "cpr")
         self.cfg = cpr
         self.emb = StepEmbedder(self.cfg.embedder_path)
+        self._lock: asyncio.Lock | None = None  # one encoder: batches and big requests' chunks take turns
+        self.chunked = 0  # requests embedded in chunks (for tests)
 
     def reconfigure(self, user_config: dict) -> None:
         _apply_batching(self._f1_batch, user_config, "StepScorer")
@@ -173,17 +201,54 @@ class StepScorer:
         return await self._f1_batch(pair)
 
     async def f1_many(self, pairs: list[dict]) -> list[float]:
-        """Step F1 of a request's pairs in order; one handle call, pairs batched one by one as in ``f1``."""
+        """Step F1 of a request's pairs in order; one handle call, pairs batched one by one as in ``f1``.
+
+        A request whose uncached step texts (predicted steps after ``max_pred_steps``, reference steps, each
+        cut to ``max_step_chars``) number over :data:`STEP_CHUNK` or hold over :data:`STEP_CHUNK_CHARS`
+        characters embeds them first, in chunks of at most that many, each chunk taking its turn on the
+        encoder with the other requests' batches (one FIFO lock):
+        a big request costs its own time, and the others wait for one chunk, not for all of it.
+        """
+        cut, cap = self.cfg.max_step_chars, self.cfg.max_pred_steps
+        texts = list(dict.fromkeys(t[:cut] for p in pairs for t in (*list(p["pred"])[:cap], *p["ref"])))
+        new = [t for t in texts if t not in self.emb._index]  # the cache's keys: cached texts cost nothing
+        if len(new) > STEP_CHUNK or sum(map(len, new)) > STEP_CHUNK_CHARS:
+            self.chunked += 1
+            chunk: list[str] = []
+            for t in new:
+                if chunk and (len(chunk) >= STEP_CHUNK or sum(map(len, chunk)) + len(t) > STEP_CHUNK_CHARS):
+                    await self._on_encoder(self.emb.add, chunk)
+                    chunk = []
+                chunk.append(t)
+            await self._on_encoder(self.emb.add, chunk)
         return list(await asyncio.gather(*(self._f1_batch(x) for x in pairs)))
+
+    async def _on_encoder(self, fn: Any, *args: Any) -> Any:
+        """Run ``fn(*args)`` in a worker thread, alone on the encoder and its cache (FIFO turns). If the
+        caller is cancelled (the ingress gave up), the turn is held until the thread is done: the cache is
+        never written by two threads at once."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()  # made on the replica's event loop
+        async with self._lock:
+            work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+            try:
+                return await asyncio.shield(work)
+            except asyncio.CancelledError:
+                await asyncio.wait({work})
+                raise
 
     @serve.batch(**DEFAULT_BATCH)
     async def _f1_batch(self, pairs: list[dict]) -> list[float]:
         from howeval.rewards.pipeline import step_f1_batch
 
-        return await asyncio.to_thread(step_f1_batch, self.emb, pairs, self.cfg)
+        return await self._on_encoder(step_f1_batch, self.emb, pairs, self.cfg)
 
-    def ping(self) -> str:
+    async def ping(self) -> str:
+        """Liveness (the ingress's watchdog): answered on the replica's event loop, beside any embedding."""
         return "ok"
+
+    def stats(self) -> dict:
+        return {"chunked_requests": self.chunked, "cached_steps": len(self.emb)}
 
 
 # ---------------------------------------------------------------------------------------------- ingress
@@ -197,9 +262,26 @@ app = FastAPI(
 )
 
 
-class BodyLimit:
-    """ASGI middleware: 413 for a body over ``max_body_bytes``, by Content-Length or while a chunked body
-    streams in (FastAPI has no body limit of its own). The limit is ``SETTINGS["max_body_bytes"]``."""
+OPEN_PATHS = frozenset({"/healthz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+"""Routes served without the bearer token (``/metrics`` too when ``metrics_public: true``)."""
+
+
+class Guard:
+    """Pure ASGI middleware in front of every route (issue 35: slow bodies held the replica's slots).
+
+    In this order, for each HTTP request:
+
+    1. the bearer token, from the headers alone, before a byte of the body is read (:func:`auth_error`):
+       400 for two ``Authorization`` headers, 401 for a missing or wrong token, except on
+       :data:`OPEN_PATHS`; a request without the token never waits for its body;
+    2. 413 when ``Content-Length`` is over ``limits.max_body_bytes``;
+    3. the body, read whole under ``limits.body_timeout_s`` (408 when it has not all arrived by then,
+       whatever the client still sends: a trickling or stalled body holds its slot for seconds, not for
+       Serve's 120 s ``request_timeout_s``) and the byte cap (413 while a chunked body streams in);
+    4. the app, which reads the buffered body at once.
+
+    Settings come from ``SETTINGS`` (``token``, ``max_body_bytes``, ``body_timeout_s``, ``metrics_public``).
+    """
 
     def __init__(self, asgi_app: Any):
         self.app = asgi_app
@@ -207,26 +289,31 @@ class BodyLimit:
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        limit = SETTINGS.get("max_body_bytes")
-        if limit is None:
+        if "token" not in SETTINGS:
             return await _send_json(send, 503, {"detail": "server is starting"}, [(b"retry-after", b"1")])
-        lengths = [v for k, v in scope.get("headers") or [] if k == b"content-length"]
+        headers = scope.get("headers") or []
+        path, root = scope.get("path", ""), scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root):] or "/"
+        needs_token = path not in OPEN_PATHS and not (path == "/metrics" and SETTINGS.get("metrics_public"))
+        denied = auth_error(headers, needs_token)
+        if denied is not None:
+            status, detail, extra = denied
+            return await _send_json(send, status, {"detail": detail}, extra)
+        limit = SETTINGS["max_body_bytes"]
+        lengths = [v for k, v in headers if k == b"content-length"]
         if any(not v.isdigit() or int(v) > limit for v in lengths):
             return await _send_json(send, 413, {"detail": f"body exceeds the limit of {limit} bytes"})
-        # buffer the body (at most `limit` bytes) before the app sees it: a chunked body over the limit
-        # is refused here, whatever the app's body parser would do with an error mid-stream
-        chunks, seen = [], 0
-        while True:
-            msg = await receive()
-            if msg["type"] != "http.request":
-                return  # client went away
-            seen += len(msg.get("body", b""))
-            if seen > limit:
-                return await _send_json(send, 413, {"detail": f"body exceeds the limit of {limit} bytes"})
-            chunks.append(msg.get("body", b""))
-            if not msg.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        timeout = SETTINGS["body_timeout_s"]
+        try:
+            body = await asyncio.wait_for(_read_body(receive, limit), timeout)
+        except asyncio.TimeoutError:
+            return await _send_json(send, 408, {"detail": f"the request body did not arrive within {timeout} s "
+                                                          "(limits.body_timeout_s)"}, [(b"connection", b"close")])
+        if body is None:
+            return  # the client went away
+        if len(body) > limit:
+            return await _send_json(send, 413, {"detail": f"body exceeds the limit of {limit} bytes"})
         sent = False
 
         async def replay() -> dict:
@@ -239,6 +326,22 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
 
+async def _read_body(receive: Any, limit: int) -> bytes | None:
+    """The whole body, or its first ``limit + 1`` bytes once it is over ``limit``; None if the client left."""
+    chunks, seen = [], 0
+    while True:
+        msg = await receive()
+        if msg["type"] != "http.request":
+            return None
+        chunk = msg.get("body", b"")
+        seen += len(chunk)
+        chunks.append(chunk)
+        if seen > limit:
+            return b"".join(chunks)[: limit + 1]
+        if not msg.get("more_body", False):
+            return b"".join(chunks)
+
+
 async def _send_json(send: Any, status: int, body: dict, extra_headers: list | None = None) -> None:
     data = json.dumps(body).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
@@ -246,26 +349,26 @@ async def _send_json(send: Any, status: int, body: dict, extra_headers: list | N
     await send({"type": "http.response.body", "body": data})
 
 
-app.add_middleware(BodyLimit)
+app.add_middleware(Guard)
 
 
-def check_bearer(request: Request) -> None:
-    """FastAPI dependency: the bearer token, compared in constant time (``hmac.compare_digest``).
+def auth_error(headers: list[tuple[bytes, bytes]], needs_token: bool = True) -> tuple[int, str, list] | None:
+    """The bearer check on raw ASGI headers: None when the request may go on, else ``(status, detail,
+    extra headers)``. The token is compared in constant time (``hmac.compare_digest``).
 
-    400 when the request carries more than one ``Authorization`` header (ambiguous: never pick one);
-    401 when it is missing or wrong. ``SETTINGS["token"]`` None = auth disabled (tests only).
+    400 when the request carries more than one ``Authorization`` header (ambiguous: never pick one), on
+    every route; 401 when ``needs_token`` and it is missing or wrong. ``SETTINGS["token"]`` None = auth
+    disabled (tests only).
     """
-    if "token" not in SETTINGS:
-        raise HTTPException(503, detail="server is starting", headers={"Retry-After": "1"})
-    token = SETTINGS["token"]
-    got = request.headers.getlist("authorization")
+    got = [v for k, v in headers if k == b"authorization"]
     if len(got) > 1:
-        raise HTTPException(400, detail=f"{len(got)} Authorization headers; send exactly one")
-    if token is None:
-        return
-    want = f"Bearer {token}".encode()
-    if not got or not hmac.compare_digest(got[0].encode("latin-1", "replace"), want):
-        raise HTTPException(401, detail="missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+        return 400, f"{len(got)} Authorization headers; send exactly one", []
+    token = SETTINGS.get("token")
+    if not needs_token or token is None:
+        return None
+    if not got or not hmac.compare_digest(got[0], f"Bearer {token}".encode()):
+        return 401, "missing or wrong bearer token", [(b"www-authenticate", b"Bearer")]
+    return None
 
 
 @app.exception_handler(RequestValidationError)
@@ -291,7 +394,20 @@ class _Metrics:
                                          tag_keys=("route",))
 
 
-@serve.deployment(name="RewardIngress", max_ongoing_requests=32, max_queued_requests=64,
+# (module helpers the ingress calls are defined above it: @serve.ingress pickles the class with the globals
+# defined so far)
+async def _awaited(x: Any) -> Any:
+    return await x
+
+
+def item_chars(it: RewardItem) -> int:
+    """Characters of every text of an item that costs the server work: prompt (gate key, PatternRM), response,
+    answer, options and reference steps (embedded for cpr). ``limits.max_request_chars`` bounds their sum."""
+    return (len(it.prompt) + len(it.response) + len(it.answer) + sum(len(o) for o in it.options or ())
+            + sum(len(s) for s in it.reference_steps or ()))
+
+
+@serve.deployment(name="RewardIngress", max_ongoing_requests=256, max_queued_requests=64,
                   backpressure_config={"status_code": 503, "retry_after_s": 1},
                   ray_actor_options={"num_cpus": 0.5})
 @serve.ingress(app)
@@ -318,17 +434,23 @@ class RewardIngress:
                                    "environment: export it (or set auth.token_env: null to disable auth)")
         import reward_server.app as this_module  # the imported module, not this class's pickled globals
 
-        this_module.SETTINGS.update(token=token, max_body_bytes=self.cfg.limits.max_body_bytes)
+        this_module.SETTINGS.update(token=token, max_body_bytes=self.cfg.limits.max_body_bytes,
+                                   body_timeout_s=self.cfg.limits.body_timeout_s, metrics_public=self.cfg.metrics_public)
         self.steps = step_scorer
         self._rm: DeploymentHandle | None = None
         self.metrics = _Metrics()
         self._down_until: dict[str, float] = {}  # part name -> monotonic time its fail-fast window ends
         self._down_reason: dict[str, str] = {}
+        self._gates: dict[str, asyncio.Event] = {}  # part name -> set when the part fails (releases every waiting call)
+        self._probing: dict[str, asyncio.Task] = {}  # part name -> the background ping of a failed-over part
+        self._last_ok: dict[str, float] = {}  # part name -> monotonic time of its last complete answer
+        self._work: asyncio.Semaphore | None = None  # limits.max_concurrent_requests (made on the replica's loop)
+        self._waiting = 0
         self.llm = None
         if self.cfg.on_unresolved == "llm":
             from howeval.rewards.llm_fallback import LLMFallback
 
-            self.llm = LLMFallback(self.cfg.llm_verifier)
+            self.llm = LLMFallback(self.cfg.llm_verifier, failover_s=FAILOVER_S)
 
     @property
     def rm(self) -> DeploymentHandle:
@@ -338,19 +460,20 @@ class RewardIngress:
 
     # ------------------------------------------------------------------------------------------ routes
 
-    @app.post("/v1/rewards", response_model=RewardResponse, dependencies=[Depends(check_bearer)])
+    @app.post("/v1/rewards", response_model=RewardResponse)
     async def rewards(self, body: RewardRequest) -> RewardResponse:
         """Score rollouts; the answer has one reward per item, in order."""
         return RewardResponse(rewards=await self._timed("/v1/rewards", body.items))
 
-    @app.post("/get_reward", response_model=OpenRLHFResponse, dependencies=[Depends(check_bearer)])
+    @app.post("/get_reward", response_model=OpenRLHFResponse)
     async def get_reward(self, body: OpenRLHFRequest) -> OpenRLHFResponse:
         """OpenRLHF remote reward model: ``{query, prompts, labels}`` -> ``{rewards, scores, extra_logs}``."""
         items = [self._openrlhf_item(i, q, p, lab) for i, (q, p, lab) in enumerate(zip(body.query, body.prompts, body.labels))]
         res = await self._timed("/get_reward", items)
         rewards = [r.reward for r in res]
         return OpenRLHFResponse(rewards=rewards, scores=rewards, extra_logs={
-            "s_ver": [r.s_ver for r in res], "degraded": [float(r.degraded) for r in res]})
+            "s_ver": [r.s_ver for r in res], "degraded": [float(r.degraded) for r in res]},
+            errors=[r.error for r in res])
 
     @app.get("/healthz")
     async def healthz(self) -> dict:
@@ -376,8 +499,6 @@ class RewardIngress:
 
         Behind the bearer token unless ``metrics_public: true``. 503 when the agent cannot be read.
         """
-        if not self.cfg.metrics_public:
-            check_bearer(request)
         import httpx
         import ray
 
@@ -415,6 +536,19 @@ class RewardIngress:
 
         t0 = time.perf_counter()
         status = "200"
+        lim = self.cfg.limits
+        if self._work is None:
+            self._work = asyncio.Semaphore(lim.max_concurrent_requests)
+        if self._work.locked() and self._waiting >= lim.max_waiting_requests:
+            self.metrics.requests.inc(tags={"route": route, "status": "503"})
+            raise HTTPException(503, detail=f"{lim.max_concurrent_requests} requests in work and {self._waiting} waiting "
+                                            "(limits.max_concurrent_requests, max_waiting_requests): retry later",
+                                headers={"Retry-After": str(lim.retry_after_s)})
+        self._waiting += 1
+        try:
+            await self._work.acquire()
+        finally:
+            self._waiting -= 1
         try:
             return await asyncio.wait_for(self.score(items), self.cfg.limits.request_timeout_s)
         except asyncio.TimeoutError:
@@ -430,6 +564,7 @@ class RewardIngress:
             status = str(e.status_code)
             raise
         finally:
+            self._work.release()
             self.metrics.requests.inc(tags={"route": route, "status": status})
             self.metrics.latency.observe(time.perf_counter() - t0, tags={"route": route})
 
@@ -440,10 +575,11 @@ class RewardIngress:
 
         if len(items) > self.cfg.limits.max_items:
             raise RewardItemError(0, f"{len(items)} items exceed limits.max_items={self.cfg.limits.max_items}")
-        total = sum(len(it.response) for it in items)
+        total = sum(item_chars(it) for it in items)
         if total > self.cfg.limits.max_request_chars:
-            raise RewardItemError(0, f"the responses hold {total} characters in all, over limits.max_request_chars="
-                                     f"{self.cfg.limits.max_request_chars}: send fewer items per request")
+            raise RewardItemError(0, f"the items hold {total:,} characters in all (prompts, responses, answers, options and "
+                                     f"reference steps), over limits.max_request_chars={self.cfg.limits.max_request_chars:,}: "
+                                     "send fewer items per request")
         stop = threading.Event()  # set when this request's answer can no longer be used (timeout, client gone)
         try:
             plan = await asyncio.to_thread(prepare, [it.model_dump() for it in items], self.cfg.pattern,
@@ -452,8 +588,10 @@ class RewardIngress:
             stop.set()  # the worker thread stops before its next item's verifier (no more math-verify children)
             raise
         rm, f1, llm = await asyncio.gather(  # one handle call per part and request (per-item calls cost more than the model)
-            self._call("patternrm", lambda: self.rm.label_many.remote(plan.rm_requests()), len(plan.rm_index)),
-            self._call("step scorer", lambda: self.steps.f1_many.remote(plan.step_requests()), len(plan.step_index)),
+            self._call("patternrm", lambda: self.rm.label_many.remote(plan.rm_requests()), len(plan.rm_index),
+                       lambda: self.rm.ping.remote()),
+            self._call("step scorer", lambda: self.steps.f1_many.remote(plan.step_requests()), len(plan.step_index),
+                       lambda: self.steps.ping.remote()),
             self._llm(plan.llm_requests()),
         )
         rows = assemble(plan, rm, f1, self.cfg.pattern, self.cfg.cpr, self.cfg.on_failure, llm)
@@ -469,37 +607,111 @@ class RewardIngress:
             return None
         return await self.llm.verify(items)
 
-    async def _call(self, name: str, make_call: Any, n: int) -> list | str:
+    async def _call(self, name: str, make_call: Any, n: int, ping: Any) -> list | str:
         """Make and await the handle call that answers the part's ``n`` inputs; any failure (raised when the
-        call is made or while it runs, or a wrong number of answers) becomes one reason string, and its rows
-        degrade."""
+        call is made or while it runs, a wrong number of answers, no answer within ``patternrm_timeout_s``, a
+        failed liveness ping) becomes one reason string, and its rows degrade.
+
+        Failover: a failure opens the part's :data:`FAILOVER_S` window (its rows degrade at once, no call) and
+        answers every call then waiting on the part with the same reason; a call still waiting after
+        :data:`PING_AFTER_S` pings the part (``ping()``, :data:`PING_TIMEOUT_S`), so a part with no live
+        replica (killed, its replacement still loading) fails over in seconds, not after the timeout. After
+        the window one background ping (:meth:`_probe`) decides: answered, calls go to the part again; not,
+        a new window. Requests never wait on a part known to be down. A call past ``patternrm_timeout_s``
+        while the part answered other calls meanwhile (one big request, issue 35) degrades its own rows
+        only: no failover for the others.
+        """
         if not n:
             return []
         now = time.monotonic()
-        if self._down_until.get(name, 0.0) > now:
-            return f"failing over: {self._down_reason.get(name, 'unavailable')} (retried after {self._down_until[name] - now:.1f} s)"
-        call = None
+        if name in self._down_reason:  # failed over: answered now; past the window one background ping decides
+            left = self._down_until[name] - now
+            if left <= 0 and name not in self._probing:
+                self._probing[name] = asyncio.ensure_future(self._probe(name, ping))
+            return f"failing over: {self._down_reason[name]} " + (f"(next try in {left:.1f} s)" if left > 0 else "(a ping is trying it)")
+        gate = self._gates.get(name)
+        if gate is None or gate.is_set():
+            gate = self._gates[name] = asyncio.Event()
+        call = work = None
+        watch = down = None
         try:
             call = make_call()
 
-            async def answers() -> list:  # a coroutine: wait_for then owns a task it can cancel
+            async def answers() -> list:  # a coroutine: a task we can cancel
                 return await call
 
-            out = list(await asyncio.wait_for(answers(), self.cfg.limits.patternrm_timeout_s))
-            if len(out) != n:
-                raise RuntimeError(f"{len(out)} answers for {n} inputs")
-            return out
+            work = asyncio.ensure_future(answers())
+            down = asyncio.ensure_future(gate.wait())
+            watch = asyncio.ensure_future(self._watch(name, ping, gate))
+            done, _ = await asyncio.wait({work, down}, timeout=self.cfg.limits.patternrm_timeout_s,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if work in done:
+                out = list(work.result())
+                if len(out) != n:
+                    raise RuntimeError(f"{len(out)} answers for {n} inputs")
+                self._last_ok[name] = time.monotonic()
+                return out
+            if down in done:  # another call or a ping found the part down: its reason, at once
+                return f"failing over: {self._down_reason.get(name, 'unavailable')}"
+            timeout = self.cfg.limits.patternrm_timeout_s
+            if self._last_ok.get(name, 0.0) > now:  # the part answered other calls meanwhile: this request's own cost
+                return (f"no answer within patternrm_timeout_s={timeout} s for this request's {n} inputs "
+                        f"(the {name} answers other requests: no failover)")
+            raise TimeoutError(f"no answer within patternrm_timeout_s={timeout} s")
         except Exception as e:  # noqa: BLE001 - down, deleted, timed out, crashed, back-pressured: never a bare 500
-            if call is not None:
+            reason = f"unavailable: {type(e).__name__}: {str(e)[:200]}"
+            self._fail(name, reason, n)
+            return reason
+        finally:
+            for t in (down, watch):
+                if t is not None:
+                    t.cancel()
+            if work is not None and not work.done():
+                work.cancel()
+            if call is not None and (work is None or not work.done() or work.cancelled()):
                 try:
                     call.cancel()
                 except Exception:  # noqa: BLE001 - cancelling a call to a deleted deployment raises again
                     pass
-            reason = f"unavailable: {type(e).__name__}: {str(e)[:200]}"
-            log.warning("%s %s (%d rows)", name, reason, n)
-            self._down_until[name] = time.monotonic() + FAILOVER_S
-            self._down_reason[name] = reason
-            return reason
+
+    async def _watch(self, name: str, ping: Any, gate: asyncio.Event) -> None:
+        """While a call to ``name`` waits: every :data:`PING_AFTER_S`, a liveness ping; a failed one fails the part over."""
+        while not gate.is_set():
+            await asyncio.sleep(PING_AFTER_S)
+            try:
+                await asyncio.wait_for(_awaited(ping()), PING_TIMEOUT_S)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - no live replica answers: the part is down, whatever the error
+                what = f"no answer to a ping within {PING_TIMEOUT_S} s" if isinstance(e, asyncio.TimeoutError) else \
+                    f"ping failed: {type(e).__name__}: {str(e)[:200]}"
+                self._fail(name, f"unavailable: {what}", 0)
+                return
+
+    async def _probe(self, name: str, ping: Any) -> None:
+        """After the failover window: one ping, in the background (no request waits on it). An answer closes
+        the failover (the next calls go to the part); none opens a new window."""
+        try:
+            await asyncio.wait_for(_awaited(ping()), PING_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001 - still no live replica, whatever the error
+            what = f"no answer to a ping within {PING_TIMEOUT_S} s" if isinstance(e, asyncio.TimeoutError) else \
+                f"ping failed: {type(e).__name__}: {str(e)[:200]}"
+            self._fail(name, f"unavailable: {what}", 0)
+        else:
+            log.warning("%s answers its ping again: failover closed", name)
+            self._down_reason.pop(name, None)
+            self._down_until.pop(name, None)
+        finally:
+            self._probing.pop(name, None)
+
+    def _fail(self, name: str, reason: str, n: int) -> None:
+        """Open ``name``'s failover window and answer every call waiting on it (their rows degrade now)."""
+        log.warning("%s %s (%d rows); failing over for %.0f s", name, reason, n, FAILOVER_S)
+        self._down_until[name] = time.monotonic() + FAILOVER_S
+        self._down_reason[name] = reason
+        gate = self._gates.get(name)
+        if gate is not None:
+            gate.set()
 
 
 # -------------------------------------------------------------------------------------------- builders

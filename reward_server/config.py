@@ -24,8 +24,11 @@ class AuthConfig(StrictModel):
 
 class LimitsConfig(StrictModel):
     max_body_bytes: int = Field(4_000_000, ge=1024, description="Larger request bodies get 413.")
+    body_timeout_s: float = Field(5.0, gt=0, description="The whole body must arrive within this many seconds of the request reaching the ingress (after the bearer check, which reads headers only); slower is 408, so a trickling client holds its slot for seconds.")
+    max_concurrent_requests: int = Field(32, ge=1, description="Requests one ingress replica scores at once (Serve's max_ongoing_requests is higher: it also counts requests still sending their body).")
+    max_waiting_requests: int = Field(64, ge=0, description="Requests that may wait for one of those slots; more get 503 with Retry-After.")
     max_items: int = Field(1024, ge=1, description="Items per request; more is a 422 on body.items.")
-    max_request_chars: int = Field(2_000_000, ge=1000, description="Characters of all responses of one request together (bounds a request's cost: items x size); more is a 422.")
+    max_request_chars: int = Field(2_000_000, ge=1000, description="Characters of every text of one request together: prompts, responses, answers, options and reference steps (bounds a request's cost: items x size); more is a 422.")
     request_timeout_s: float = Field(60.0, gt=0, description="Whole-request budget; past it the answer is 504 (clients retry).")
     patternrm_timeout_s: float = Field(20.0, gt=0, description="Budget for the PatternRM and step-scorer calls of one request; past it the rows degrade.")
     retry_after_s: int = Field(1, ge=0, description="Retry-After (seconds) sent with the 503 of degraded=error. Overload 503s come from Serve's backpressure_config.")

@@ -121,6 +121,10 @@ class OpenRLHFRequest(BaseModel):
 
 
 class OpenRLHFResponse(BaseModel):
+    """OpenRLHF's answer (``rewards``, ``scores``, ``extra_logs`` of floats) plus ``errors``: why each row
+    degraded (None when it did not; ``extra_logs.degraded`` is 1.0 exactly where an error is given)."""
+
     rewards: list[float]
     scores: list[float]
     extra_logs: dict[str, list[float]]
+    errors: list[str | None] = Field(default_factory=list, description="Per row: why it degraded, or null.")

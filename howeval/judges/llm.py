@@ -19,6 +19,7 @@ from howeval.judges.rubric import (
     parse_pattern_output,
 )
 from howeval.judges.verdict import JudgeParseError, PatternVerdict, make_verdict
+from howeval.parsing.limits import MAX_TEXT_CHARS
 
 log = logging.getLogger(__name__)
 
@@ -124,16 +125,29 @@ class LLMPatternJudge:
     def judge_batch(self, items: Sequence[JudgeItem | dict[str, Any]]) -> list[PatternVerdict]:
         """The judge protocol (:class:`howeval.judges.base.PatternJudge`): label every item; one verdict per
         item, in order. Items are :class:`~howeval.judges.base.JudgeItem` (or dicts with ``question``,
-        ``response``, ``image_data_url``?)."""
+        ``response``, ``image_data_url``?). A question or response over 200,000 characters
+        (``howeval.parsing.limits.MAX_TEXT_CHARS``, the rules judge's and the verifier's limit) is a failed
+        verdict ``judge_error: input too large: ...``, sent to no engine."""
         items = as_judge_items(items)
         if not items:
             return []
-        msgs = [self.messages_for(it) for it in items]
-        first = self._first_pass(msgs)
-
         verdicts: list[PatternVerdict | None] = [None] * len(items)
+        for i, it in enumerate(items):  # the rules judge's and the verifier's limit: no engine call for a book
+            for field, text in (("question", it.question or ""), ("response", it.response)):
+                if len(text) > MAX_TEXT_CHARS and verdicts[i] is None:
+                    verdicts[i] = PatternVerdict.failed(self.name, self.version, f"judge_error: input too large: {field} "
+                                                        f"has {len(text):,} characters (limit {MAX_TEXT_CHARS:,})")
+        todo = [i for i in range(len(items)) if verdicts[i] is None]
+        msgs = [self.messages_for(it) if verdicts[i] is None else [] for i, it in enumerate(items)]
+        first_todo = self._first_pass([msgs[i] for i in todo]) if todo else []
+        first: list[Completion | None] = [None] * len(items)
+        for i, c in zip(todo, first_todo):
+            first[i] = c
+
         to_repair: list[tuple[int, str, str]] = []  # (index, bad output, parse error)
         for i, c in enumerate(first):
+            if c is None:
+                continue
             if c.error is not None:
                 verdicts[i] = PatternVerdict.failed(self.name, self.version, f"judge_error: engine: {c.error}", c.raw or c.text or None)
                 continue

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Mapping, Sequence
 
-from howeval.parsing.text import NUMBER_WORDS
+from howeval.parsing.text import NUMBER_WORDS, boxed_spans
 from howeval.judges.base import JudgeItem, as_judge_items
 from howeval.judges.claims import Claim, as_number, disagreeing_pair, extract_claims, options_from_list, parse_options
 from howeval.judges.sentences import Sentence, clip_text, mask_code_and_quotes, mask_template, norm_sentence, normalize_newlines, split_sentences, word_tokens
@@ -130,8 +130,10 @@ class RuleJudge:
       at least ``min_template_words`` words with the same template once numbers, single letters and
       inline math are masked (copy-paste structure); (3) a block of ``ngram_long`` tokens twice, or of
       ``ngram_short`` tokens ``min_template_repeats`` times; (4) the same final answer stated
-      ``min_conclusion_repeats`` or more times. Stating a conclusion twice is treated as limited
-      emphasis, not Rep. *Cannot see*: paraphrased repetition of the same content in different words.
+      ``min_conclusion_repeats`` or more times, or the same ``\\boxed{}`` back to back (nothing but
+      spaces or punctuation between) ``min_template_repeats`` or more times (``\\boxed{1} `` x 20,000:
+      no sentence, no claim but the last, no token once boxes are masked). Stating a conclusion twice is
+      treated as limited emphasis, not Rep. *Cannot see*: paraphrased repetition of the same content in different words.
     - **con** (Contradiction): two final-answer claims (the last ``\\boxed{}``, other boxes in a
       sentence that mentions the answer, "the answer is X", "answer: X") that are definitely
       different: different option letters, different numbers, different strings; an option letter is
@@ -292,6 +294,13 @@ class RuleJudge:
             hit = _repeated_ngram(toks, n, need)
             if hit:
                 return f"{n}-token block x{need}: {hit}"
+        run, prev = 1, None
+        for a, b, content in boxed_spans(text):
+            same = prev is not None and prev[2].strip() == content.strip() and not text[prev[1]:a].strip(" \t\n,.;:")
+            run = run + 1 if same else 1
+            if run >= self.min_template_repeats:
+                return f"the same box back to back x{run}+: {clip_text(text[a:b], 80)}"
+            prev = (a, b, content)
         claims = extract_claims(text)
         counts = Counter((c.letter, c.value) for c in claims)
         for c in claims:

@@ -33,6 +33,9 @@ def running_reward_server(token_env: str, token: str, reward_args: dict, log_to_
 
     if ray.is_initialized():
         ray.shutdown()
+    from reward_server.serve_local import private_ray_token
+
+    private_ray_token()  # Ray would write its token file world-readable (issue 35)
     ray.init(num_cpus=4, include_dashboard=False, log_to_driver=log_to_driver)
     port = int(os.environ.get("HOWEVAL_TEST_SERVE_PORT") or free_port())
     serve.start(http_options={"host": "127.0.0.1", "port": port})

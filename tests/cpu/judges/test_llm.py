@@ -114,3 +114,17 @@ def test_engine_that_drops_requests_is_an_error():
 
     with pytest.raises(RuntimeError, match="returned 0 completions for 1 requests"):
         LLMPatternJudge(Short([]), "fake", "v0").judge_batch([ITEM])
+
+
+def test_question_or_response_over_200k_characters_fails_without_an_engine_call():
+    """Issue 35: the LLM judge sent a 5 MB response and a 1 MB question to its engine, where the rules judge
+    and the verifier refuse over 200,000 characters. Such an item is a failed verdict with the reason; the
+    other items of the batch are judged as usual, in one call."""
+    eng = ScriptedEngine([good(rep=True)])
+    items = [{"question": "q", "response": "x" * 5_000_000}, {"question": "q" * 1_000_000, "response": "r"},
+             {"question": "How many?", "response": "3 and 3 and 3."}]
+    big_resp, big_q, ok = LLMPatternJudge(eng, "j", "v0").judge_batch(items)
+    assert len(eng.calls) == 1 and len(eng.calls[0]) == 1
+    assert not big_resp.labels and "response has 5,000,000 characters (limit 200,000)" in big_resp.error
+    assert not big_q.labels and "question has 1,000,000 characters" in big_q.error
+    assert ok.labels == {"cot": False, "rep": True, "con": False, "pr": False}

@@ -68,6 +68,10 @@ CASES = [
     ("pr outside the trace still counts", "Hmm, let me think. Based on careful analysis, the answer is B.", "1001"),
     ("think block contradictions are cot only", "<think>Maybe the answer is 4. No, the answer is 5.</think>\nThe 5 marbles are red, so the answer is 5.", "1000"),
     ("rep co-occurs with cot", "Wait, let me re-check. The red bar is the tallest bar in the chart. The red bar is the tallest bar in the chart.", "1100"),
+    # issue 35: one sentence of boxes, no claim but the last, no token once boxes are masked
+    ("the same box back to back is rep", "\\boxed{1} " * 20_000, "0100"),
+    ("three boxes back to back", "So \\boxed{7}, \\boxed{7}, \\boxed{7}.", "0100"),
+    ("two equal boxes apart are not rep", "Part (a) is \\boxed{1}. Part (b) is also \\boxed{1}.", "0000"),
 ]
 
 

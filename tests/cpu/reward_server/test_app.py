@@ -28,7 +28,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 @pytest.fixture(scope="module")
 def server():
     args = {"pattern": {"p": 1.0, "seed": 0, "mode": "mean"},
-            "limits": {"max_body_bytes": 200_000, "patternrm_timeout_s": 5.0}}
+            "limits": {"max_body_bytes": 200_000, "patternrm_timeout_s": 5.0, "body_timeout_s": 2.0}}
     with running_reward_server(TOKEN_ENV, TOKEN, args) as url:
         yield url
 
@@ -347,6 +347,13 @@ def test_z1_degraded_when_patternrm_stopped(server):
         assert two["error"].startswith("patternrm: unavailable")
         assert wrong["degraded"] and wrong["reward"] == 0.0
         assert not base["degraded"] and base["reward"] == 1.0
+        # /get_reward: every degraded row says why (issue 35: its rows carried no reason)
+        g = httpx.post(url + "/get_reward", headers=AUTH, timeout=60, json={
+            "query": ["What is 2+2? " + TWO_PATTERNS, "What is 2+2? " + CLEAN], "prompts": ["What is 2+2? "] * 2,
+            "labels": ["4", json.dumps({"answer": "4", "kind": "base"})]})
+        assert g.status_code == 200, g.text
+        assert g.json()["extra_logs"]["degraded"] == [1.0, 0.0]
+        assert g.json()["errors"][0].startswith("patternrm: ") and g.json()["errors"][1] is None
         # (auth headers: the server's open paths are matched without a route prefix)
         h = httpx.get(url + "/healthz", headers=AUTH).json()
         assert h["patternrm"].startswith("down") and h["degraded"] is True and h["status"] == "ok"
@@ -502,3 +509,127 @@ def test_on_unresolved_llm_scores_through_the_fake_verifier_and_its_outage_degra
     assert rows[4]["verify_method"] == "rule" and rows[4]["reward"] == 1.0
     assert again.json()["rewards"][0]["reward"] == 1.0
     assert fake.arrivals == 4  # the repeated item came from the cache
+
+
+def _partial_body(url: str, token: bool) -> "socket.socket":
+    """A connection that sent its headers (Content-Length 100,000) and 11 bytes of body, and stalls."""
+    import socket
+    from urllib.parse import urlparse
+
+    u = urlparse(url)
+    s = socket.create_connection((u.hostname, u.port))
+    s.settimeout(60)
+    head = ("POST /v1/rewards HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n"
+            + (f"Authorization: Bearer {TOKEN}\r\n" if token else "") + "\r\n")
+    s.sendall(head.encode() + b'{"items": [')
+    return s
+
+
+def _status(s) -> int:
+    return int(s.recv(4096).split(b" ")[1])
+
+
+def test_slow_bodies_with_or_without_the_token_hold_no_slot(server):
+    """Issue 35: connections sending a body a few bytes short of its Content-Length held the ingress's 32
+    slots for Serve's 120 s timeout, bearer check or not. Now a request without the token is refused from its
+    headers (401, its body never read) and a stalled body gets 408 after ``body_timeout_s`` (2 s here); while
+    40 such connections are open, normal requests are answered."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    no_token = [_partial_body(server, False) for _ in range(20)]
+    stalled = [_partial_body(server, True) for _ in range(20)]
+    try:
+        assert [_status(s) for s in no_token] == [401] * 20
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(lambda k: post(server, {"items": [item(CLEAN, kind="base")]}), range(4)))
+        assert [r.status_code for r in answers] == [200] * 4
+        assert all(r.json()["rewards"][0]["reward"] == 1.0 for r in answers)
+        assert [_status(s) for s in stalled] == [408] * 20
+    finally:
+        for s in no_token + stalled:
+            s.close()
+
+
+def test_a_request_with_many_new_steps_is_embedded_in_turns_and_scored_exactly(server):
+    """Issue 35: one big cpr request held the step scorer for everyone. A request with more than STEP_CHUNK
+    new step texts is embedded in chunks that take turns with other requests' batches; its F1 is unchanged
+    (every predicted step equals a reference step: F1 = 1)."""
+    from ray import serve
+
+    words = ["apples", "boats", "cats", "dunes", "eels", "forks", "gates", "hills", "inks", "jars"]
+    refs = [f"Count the {w} in row {i} of the table" for i in range(4) for w in words]  # 40 new steps
+    resp = "\n".join(f"Step {k + 1}: {r}." for k, r in enumerate(refs)) + "\nThe answer is \\boxed{4}."
+    handle = serve.get_deployment_handle("StepScorer", app_name="reward")
+    before = handle.stats.remote().result()["chunked_requests"]
+    r = post(server, {"items": [item(resp, kind="cpr", reference_steps=refs)]})
+    assert r.status_code == 200, r.text
+    row = r.json()["rewards"][0]
+    if not row["degraded"]:  # the module's 5 s patternrm_timeout_s: a loaded machine may miss it (then it says why)
+        assert row["step_f1"] == pytest.approx(1.0) and row["reward"] == pytest.approx(1.0)
+    else:
+        assert row["error"].startswith("step scorer: ")
+    assert handle.stats.remote().result()["chunked_requests"] == before + 1
+
+
+def test_hung_verifier_degrades_its_rows_named_and_references_count_in_max_request_chars(server):
+    """Issue 35: with a hung LLM verifier half the requests got 504. Now (timeout_s 1 s) every request is
+    answered 200: unresolved rows degraded ``llm verifier: ...``, resolved rows exact. And reference steps
+    count in ``max_request_chars`` (they were not: one cpr request held the step scorer)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fakes.chat_server import ScriptedChatServer
+
+    q = "Which stick is in the middle?"
+    with ScriptedChatServer(lambda n, body: ("hang",)) as fake:
+        extra = {"on_unresolved": "llm", "llm_verifier": {"base_url": fake.base_url, "model": "hung", "timeout_s": 1}}
+        with app_pair(server, "llmhang", extra_args=extra, limits={"max_request_chars": 3000}) as url:
+            def one(k):
+                return post(url, {"items": [{"prompt": q, "response": f"Stick {k} lays exactly in the middle.",
+                                             "answer": "3", "answer_type": "free_form", "kind": "base"},
+                                            item(CLEAN, kind="base")]})
+
+            with ThreadPoolExecutor(8) as pool:
+                answers = list(pool.map(one, range(16)))
+            big = post(url, {"items": [item(CLEAN, kind="cpr", reference_steps=["Add 2 and 2 " * 100] * 3)]})
+    assert [r.status_code for r in answers] == [200] * 16
+    for r in answers:
+        unres, ok = r.json()["rewards"]
+        assert unres["degraded"] and unres["verify_method"] == "llm_error" and unres["error"].startswith("llm verifier: ")
+        assert ok["reward"] == 1.0 and not ok["degraded"]
+    assert big.status_code == 422 and "max_request_chars" in big.text and "reference steps" in big.text
+
+
+def test_step_scorer_replica_killed_answers_within_the_failover_window(server):
+    """Issue 35: killing the step-scorer replica stopped every answer for 19.4 s (each cpr request waited the
+    20 s timeout while the replacement loaded). Now the waiting calls ping the scorer and fail over in
+    seconds: every request is answered 200 before the timeout, the cpr rows degraded ``step scorer: ...``."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    import ray
+
+    with app_pair(server, "stepkill", limits={"patternrm_timeout_s": 20.0}) as url:
+        ok = post(url, {"items": [item(CLEAN, kind="cpr", reference_steps=["Add 2 and 2"])]})
+        assert ok.status_code == 200 and not ok.json()["rewards"][0]["degraded"], ok.text
+        actors = [a for a in ray.util.list_named_actors(all_namespaces=True)
+                  if "StepScorer" in a["name"] and "reward-stepkill" in a["name"]]
+        assert actors, "no StepScorer replica of reward-stepkill found"
+        for a in actors:
+            ray.kill(ray.get_actor(a["name"], namespace=a["namespace"]), no_restart=False)
+
+        def one(k):
+            t0 = time.monotonic()
+            r = post(url, {"items": [item(f"Step 1: Add 2 and {k}. The answer is \\boxed{{4}}.", kind="cpr",
+                                          reference_steps=["Add 2 and 2"]), item(CLEAN, kind="base")]})
+            return r, time.monotonic() - t0
+
+        with ThreadPoolExecutor(6) as pool:
+            out = list(pool.map(one, range(6)))
+    assert [r.status_code for r, _ in out] == [200] * 6
+    for r, took in out:
+        cpr, base = r.json()["rewards"]
+        assert base["reward"] == 1.0 and not base["degraded"]
+        if cpr["degraded"]:
+            assert cpr["error"].startswith("step scorer: ") and cpr["step_f1"] is None
+        assert took < 20.0, took  # the failover answered it, not the 20 s timeout
+    assert sum(r.json()["rewards"][0]["degraded"] for r, _ in out) >= 1

@@ -103,3 +103,54 @@ def test_fallback_timeout_is_a_reason_not_a_hang():
 
         out = _run(go())
     assert out[0]["correct"] is None and "within 0.5 s" in out[0]["reason"]
+
+
+def test_hung_verifier_fails_over_every_waiting_call_then_a_background_probe_brings_it_back():
+    """Issue 35: a hung verifier held each row for its full ``timeout_s`` and queued the rest behind 8 slots
+    (54 of 111 requests got 504). Now the first calls that time out open the failover window and answer every
+    call waiting for a slot at once, named; calls in the window make no HTTP call; after it one background
+    probe tries, and once the verifier answers again verdicts come back."""
+    import time
+
+    healthy = threading.Event()
+
+    def script(n, body):
+        if not healthy.is_set():
+            return ("hang",)
+        return ("ok", json.dumps({"correct": "middle" in body["messages"][-1]["content"], "reason": "graded"}))
+
+    with ScriptedChatServer(script) as srv:
+        cfg = LLMFallbackConfig(base_url=srv.base_url, model="m", max_concurrency=4, timeout_s=1.0, cache_size=0)
+        items = [dict(UNRESOLVED, response=f"Stick 4 lays exactly in the middle ({i}).") for i in range(32)]
+
+        async def go():
+            fb = LLMFallback(cfg, failover_s=1.5)
+            t0 = time.monotonic()
+            first = await asyncio.gather(*(fb.verify([it]) for it in items))  # 32 requests at once
+            took = time.monotonic() - t0
+            calls_first = fb.n_calls
+            t1 = time.monotonic()
+            during = await fb.verify(items[:8])  # inside the window: no call at all
+            took_during = time.monotonic() - t1
+            calls_during = fb.n_calls - calls_first
+            healthy.set()
+            await asyncio.sleep(1.6)  # the window ends
+            kick = await fb.verify(items[:1])  # still failed over; starts the background probe
+            for _ in range(50):
+                if not fb._down_reason:
+                    break
+                await asyncio.sleep(0.1)
+            after = await fb.verify(items[1:3])
+            await fb.aclose()
+            return first, took, calls_first, during, took_during, calls_during, kick, after
+
+        first, took, calls_first, during, took_during, calls_during, kick, after = _run(go())
+    rows = [r[0] for r in first]
+    assert all(r["correct"] is None and r["method"] == "llm_error" for r in rows)
+    assert sum("no answer within 1.0 s" in r["reason"] for r in rows) >= 1
+    assert all(r["reason"].startswith("llm verifier: ") for r in rows)
+    assert calls_first == 4  # the 4 slots' calls; the 28 waiting were answered without one
+    assert took < 4.0, took  # every one of the 32 within about timeout_s, not 8 rounds of it
+    assert calls_during == 0 and took_during < 0.5 and all("failing over" in r["reason"] for r in during)
+    assert "failing over" in kick[0]["reason"]
+    assert [r["correct"] for r in after] == [True, True] and {r["method"] for r in after} == {"llm"}

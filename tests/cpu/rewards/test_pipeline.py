@@ -180,3 +180,11 @@ def test_cpr_item_predicted_steps_are_capped_and_the_rest_count_as_unmatched():
     assert rows[0]["step_f1"] == pytest.approx(f1) and "truncated" not in rows[1]
     # an item under the cap: nothing cut, nothing recorded
     assert prepare([item(kind="cpr", reference_steps=["a"])], PatternConfig(), cpr=cc).truncated == {}
+
+
+@pytest.mark.xfail(strict=False, reason="issue 35: the verifier (howeval/judges/verify, another area) calls "
+                   "a power against an integer gold unresolved; fixed there, this passes")
+def test_boxed_power_against_integer_gold_is_resolved_correct():
+    plan = prepare([{"prompt": "2 cubed?", "response": "\\boxed{2^{3}}", "answer": "8",
+                     "answer_type": "integer_number", "kind": "base"}], PatternConfig())
+    assert plan.verdicts == [(True, "rule")]
