@@ -244,6 +244,7 @@ def main() -> int:
         default_sources,
         embedded_patternrm,
         embedding_cache_path,
+        features_cache_path,
         featurize,
         load_human_set,
     )
@@ -267,7 +268,7 @@ def main() -> int:
     if fp != rm.meta.get("fingerprint"):
         raise SystemExit(f"{path} was trained on another corpus (fingerprint {rm.meta.get('fingerprint', '?')[:12]} != {fp[:12]}): "
                          "retrain with `make patternrm FORCE=1`")
-    with np.load(Path(path) / "features.npz") as z:
+    with np.load(features_cache_path() / "features.npz") as z:
         X, H = z["X"], z["H"]
     if X.shape[1] == N_LEX:  # the content head trains without the encoder: embed here what the recipes compare
         t0 = time.perf_counter()
