@@ -1,6 +1,14 @@
-"""The embedded PatternRM: per-label logistic heads on the bundled all-MiniLM-L6-v2 and content features.
+"""The embedded PatternRM: per-label linear heads on content features of the response (served: head v5).
 
-Why this form (measured figures in the README, "Reward server and PatternRM"): the paper's PatternRM is an
+**Served: head v5** (issue 29; trained by ``howeval.judges.patternrm.recipe``, figures in
+``bench/results/patternrm_calibration.json`` and ``docs/patternrm.md``): trained and selected on every human
+label (``howeval.judges.patternrm.labelsets``: the project's 47, ROSCOE, PRM800K; permissive licences only),
+per label (rep, con, pr) a ridge + Platt head on the feature set an inner CV chose among
+``features.featurize_v5``'s blocks (the content features below, claim/number consistency between steps,
+MiniLM over steps and step pairs); ``cot`` by the rule judge (no human ``cot`` positive anywhere).
+:class:`HeadPatternRM` reads both the v5 folder (``meta["features"] == "v5"``) and the older forms below.
+
+**Older heads (v1-v4, kept for the corpus recipes and their comparison)**: the paper's PatternRM is an
 SFT'd LM answering a ``LABELS:`` line (SPEC section 2; ``ray_jobs.train_patternrm`` keeps that path for
 GPUs). On this project's 2-core CPU machines a frozen MiniLM encoder plus small trained heads train in
 minutes, score a batch in one encoder pass, and cannot answer an unparseable line.
@@ -59,11 +67,13 @@ __all__ = ["HEAD_VERSION", "LEX_FEATURES", "Encoder", "CachedEncoder", "featuriz
            "HeadPatternRM", "embedded_patternrm", "default_cache_path", "shipped_head_path", "SHIPPED_DIR", "HUMAN_LABELS_FILE", "load_human_set", "choose_head_recipe",
            "stratified_folds", "THRESHOLD_CRITERIA", "RECIPE_CANDIDATES"]
 
-HEAD_VERSION = "minilm-head-4"
+HEAD_VERSION = "minilm-head-5"
 """Name of the feature set + head + corpus recipe; a new one is a new cache folder (v1: MLP on raw text;
 v2: content head, corpus recipe v2; v3: the same head, corpus recipe v3, no encoder pass when training the
 content head; v4: v3 with each label's hand-label weight and threshold criterion chosen by an inner
-cross-validation over the hand-labelled training responses, :func:`choose_head_recipe`)."""
+cross-validation over the hand-labelled training responses, :func:`choose_head_recipe`; v5, issue 29:
+trained on every human label with features that can see a contradiction, ``howeval.judges.patternrm.recipe``,
+shipped in the package)."""
 
 MAX_SENTENCES = 60
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9$\\(])|\n+")
@@ -494,21 +504,34 @@ class HeadPatternRM:
             raise ValueError(f"{self.path}: head_version {self.meta.get('head_version')!r}, this code reads {HEAD_VERSION!r} "
                              "(retrain with `make patternrm FORCE=1`)")
         self.features = self.meta.get("features", "content+minilm")
-        self.encoder = (Encoder(encoder_path or self.meta.get("encoder_path") or None, device=device)
-                        if self.features == "content+minilm" else None)
+        self.blocks = tuple(self.meta.get("blocks") or ())
+        needs_encoder = self.features == "content+minilm" or any(b in self.blocks for b in ("pairs", "doc"))
+        self.encoder = Encoder(encoder_path or self.meta.get("encoder_path") or None, device=device) if needs_encoder else None
         with np.load(Path(self.path) / "head.npz") as z:
             self.head = {k: z[k] for k in z.files}
         self.thresholds = self.meta["thresholds"]
+        self.cot = self.meta.get("cot", "head")
         self.version = f"patternrm@{self.meta['head_version']}:{self.meta.get('fingerprint', '?')[:12]}"
 
-    def probs(self, responses: Sequence[str]) -> np.ndarray:
-        """Per-label probabilities ``(n, 4)`` in [0, 1], columns in ``LABELS`` order."""
+    def probs(self, responses: Sequence[str], questions: Sequence[str] | None = None) -> np.ndarray:
+        """Per-label probabilities ``(n, 4)`` in [0, 1], columns in ``LABELS`` order (head v5: the ``cot``
+        column is 1.0 where the rule fires, else 0.0; ``questions`` feed its question-step features)."""
         if not responses:
             return np.zeros((0, len(LABELS)), dtype=np.float32)
-        return predict_proba(self.head, featurize(self.encoder, responses))
+        if self.features != "v5":
+            return predict_proba(self.head, featurize(self.encoder, responses))
+        from howeval.judges.patternrm.features import featurize_v5
+        from howeval.judges.patternrm.recipe import cot_rule
+
+        qs = list(questions) if questions is not None else [""] * len(responses)
+        p = predict_proba(self.head, featurize_v5(self.encoder, [{"response": r, "question": q} for r, q in zip(responses, qs)],
+                                                  self.blocks))
+        if self.cot == "rule":
+            p[:, LABELS.index("cot")] = cot_rule(responses).astype(np.float32)
+        return p
 
     def label(self, items: Sequence[Mapping[str, Any]]) -> list[dict]:
-        p = self.probs([it["response"] for it in items])
+        p = self.probs([it["response"] for it in items], [str(it.get("question") or "") for it in items])
         out = []
         for row in p:
             labels = {k: bool(row[j] >= self.thresholds[k]) for j, k in enumerate(LABELS)}
@@ -758,16 +781,18 @@ def provenance(recipe: str, data_root: str | Path, sources: Sequence[str] | None
 if __name__ == "__main__":  # make patternrm
     import argparse
 
-    ap = argparse.ArgumentParser(description="Train the embedded PatternRM head (rewrites the shipped head in the package)")
+    ap = argparse.ArgumentParser(description="Train the served PatternRM head v5 on every human label and rewrite the "
+                                             "shipped head in the package (needs ../shared/data)")
     ap.add_argument("--out", default=None, help="output folder (default: the shipped folder, howeval/judges/patternrm/weights/)")
-    ap.add_argument("--force", action="store_true", help="retrain even when the shipped head exists")
+    ap.add_argument("--all-sources", action="store_true", help="train on every source, share-alike and non-commercial ones too")
+    ap.add_argument("--force", action="store_true", help="(kept for `make patternrm FORCE=1`; the head is always retrained)")
     a = ap.parse_args()
+    from howeval.judges.patternrm.labelsets import LabelSourceMissing
+    from howeval.judges.patternrm.recipe import build_served
+
     target = Path(a.out) if a.out else shipped_head_path()
-    if (target / "meta.json").exists() and not a.force:
-        print(f"[patternrm] cached: {target} (pass --force to retrain)")
-    else:
-        try:
-            build_and_train(target)
-        except PatternRMDataMissing as e:
-            raise SystemExit(f"[patternrm] cannot train: {e}") from None
-        print(f"[patternrm] -> {target}")
+    try:
+        build_served(target, permissive_only=not a.all_sources)
+    except LabelSourceMissing as e:
+        raise SystemExit(f"[patternrm] cannot train: {e}") from None
+    print(f"[patternrm] -> {target}")
