@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
 import sys
 import time
 from pathlib import Path
@@ -168,6 +170,55 @@ def spread_sets(data_root: Path, head, records: list[dict], X: np.ndarray) -> di
     out["mathv_model_responses (48 items x 3 models)"] = reward_spread([r["labels"] for r in res], [r["id"] for r in mv],
                                                                          [bool(r.get("correct")) for r in mv])
     return out
+
+
+# The offline corpus's length/layout shortcut check (issue 21; the corpus v3 tests call it; head v5 trains on
+# the human labels, not on that corpus)
+def shortcut_features(text: str) -> list[float]:
+    """Length and layout only: log characters, log lines, the four layouts one-hot, bullets, fences, bold."""
+    from howeval.judges.patternrm.layout import LAYOUTS, layout_of
+
+    lay = layout_of(text)
+    lines = [x for x in text.splitlines() if x.strip()]
+    return [math.log1p(len(text)), math.log1p(len(lines)), *[float(lay == x) for x in LAYOUTS],
+            float(len(re.findall(r"^\s*[-*+]\s", text, re.M))), float(text.count("```")), float(text.count("**"))]
+
+
+def shortcut_check(recs: list[dict], seed: int = 0) -> dict:
+    """A classifier on :func:`shortcut_features` alone, trained on the corpus's training split (thresholds on
+    its out-of-fold predictions), scored on the held-out split (a hash of ``uid``: one base's variants on one
+    side) against the all-positive floor there. Passes when it does not beat the floor (0.02 slack)."""
+    from howeval.judges.patternrm.head import _fold_of, _label_matrix, binary_f1, predict_proba, train_head
+    from howeval.records import LABELS
+
+    F = np.array([shortcut_features(r["response"]) for r in recs], dtype=np.float32)
+    held = np.array([_fold_of(str(r["uid"]), 5, seed + 7) == 0 for r in recs])
+    head, _ = train_head(F[~held], [r for r, h in zip(recs, held) if not h], C=1.0, folds=3, seed=seed)
+    p = predict_proba(head, F[held]) >= head["thresholds"]
+    y, m = _label_matrix([r for r, h in zip(recs, held) if h])
+    out = {}
+    for j, k in enumerate(LABELS):
+        keep = m[:, j] == 1
+        yy, pp = y[keep, j] == 1, p[keep, j]
+        f1 = binary_f1(pp, yy) or 0.0
+        base = yy.mean() if keep.any() else 0.0
+        floor = 2 * base / (1 + base) if base else 0.0
+        out[k] = {"f1": round(f1, 4), "all_positive_f1": round(floor, 4), "n": int(keep.sum()), "positives": int(yy.sum())}
+    f1s = [v["f1"] for v in out.values()]
+    floors = [v["all_positive_f1"] for v in out.values()]
+    return {"labels": out, "macro_f1": round(float(np.mean(f1s)), 4), "all_positive_macro_f1": round(float(np.mean(floors)), 4),
+            "passed": bool(all(v["f1"] <= v["all_positive_f1"] + 0.02 for v in out.values())),
+            "rule": "per label, F1 of a length+layout classifier on the held-out split <= all-positive F1 + 0.02"}
+
+
+def shortcut_other_splits(recs: list[dict], seeds: tuple[int, ...] = (1, 2, 3, 4)) -> dict:
+    """:func:`shortcut_check` on other held-out splits (seeds 1-4): whether the pass at seed 0 is luck."""
+    runs = {s: shortcut_check(recs, seed=s) for s in seeds}
+    return {"passed_splits": sum(r["passed"] for r in runs.values()), "n_splits": len(runs),
+            "max_excess_over_floor": {k: round(max(r["labels"][k]["f1"] - r["labels"][k]["all_positive_f1"] for r in runs.values()), 4)
+                                      for k in next(iter(runs.values()))["labels"]}}
+
+
 
 
 def main() -> int:
