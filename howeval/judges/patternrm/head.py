@@ -762,19 +762,22 @@ LICENCES = {
 
 
 def provenance(recipe: str, data_root: str | Path, sources: Sequence[str] | None = None) -> dict[str, Any]:
-    """The shipped head's provenance: ``{"recipe", "sources": {name: licence}, "commit", "trained_utc", "data_root"}``
-    (``commit``: ``git rev-parse HEAD`` of the repository, or None outside a git checkout)."""
+    """The shipped head's provenance: ``{"recipe", "sources": {name: licence}, "commit", "uncommitted_changes",
+    "trained_utc", "data_root"}`` (``commit``: ``git rev-parse HEAD`` of the repository, or None outside a git
+    checkout; ``uncommitted_changes``: tracked files differed from that commit when it was trained)."""
     import datetime
     import subprocess
 
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True,
                                 text=True, timeout=10).stdout.strip() or None
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=Path(__file__).resolve().parent,
+                                    capture_output=True, text=True, timeout=10).stdout.strip()) if commit else None
     except (OSError, subprocess.SubprocessError):
-        commit = None
+        commit, dirty = None, None
     names = list(sources) if sources is not None else list(LICENCES)
     return {"recipe": recipe, "sources": {n: LICENCES.get(n, "see ../shared/data/README.md") for n in names},
-            "commit": commit, "trained_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "commit": commit, "uncommitted_changes": dirty, "trained_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "data_root": "../shared/data (README.md there lists each source and its licence)"}
 
 
