@@ -42,7 +42,7 @@ FEATURE_SETS: dict[str, tuple[str, ...]] = {
 """Representations compared on the same folds (block names of ``howeval.judges.patternrm.features``)."""
 SERVED_SETS = ("lex", "lex+consist", "lex+pairs", "lex+consist+pairs")
 """The candidates the served recipe chooses among per label (the whole-text embedding ``doc`` is compared
-alone on the same folds: it lost there and costs 35x the fitting time, so it is not a candidate)."""
+alone on the same folds: it lost there and costs 5-35x the fitting time, so it is not a candidate)."""
 LENGTH_SET = "length"
 """The length-only floor: one column, log characters of the plain text."""
 C_GRID = (0.003, 0.03)
