@@ -26,7 +26,8 @@ help:
 	@echo "make report RUN=runs/demo - recompute metrics.json / report.md of a run"
 	@echo "make bench   - throughput benchmarks -> bench/results/*.md"
 	@echo "make bench-verify - verifier CPU per response and verdicts (real responses of ../shared/data and the invented answer shapes), current tree beside earlier commits in one interleaved run -> bench/results/verify_bench.md"
-	@echo "make patternrm - train the embedded PatternRM (MiniLM + head, cached in ~/.cache/howeval) and score it on the 47 hand labels"
+	@echo "make patternrm - retrain the shipped PatternRM head (howeval/judges/patternrm/weights/, needs ../shared/data) and score it per human-label source"
+	@echo "make patternrm-sft - SFT the embedded SmolLM2 on the thinking/direct PatternRM mixture (CPU, few steps) and compare both inference forms"
 	@echo "make train-smoke - 2 GRPO steps on CPU, checkpoint, then resume to step 3 (text policy, then the tiny VLM on image prompts)"
 	@echo "make train-elastic - elastic GRPO on a simulated 3-node cluster: a node leaves, one joins, training goes on"
 	@echo "make serve [PORT=N] - the reward server on 127.0.0.1:8000, or port N (embedded defaults; Ray on loopback)"
@@ -156,8 +157,11 @@ bench: bench-sweep bench-cluster bench-crystal bench-reward
 
 # the embedded PatternRM: offline corpus -> MiniLM features -> multi-label head (cached), then its calibration
 patternrm: $(STAMP)
-	nice -n 10 $(BIN)/python -m howeval.judges.patternrm.head $(if $(FORCE),--force)
+	nice -n 10 $(BIN)/python -m howeval.judges.patternrm.head
 	nice -n 10 $(BIN)/python bench/patternrm_calibration.py --out bench/results/patternrm_calibration.json
+
+patternrm-sft: $(STAMP)
+	nice -n 10 $(BIN)/python bench/patternrm_sft.py --out bench/results/patternrm_sft.json $(if $(MIX),--mix $(MIX))
 
 bench-reward: $(STAMP)
 	nice -n 10 $(BIN)/python bench/reward_bench.py --kind pattern --patternrm trained --concurrency 32 --items-per-request 8 \

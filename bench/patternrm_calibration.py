@@ -1,29 +1,28 @@
-"""PatternRM calibration (issue 21): the trained PatternRM's recipe scored by cross-validation on the 47
-hand-labelled responses, beside the floors, the other recipes tried, and the shortcut controls.
+"""PatternRM calibration (issue 29): the served head v5 scored per human-label source, against the floors.
 
-    python bench/patternrm_calibration.py [--path HEAD_DIR] [--out bench/results/patternrm_calibration.json]
+    python bench/patternrm_calibration.py [--out bench/results/patternrm_calibration.json]
 
-Texts come from ``../shared/data/responses`` (``HOWEVAL_SHARED_DATA`` overrides the data root), matched by
-``source``/``id``/``model`` to ``tests/fixtures/human_labels.jsonl``. The served head learns from the offline
-corpus *and* those 47 responses, so its figures here are cross-validated: 5 folds over the 47 (stratified
-by label vector); each fold's head is trained on the corpus and the other 4 folds, its thresholds chosen on
-out-of-fold predictions over those training responses, and it labels the held-out fold. No threshold, C
-or weight is chosen on an evaluation item. The recipes compared here (feature sets, corpus v1 / v2 / v3, with
-or without the hand labels) are all scored on the same 47, so choosing the best of them is a mild
-selection on the evaluation set: the figures of every recipe are written, not only the winner's. Scores: ``howeval.judges.calibration.score_judge`` (macro F1 over
-the labels the humans marked at least once: rep, con, pr; cot has no positive here).
+Reads every human label (``howeval.judges.patternrm.labelsets``: the project's 47, ROSCOE, PRM800K; texts
+in place under ``../shared/data``, ``HOWEVAL_SHARED_DATA`` overrides) and the v5 features
+(``howeval.judges.patternrm.recipe.load_features``; MiniLM embeddings cached by text). Every figure is
+out-of-fold: 5 outer folds stratified by source and labels; in each, the served recipe
+(``recipe.select_and_fit``: feature set, C and weak-proxy weight by an inner 3-fold CV over the training
+folds, threshold on their out-of-fold predictions) is fitted on the other folds and scores the held-out
+one. Training rows are the permissive-licence sources only (the shipped default); the others are scored,
+never trained on. The same folds score: each representation alone, the length-only floor (one column:
+log characters), training on every source (licences aside), and the served recipe.
 
-Output (``--out``): ``{"n_items", "patternrm": {labels, trigger, macro_f1, ...}, "rules": {...},
-"baselines": {"all_positive", "patternrm_v1"}, "recipes": {name: {macro_f1, rep, con, pr, trigger_f1, predicted,
-length_human}}, "seed_check": {recipe: {seed: figures}}, "controls":
-{"format", "length", "surface", "shortcut"}, "passed": {...}}``.
+Output (``--out``): ``{"by_source": {SOURCE: {LABEL: {"positives", "n", "mapping", "auroc", "auroc_length",
+"f1", "floor_f1_all_positive", "floor_f1_length", "threshold_range", "goals"}}}, "trigger": {"precision",
+"base_rate", ...}, "goals": {...}, "representations": {...}, "training_sources": {...}, "served": {...},
+"reward_spread": {...}, "seconds"}``. ``goals`` says, for each label with >= 20 positives, each goal met or
+missed and by how much.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
-import os
 import re
 import sys
 import time
@@ -33,75 +32,148 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-REPO = Path(__file__).resolve().parents[1]
-N_FOLDS = 5
-V1_FIGURES = {"macro_f1": 0.3659, "note": "minilm-head-1 (MLP on whole-text + sentence embeddings, recipe v1, thresholds on a "
-              "synthetic slice), as committed before issue 21: rep 0.56, con 0.39, pr 0.15 F1"}
+MIN_POSITIVES = 20
+V4 = {  # head v4 (served before issue 29: 12 content features, corpus v3 + the 47), measured once on the new labels it never saw
+    "note": "head v4 probabilities and its served thresholds on ROSCOE and PRM800K (never trained on); reward spread on the 144",
+    "roscoe/rep": {"auroc": 0.856, "f1": 0.0, "fired": 3, "n": 528, "pos": 5},
+    "roscoe/con": {"auroc": 0.666, "f1": 0.222, "fired": 55, "n": 528, "pos": 62},
+    "roscoe/con_step_logic": {"auroc": 0.645, "f1": 0.178, "fired": 55, "n": 528, "pos": 102},
+    "roscoe/pr": {"auroc": 0.599, "f1": 0.138, "fired": 110, "n": 528, "pos": 49},
+    "prm800k/pr": {"auroc": 0.508, "f1": 0.492, "fired": 90, "n": 210, "pos": 105},
+    "reward_spread_v4": {"n": 144, "std": 0.0205, "distinct_values": [0.025, 0.05, 0.075, 0.1], "mean": 0.06476,
+                         "all_groups": {"groups": 48, "rollouts": 144, "share_rollouts_differing_from_group_mean": 0.8194,
+                                        "share_groups_with_nonzero_spread": 0.875},
+                         "all_correct_groups": {"groups": 1, "rollouts": 3, "share_rollouts_differing_from_group_mean": 1.0,
+                                                "share_groups_with_nonzero_spread": 1.0}},
+}
+AUROC_GOAL, LENGTH_MARGIN, F1_MARGIN, TRIGGER_MARGIN = 0.75, 0.1, 0.1, 0.1
 
 
-def folds_of(human: list[dict], k: int = N_FOLDS) -> np.ndarray:
-    """Fold index per hand-labelled record: sorted by (label vector, hash of key), dealt round-robin."""
-    from howeval.judges.patternrm.head import stratified_folds
-
-    return stratified_folds(human, k)
-
-
-def summarize(scores: dict, version: str) -> dict:
+def entries(records: list[dict]) -> list[tuple[str, str, str, np.ndarray, np.ndarray]]:
+    """``(source, key, label, row indices, truth)`` for every (source, label mapping) with a positive: gold
+    labels under their own name; a weak proxy under the label's name where the source has no gold for it,
+    else under the proxy's name."""
     from howeval.records import LABELS
 
-    return {"version": version,
-            "labels": {k: {m: scores["labels"][k][m] for m in ("precision", "recall", "f1", "support", "predicted")} for k in LABELS},
-            "trigger": {m: scores["trigger"][m] for m in ("precision", "recall", "f1", "support", "predicted")},
-            "macro_f1": scores["macro"]["f1"], "macro_n": scores["macro"]["f1_n"]}
+    out = []
+    for s in sorted({r["source"] for r in records}, key=["human47", "roscoe", "prm800k"].index):
+        rows = [i for i, r in enumerate(records) if r["source"] == s]
+        for k in LABELS:
+            g = [i for i in rows if records[i]["gold"][k] is not None]
+            if g and any(records[i]["gold"][k] for i in g):
+                out.append((s, k, k, np.array(g), np.array([records[i]["gold"][k] for i in g])))
+            w = [i for i in rows if records[i]["weak"][k] is not None]
+            if w and any(records[i]["weak"][k] for i in w):
+                name = records[w[0]]["weak_name"].get(k, k)
+                out.append((s, name if g else k, k, np.array(w), np.array([records[i]["weak"][k] for i in w])))
+    return out
 
 
-def cv_predict(X: np.ndarray, recs: list[dict], H: np.ndarray, human: list[dict], folds: np.ndarray,
-               use_corpus: bool = True, use_human: bool = True, cols: slice | np.ndarray | None = None,
-               hw: float | None = None, nested: tuple | None = None, per_label: bool = True, choices: list | None = None,
-               **train_kw) -> np.ndarray:
-    """Cross-validated boolean predictions ``(47, 4)``: per fold, a head trained on the corpus and the other
-    folds' responses (weight ``hw``, default :data:`HUMAN_WEIGHT`; or, with ``nested`` candidates, per label
-    the weight and threshold criterion :func:`choose_head_recipe` picks by an inner CV over the training
-    folds' responses alone, appended to ``choices``), its thresholds from its training records."""
-    from howeval.judges.patternrm.head import HUMAN_WEIGHT, choose_head_recipe, predict_proba, train_head
-
-    cols = slice(None) if cols is None else cols
-    pred = np.zeros((len(human), 4), dtype=bool)
-    for f in range(folds.max() + 1):
-        tr = folds != f
-        hr = [h for h, t in zip(human, tr) if t]
-        if nested:
-            W, crit, info = choose_head_recipe(X[:, cols], recs, H[tr][:, cols], hr, candidates=nested, per_label=per_label,
-                                               folds=3, **train_kw)
-            if choices is not None:
-                choices.append({"fold": f, "human_weight": info["human_weight"], "criterion": info["criterion"]})
-            head, _ = train_head(np.concatenate([X[:, cols], H[tr][:, cols]]), [*recs, *hr], weights=W, criterion=crit,
-                                 folds=3, **train_kw)
-            pred[~tr] = predict_proba(head, H[~tr][:, cols]) >= head["thresholds"]
-            continue
-        feats, rr, w = [], [], []
-        if use_corpus:
-            feats.append(X[:, cols])
-            rr += recs
-            w.append(np.ones(len(recs)))
-        if use_human:
-            feats.append(H[tr][:, cols])
-            rr += hr
-            w.append(np.full(int(tr.sum()), (HUMAN_WEIGHT if hw is None else hw) if use_corpus else 1.0))
-        head, meta = train_head(np.concatenate(feats), rr, weights=np.concatenate(w), folds=3, **train_kw)
-        p = predict_proba(head, H[~tr][:, cols])
-        pred[~tr] = p >= head["thresholds"]
-    return pred
+def f1(pred: np.ndarray, y: np.ndarray) -> float:
+    tp, fp, fn = int((pred & (y == 1)).sum()), int((pred & (y == 0)).sum()), int((~pred & (y == 1)).sum())
+    return 2 * tp / max(1, 2 * tp + fp + fn)
 
 
-def as_labels(pred: np.ndarray, keys: list[str]) -> dict[str, dict[str, bool]]:
+def goal_block(e: dict) -> dict:
+    """Each goal of the issue for one label entry: ``{goal: {"met", "by"}}`` (``by`` > 0: margin; < 0: miss)."""
+    floor = max(e["floor_f1_all_positive"], e["floor_f1_length"])
+    g = {"auroc >= 0.75": e["auroc"] - AUROC_GOAL,
+         "auroc >= auroc_length + 0.1": e["auroc"] - (e["auroc_length"] + LENGTH_MARGIN),
+         "f1 >= max(floors) + 0.1": e["f1"] - (floor + F1_MARGIN)}
+    return {k: {"met": bool(v >= 0), "by": round(float(v), 4)} for k, v in g.items()}
+
+
+def score(records: list[dict], cv: dict, length: dict) -> dict:
+    from howeval.judges.patternrm.recipe import auroc
+
+    by: dict = {}
+    for s, key, lab, idx, y in entries(records):
+        p, fired = cv["prob"][lab][idx], cv["fired"][lab][idx]
+        pl, fl = length["prob"][lab][idx], length["fired"][lab][idx]
+        prev = float(y.mean())
+        e = {"positives": int(y.sum()), "n": len(y),
+             "mapping": "gold" if key == lab and records[idx[0]]["gold"][lab] is not None else
+             f"weak proxy of {lab}: {records[idx[0]]['weak_name'].get(lab)}",
+             "auroc": round(auroc(y, p), 4), "auroc_length": round(auroc(y, pl), 4), "f1": round(f1(fired, y), 4),
+             "floor_f1_all_positive": round(2 * prev / (1 + prev), 4), "floor_f1_length": round(f1(fl, y), 4),
+             "predicted": int(fired.sum()), "trained_on": sorted({records[i]["subset"] for i in idx if records[i]["permissive"]})}
+        e["goal_applies"] = e["positives"] >= MIN_POSITIVES
+        e["goals"] = goal_block(e)
+        by.setdefault(s, {})[key] = e
+    return by
+
+
+def trigger(records: list[dict], cv: dict, cot: np.ndarray) -> dict:
     from howeval.records import LABELS
 
-    return {k: {lab: bool(pred[i, j]) for j, lab in enumerate(LABELS)} for i, k in enumerate(keys)}
+    idx = np.array([i for i, r in enumerate(records) if r["source"] == "human47"])
+    truth = np.array([any(records[i]["gold"][k] for k in LABELS) for i in idx])
+    fired = cot[idx].copy()
+    for k in cv["fired"]:
+        fired |= cv["fired"][k][idx]
+    prec = float(truth[fired].mean()) if fired.any() else 0.0
+    base = float(truth.mean())
+    return {"source": "human47", "precision": round(prec, 4), "base_rate": round(base, 4), "recall": round(float(fired[truth].mean()), 4),
+            "predicted": int(fired.sum()), "n": len(idx), "cot_rule_fired": int(cot[idx].sum()),
+            "goal": {"precision >= base_rate + 0.1": {"met": bool(prec >= base + TRIGGER_MARGIN),
+                                                      "by": round(prec - base - TRIGGER_MARGIN, 4)}}}
 
 
-# ------------------------------------------------------------------------------------------- controls
+def reward_spread(labels: list[dict], groups: list[str], correct: list[bool]) -> dict:
+    """The pattern term of the PatternRL reward, 0.1 * s_pat (z = 1, mean mode), over rollouts: std, distinct
+    values, and as GRPO sees it: the share of rollouts (in groups of >= 2 for one prompt) whose term differs
+    from its group's mean, over all groups and over the all-correct ones (where it is the whole signal)."""
+    from howeval.rewards.functions import pattern_score
 
+    term = np.array([0.1 * pattern_score(lab) for lab in labels])
+    g = np.array(groups)
+    out = {"n": len(term), "std": round(float(term.std()), 5), "distinct_values": sorted({round(float(t), 4) for t in term}),
+           "mean": round(float(term.mean()), 5)}
+    for name, keep in (("all_groups", lambda ix: True), ("all_correct_groups", lambda ix: all(correct[i] for i in ix))):
+        diff = tot = ng = nz = 0
+        for key in sorted(set(g)):
+            ix = np.where(g == key)[0]
+            if len(ix) < 2 or not keep(ix):
+                continue
+            ng += 1
+            d = np.abs(term[ix] - term[ix].mean()) > 1e-12
+            diff += int(d.sum())
+            tot += len(ix)
+            nz += bool(d.any())
+        out[name] = {"groups": ng, "rollouts": tot, "share_rollouts_differing_from_group_mean": round(diff / tot, 4) if tot else None,
+                     "share_groups_with_nonzero_spread": round(nz / ng, 4) if ng else None}
+    return out
+
+
+def spread_sets(data_root: Path, head, records: list[dict], X: np.ndarray) -> dict:
+    """Reward spread of the served PatternRM on the real responses the project reads: MATH-Vision (3 models
+    per item: GRPO-like groups; the served head trained on 38 of the 144), and the label sets' responses
+    (one per question: no group, std and distinct values only; their cached features)."""
+    from howeval.judges.patternrm.features import block_columns
+    from howeval.judges.patternrm.head import CachedEncoder, embedding_cache_path, predict_proba
+    from howeval.judges.patternrm.recipe import cot_rule
+    from howeval.records import LABELS
+
+    p = predict_proba(head.head, X[:, block_columns(head.blocks)])
+    p[:, LABELS.index("cot")] = cot_rule([r["response"] for r in records])
+    labs = [{k: bool(row[j] >= head.thresholds[k]) for j, k in enumerate(LABELS)} for row in p]
+    out = {"label sets (785 responses, one per question)": {k: v for k, v in reward_spread(
+        labs, [r["uid"] for r in records], [True] * len(records)).items() if not k.endswith("groups")}}
+    if head.encoder is not None:  # the same encoder, its embeddings cached by text (the bench reruns cheaply)
+        head.encoder = CachedEncoder(head.encoder, embedding_cache_path())
+    mv = [json.loads(x) for x in (data_root / "responses" / "mathv_model_responses.jsonl").read_text().splitlines() if x.strip()]
+    qs = {}
+    f = data_root / "vqa" / "mathv_testmini_subset.jsonl"
+    if f.is_file():
+        qs = {q["id"]: q["question"] for q in (json.loads(x) for x in f.read_text().splitlines() if x.strip())}
+    res = head.label([{"question": qs.get(r["id"], ""), "response": r["response"]} for r in mv])
+    out["mathv_model_responses (48 items x 3 models)"] = reward_spread([r["labels"] for r in res], [r["id"] for r in mv],
+                                                                         [bool(r.get("correct")) for r in mv])
+    return out
+
+
+# The offline corpus's length/layout shortcut check (issue 21; the corpus v3 tests call it; head v5 trains on
+# the human labels, not on that corpus)
 def shortcut_features(text: str) -> list[float]:
     """Length and layout only: log characters, log lines, the four layouts one-hot, bullets, fences, bold."""
     from howeval.judges.patternrm.layout import LAYOUTS, layout_of
@@ -147,270 +219,80 @@ def shortcut_other_splits(recs: list[dict], seeds: tuple[int, ...] = (1, 2, 3, 4
                                       for k in next(iter(runs.values()))["labels"]}}
 
 
-def surface_counts(recs: list[dict]) -> dict:
-    """Per label: positives (and negatives) with and without the cue words the builder tends to give it,
-    and per layout; passes when every label has positives both with and without cues and in every layout."""
-    from howeval.judges.patternrm.head import _COT, _PR
-    from howeval.judges.patternrm.layout import LAYOUTS
 
-    cue = {"cot": _COT, "pr": _PR, "rep": re.compile(r"\b(?:again|as stated|to repeat|in other words|once more)\b", re.I),
-           "con": re.compile(r"\b(?:that means there are|this gives|so the value is|hence the result is)\b", re.I)}
-    out, ok = {}, True
-    for k, rx in cue.items():
-        d = {"pos_with_cue": 0, "pos_without_cue": 0, "neg_with_cue": 0, "neg_without_cue": 0,
-             "pos_by_layout": {x: 0 for x in LAYOUTS}, "neg_by_layout": {x: 0 for x in LAYOUTS}}
-        for r in recs:
-            v = r["labels"][k]
-            if v is None:
-                continue
-            side = "pos" if v else "neg"
-            d[f"{side}_{'with' if rx.search(r['response']) else 'without'}_cue"] += 1
-            d[f"{side}_by_layout"][r.get("layout") or "prose"] += 1
-        ok &= d["pos_with_cue"] > 0 and d["pos_without_cue"] > 0 and min(d["pos_by_layout"].values()) > 0
-        out[k] = d
-    return {"labels": out, "passed": bool(ok)}
-
-
-def format_control(rm, texts: list[str]) -> dict:
-    """The same content in every layout (prose, ``Step N:``, markdown, code block) and as written: the share
-    of texts whose four labels are identical across all of them (passes at 1.0)."""
-    from howeval.judges.patternrm.layout import LAYOUTS, render
-
-    variants = [[t] + [render(t, lay) for lay in LAYOUTS] for t in texts]
-    flat = [v for vs in variants for v in vs]
-    res = rm.label([{"question": "", "response": v} for v in flat])
-    same, per = 0, len(LAYOUTS) + 1
-    for i in range(len(texts)):
-        labs = [tuple(sorted(res[i * per + j]["labels"].items())) for j in range(per)]
-        same += len(set(labs)) == 1
-    return {"n_texts": len(texts), "layouts": ["as written", *LAYOUTS], "identical_share": same / max(1, len(texts)),
-            "passed": same == len(texts)}
-
-
-def length_control(pred: np.ndarray, human: list[dict], twin_rates: dict | None) -> dict:
-    """Clean responses matched in length to flawed ones must not fire more than the flawed ones.
-
-    - hand-labelled (cross-validated predictions): for each flawed response, the clean one nearest in length;
-      trigger fire rate of those clean matches vs the flawed;
-    - corpus held-out split: injected variants vs their same-base clean twins (length-matched by construction).
-    """
-    flawed = [i for i, h in enumerate(human) if any(h["labels"].values())]
-    clean = [i for i, h in enumerate(human) if not any(h["labels"].values())]
-    ln = [len(h["response"]) for h in human]
-    match = [min(clean, key=lambda c: abs(ln[c] - ln[i])) for i in flawed]
-    fire = pred.any(axis=1)
-    hf, hc = float(fire[flawed].mean()), float(fire[match].mean())
-    ok = hc <= hf and (twin_rates is None or twin_rates["clean_twin_fire_rate"] <= twin_rates["flawed_fire_rate"])
-    return {"human": {"flawed_fire_rate": round(hf, 4), "length_matched_clean_fire_rate": round(hc, 4),
-                      "n_flawed": len(flawed), "n_clean": len(clean),
-                      "median_chars_flawed": float(np.median([ln[i] for i in flawed])),
-                      "median_chars_matched_clean": float(np.median([ln[i] for i in match]))},
-            "corpus_heldout": twin_rates, "passed": bool(ok)}
-
-
-def twin_fire_rates(X: np.ndarray, recs: list[dict], seed: int = 0) -> dict:
-    """Train on the corpus minus a held-out split of bases; fire rates there of injected variants of clean
-    bases vs their clean twins (any label predicted)."""
-    from howeval.judges.patternrm.head import _fold_of, predict_proba, train_head
-
-    held = np.array([_fold_of(str(r["uid"]), 5, seed + 7) == 0 for r in recs])
-    head, _ = train_head(X[~held], [r for r, h in zip(recs, held) if not h], folds=3, seed=seed)
-    fire = (predict_proba(head, X[held]) >= head["thresholds"]).any(axis=1)
-    hr = [r for r, h in zip(recs, held) if h]
-    tw = [i for i, r in enumerate(hr) if r["recipe"] == "twin"]
-    inj = [i for i, r in enumerate(hr) if r["recipe"] not in ("twin", "none") and r["origin"] != "model_response"
-           and r["origin"] != "gsm8k_wrong_chain"]
-    return {"clean_twin_fire_rate": round(float(fire[tw].mean()), 4), "flawed_fire_rate": round(float(fire[inj].mean()), 4),
-            "n_twins": len(tw), "n_flawed": len(inj),
-            "median_chars_twins": float(np.median([len(hr[i]["response"]) for i in tw])),
-            "median_chars_flawed": float(np.median([len(hr[i]["response"]) for i in inj]))}
-
-
-# ----------------------------------------------------------------------------------------------- main
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--path", default=None, help="trained head folder (default: the embedded one, trained if absent)")
     p.add_argument("--out", default="bench/results/patternrm_calibration.json")
     a = p.parse_args()
-    from howeval.judges.calibration import score_judge
-    from howeval.judges.patternrm.corpus import build_offline_corpus, load_bases
-    from howeval.judges.patternrm.head import (
-        N_LEX,
-        CachedEncoder,
-        Encoder,
-        HeadPatternRM,
-        corpus_fingerprint,
-        default_sources,
-        embedded_patternrm,
-        embedding_cache_path,
-        featurize,
-        load_human_set,
+    from howeval.judges.patternrm.head import HeadPatternRM, default_sources, embedded_patternrm
+    from howeval.judges.patternrm.labelsets import LabelSourceMissing
+    from howeval.judges.patternrm.recipe import (
+        FEATURE_SETS,
+        LENGTH_SET,
+        SERVED_SETS,
+        auroc,
+        cot_rule,
+        cross_validate,
+        load_features,
     )
-    from howeval.judges.patternrm.model import PatternRM
-    from howeval.records import LABELS
 
-    t_start = time.perf_counter()
-    src = default_sources()
-    if not (Path(src["data_root"]) / "responses").is_dir():
-        print(f"patternrm calibration: the 47 hand-labelled responses are read from {src['data_root']}/responses, not found "
-              "here: set HOWEVAL_SHARED_DATA=/path/to/shared/data", file=sys.stderr)
+    t0 = time.perf_counter()
+    data_root = Path(default_sources()["data_root"])
+    try:
+        records, X = load_features(str(data_root))
+    except LabelSourceMissing as e:
+        print(f"patternrm calibration: {e}", file=sys.stderr)
         return 2
-    path = a.path or embedded_patternrm()
-    rm = HeadPatternRM(path)
-    human = load_human_set(src["data_root"], src["human_labels"])
-    keys = [h["key"] for h in human]
-    truth = {h["key"]: {k: bool(h["labels"][k]) for k in LABELS} for h in human}
-    bases = load_bases(src["data_root"], src["human_labels"], src["demo_manifest"])
-    recs = build_offline_corpus(bases)
-    fp = corpus_fingerprint(recs)
-    if fp != rm.meta.get("fingerprint"):
-        raise SystemExit(f"{path} was trained on another corpus (fingerprint {rm.meta.get('fingerprint', '?')[:12]} != {fp[:12]}): "
-                         "retrain with `make patternrm FORCE=1`")
-    with np.load(Path(path) / "features.npz") as z:
-        X, H = z["X"], z["H"]
-    if X.shape[1] == N_LEX:  # the content head trains without the encoder: embed here what the recipes compare
-        t0 = time.perf_counter()
-        enc = CachedEncoder(Encoder(), embedding_cache_path())
-        X, H = featurize(enc, [r["response"] for r in recs]), featurize(enc, [h["response"] for h in human])
-        print(f"MiniLM features of {len(recs) + len(human)} texts ({time.perf_counter() - t0:.0f} s)", flush=True)
-    recs_v1 = build_offline_corpus(bases, layouts=False, twins=False, carrier_twins=False, balance=False)
-    X1 = featurize(None, [r["response"] for r in recs_v1])  # content features need no encoder
-    recs_v2 = build_offline_corpus(bases, carrier_twins=False, balance=False)
-    X2 = featurize(None, [r["response"] for r in recs_v2])
-    folds = folds_of(human)
-    lex = np.arange(X.shape[1] - N_LEX, X.shape[1])
-    emb = np.arange(0, X.shape[1] - N_LEX)
-    served = rm.meta.get("features", "content")
-    cols_served = lex if served == "content" else None
-    from howeval.judges.patternrm.head import HUMAN_WEIGHTS, RECIPE_CANDIDATES
+    log = lambda m: print(m, flush=True)  # noqa: E731
+    runs, secs = {}, {}
+    plan = {"served": dict(sets=SERVED_SETS), "length": dict(sets=(LENGTH_SET,)),
+            "all_sources": dict(sets=SERVED_SETS, permissive_only=False),
+            **{f"set:{s}": dict(sets=(s,)) for s in FEATURE_SETS}}
+    for name, kw in plan.items():
+        t = time.perf_counter()
+        runs[name] = cross_validate(X, records, **kw)
+        secs[name] = round(time.perf_counter() - t, 1)
+        log(f"[calibration] {name}: {secs[name]} s")
+    cot = cot_rule([r["response"] for r in records])
+    by = score(records, runs["served"], runs["length"])
+    trig = trigger(records, runs["served"], cot)
 
-    grid = lambda ws, cs: tuple((w, c) for w in ws for c in cs)  # noqa: E731
-    served_name = (f"served (head v4): {served} features, corpus v3 + hand labels (CV); per label, hand-label weight "
-                   "{10,30,100,300} x threshold criterion {F1, MCC, prevalence} chosen by an inner 3-fold CV over the training folds' responses")
-    served_choices: list = []
-    recipes = {
-        served_name: dict(X=X, recs=recs, use_human=True, cols=cols_served, nested=RECIPE_CANDIDATES, choices=served_choices),
-        "head v3 (served before): hand-label weight 10, F1-best thresholds on the training responses' OOF":
-            dict(X=X, recs=recs, use_human=True, cols=lex),
-        "served rule, thresholds on 3 repeated out-of-fold splits of the training records (repeats=3)":
-            dict(X=X, recs=recs, cols=lex, nested=RECIPE_CANDIDATES, repeats=3),
-        "nested, weights {10,30,100,300} x F1 only": dict(X=X, recs=recs, cols=lex, nested=grid(HUMAN_WEIGHTS, ("f1",))),
-        "nested, weights {10,30,100,300} x {F1, MCC}": dict(X=X, recs=recs, cols=lex, nested=grid(HUMAN_WEIGHTS, ("f1", "mcc"))),
-        "nested, weights {10,30,100,300} x {F1, MCC} + always-fire": dict(X=X, recs=recs, cols=lex,
-                                                                          nested=(*grid(HUMAN_WEIGHTS, ("f1", "mcc")), (10.0, "always"))),
-        "nested, weights {3,10,30,100,300,1000} x {F1, MCC}": dict(X=X, recs=recs, cols=lex,
-                                                                  nested=grid((3.0, 10.0, 30.0, 100.0, 300.0, 1000.0), ("f1", "mcc"))),
-        "nested, weights {10,100} x {F1, MCC}": dict(X=X, recs=recs, cols=lex, nested=grid((10.0, 100.0), ("f1", "mcc"))),
-        "nested, served grid, one choice for all labels (inner macro F1)": dict(X=X, recs=recs, cols=lex, nested=RECIPE_CANDIDATES,
-                                                                               per_label=False),
-        **{f"fixed weight {w:g}, thresholds by {c} on the training responses' OOF": dict(X=X, recs=recs, cols=lex, hw=w, criterion=c)
-           for w, c in [(10.0, "mcc"), (10.0, "prevalence"), (3.0, "f1"), (30.0, "f1"), (100.0, "f1"), (300.0, "f1"),
-                        (1000.0, "f1"), (3.0, "mcc"), (30.0, "mcc"), (100.0, "mcc"), (300.0, "mcc"), (30.0, "prevalence"),
-                        (100.0, "prevalence")]},
-        **{f"weight 10, thresholds by {c} on all training records' OOF (corpus + responses)":
-           dict(X=X, recs=recs, cols=lex, criterion=c, chooser="all") for c in ("f1", "mcc", "prevalence")},
-        **{f"weight 10, no class weights, thresholds by {c}": dict(X=X, recs=recs, cols=lex, criterion=c, balanced=False)
-           for c in ("f1", "mcc", "prevalence")},
-        "weight 10, threshold 0.5": dict(X=X, recs=recs, cols=lex, thresholds="fixed"),
-        "weight 10, no class weights, threshold 0.5": dict(X=X, recs=recs, cols=lex, thresholds="fixed", balanced=False),
-        "content+minilm features, corpus v3 + hand labels (CV)" if served == "content" else
-        "content features, corpus v3 + hand labels (CV)": dict(X=X, recs=recs, use_human=True, cols=None if served == "content" else lex),
-        "MiniLM embedding only, corpus v3 + hand labels (CV)": dict(X=X, recs=recs, use_human=True, cols=emb),
-        "content features, corpus v3 only (thresholds on corpus folds)": dict(X=X, recs=recs, use_human=False, cols=lex),
-        "content+minilm features, corpus v3 only (thresholds on corpus folds)": dict(X=X, recs=recs, use_human=False),
-        "content+minilm features, corpus v3 only, no class weights, threshold 0.5": dict(X=X, recs=recs, use_human=False,
-                                                                                         balanced=False, thresholds="fixed"),
-        "content features, corpus v2 (no carrier twins, no cell balance) + hand labels (CV)": dict(X=X2, recs=recs_v2, use_human=True),
-        "content features, corpus v2 only": dict(X=X2, recs=recs_v2, use_human=False),
-        "content features, corpus v1 (no layouts, no twins) + hand labels (CV)": dict(X=X1, recs=recs_v1, use_human=True),
-        "content features, corpus v1 only": dict(X=X1, recs=recs_v1, use_human=False),
-        "content features, hand labels only (CV), no corpus": dict(X=X, recs=recs, use_corpus=False, use_human=True, cols=lex,
-                                                                  allow_unteachable=True),
-        "content+minilm features, hand labels only (CV), no corpus": dict(X=X, recs=recs, use_corpus=False, use_human=True,
-                                                                          allow_unteachable=True),
+    def aurocs(cv: dict) -> dict:
+        return {f"{s}/{key}": round(auroc(y, cv["prob"][lab][idx]), 4) for s, key, lab, idx, y in entries(records)}
+
+    reps = {name.split(":", 1)[1]: {"auroc": aurocs(runs[name]), "seconds": secs[name]} for name in runs if name.startswith("set:")}
+    reps["served (feature set chosen per label inside training folds)"] = {"auroc": aurocs(runs["served"]), "seconds": secs["served"]}
+    reps[LENGTH_SET + " (floor)"] = {"auroc": aurocs(runs["length"]), "seconds": secs["length"]}
+    by_all = score(records, runs["all_sources"], runs["length"])
+    head = HeadPatternRM(embedded_patternrm())
+    misses = [f"{s}/{k}: {g} by {v['by']}" for s, labs in by.items() for k, e in labs.items() if e["goal_applies"]
+              for g, v in e["goals"].items() if not v["met"]]
+    misses += [f"trigger: {g} by {v['by']}" for g, v in trig["goal"].items() if not v["met"]]
+    out = {
+        "by_source": by, "trigger": trig,
+        "goals": {"labels_with_goals": [f"{s}/{k}" for s, labs in by.items() for k, e in labs.items() if e["goal_applies"]],
+                  "all_met": not misses, "misses": misses},
+        "method": "5 outer folds stratified by source and labels; per fold, feature set, C, weak-proxy weight and threshold chosen "
+                  "by an inner 3-fold CV over the training folds only; training rows from permissive-licence sources "
+                  "(human47 MATH-Vision, ROSCOE GSM8K + CosmosQA, PRM800K); TabMWP (NC-SA), ROSCOE DROP + e-SNLI (SA) scored, "
+                  "never trained on; cot by the rule judge (no human cot positive anywhere)",
+        "representations": reps,
+        "training_sources": {"permissive only (served)": {f"{s}/{k}": e["auroc"] for s, labs in by.items() for k, e in labs.items()},
+                             "every source": {f"{s}/{k}": e["auroc"] for s, labs in by_all.items() for k, e in labs.items()}},
+        "served": {"head_version": head.meta["head_version"], "choice": head.meta.get("choice"), "blocks": head.meta.get("blocks"),
+                   "thresholds": head.meta.get("thresholds"), "fold_choices": runs["served"]["choices"]},
+        "reward_spread": {**spread_sets(data_root, head, records, X), "head v4 (served before), mathv_model_responses": V4["reward_spread_v4"]},
+        "head_v4_on_new_labels": {k: v for k, v in V4.items() if k != "reward_spread_v4"},
+        "seconds": round(time.perf_counter() - t0, 1),
     }
-    out: dict = {"n_items": len(keys), "source": "tests/fixtures/human_labels.jsonl (47 hand-labelled real responses), "
-                 f"{N_FOLDS}-fold cross-validation (training never sees the held-out fold)",
-                 "recipes": {}}
-    served_pred = None
-    for name, kw in recipes.items():
-        t0 = time.perf_counter()
-        Xr, rr = kw.pop("X"), kw.pop("recs")
-        Hr = featurize(None, [h["response"] for h in human]) if Xr is X1 or Xr is X2 else H
-        pred = cv_predict(Xr, rr, Hr, human, folds, **kw)
-        s = score_judge(truth, as_labels(pred, keys))
-        lc = length_control(pred, human, None)["human"]
-        out["recipes"][name] = {"macro_f1": s["macro"]["f1"], **{k: s["labels"][k]["f1"] for k in ("rep", "con", "pr")},
-                                "trigger_f1": s["trigger"]["f1"],
-                                "predicted": {k: s["labels"][k]["predicted"] for k in ("rep", "con", "pr")} | {"trigger": s["trigger"]["predicted"]},
-                                "length_human": {"flawed": lc["flawed_fire_rate"], "matched_clean": lc["length_matched_clean_fire_rate"]},
-                                "seconds": round(time.perf_counter() - t0, 1)}
-        print(f"{s['macro']['f1']:.3f}  {name}  ({time.perf_counter() - t0:.0f} s)", flush=True)
-        if served_pred is None:
-            served_pred, served_scores = pred, s
-    # how much the figures move with the seed of the training folds' inner splits (train_head's out-of-fold
-    # folds and the inner choice): the same outer folds, seeds 1 and 2 beside the reported seed 0
-    out["seed_check"] = {}
-    for name, kw in ((served_name, dict(nested=RECIPE_CANDIDATES)), ("head v3 (weight 10, F1 thresholds)", {})):
-        rows = {}
-        for seed in (0, 1, 2):
-            pred = cv_predict(X, recs, H, human, folds, cols=lex, seed=seed, **kw)
-            sc = score_judge(truth, as_labels(pred, keys))
-            rows[str(seed)] = {"macro_f1": round(sc["macro"]["f1"], 4), **{k: round(sc["labels"][k]["f1"], 4) for k in ("rep", "con", "pr")},
-                               "trigger_f1": round(sc["trigger"]["f1"], 4), "trigger_predicted": sc["trigger"]["predicted"]}
-        rows["mean_macro_f1"] = round(float(np.mean([rows[str(x)]["macro_f1"] for x in (0, 1, 2)])), 4)
-        out["seed_check"][name] = rows
-        print(f"seeds 0-2: {[rows[str(x)]['macro_f1'] for x in (0, 1, 2)]} mean {rows['mean_macro_f1']}  {name}", flush=True)
-    out["patternrm"] = summarize(served_scores, rm.version + " (cross-validated recipe)")
-    out["patternrm"]["fold_choices"] = served_choices
-    out["patternrm"]["served_head_choice"] = {k: rm.meta.get("recipe_choice", {}).get(k) for k in ("human_weight", "criterion")}
-    out["patternrm"]["served_head_thresholds"] = rm.meta.get("thresholds")
-    rules = PatternRM("rules")
-    res = rules.label_batch([{"question": "", "response": h["response"]} for h in human])
-    out["rules"] = summarize(score_judge(truth, {k: r["labels"] for k, r in zip(keys, res)}), rules.version)
-    out["baselines"] = {"all_positive": summarize(score_judge(truth, {k: {x: True for x in LABELS} for k in keys}), "baseline"),
-                        "patternrm_v1": V1_FIGURES}
-    # controls
-    sample = [r["response"] for r in recs[::25]] + [h["response"] for h in human]
-    out["controls"] = {
-        "format": format_control(rm, sample),
-        "length": length_control(served_pred, human, twin_fire_rates(X if cols_served is None else X[:, lex], recs)),
-        "surface": surface_counts(recs),
-        "shortcut": {"v3": shortcut_check(recs), "v3_other_splits": shortcut_other_splits(recs),
-                     "v2_for_reference": shortcut_check(recs_v2), "v1_for_reference": shortcut_check(recs_v1)},
-    }
-    floor = out["baselines"]["all_positive"]["macro_f1"]
-    out["passed"] = {
-        "above_all_positive": out["patternrm"]["macro_f1"] > floor,
-        "above_rules": out["patternrm"]["macro_f1"] > out["rules"]["macro_f1"],
-        "format": out["controls"]["format"]["passed"], "length": out["controls"]["length"]["passed"],
-        "surface": out["controls"]["surface"]["passed"], "shortcut": out["controls"]["shortcut"]["v3"]["passed"],
-    }
-    out["seconds"] = round(time.perf_counter() - t_start, 1)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=1) + "\n")
-    print(markdown_table(out))
-    print(json.dumps(out["passed"]))
-    print(f"-> {a.out}")
+    print(json.dumps({"by_source": {s: {k: {m: e[m] for m in ("positives", "auroc", "auroc_length", "f1", "floor_f1_all_positive",
+                                                             "floor_f1_length")} for k, e in labs.items()} for s, labs in by.items()},
+                      "trigger": {m: trig[m] for m in ("precision", "base_rate")}, "misses": misses}, indent=1))
     return 0
 
 
-def markdown_table(d: dict) -> str:
-    """The README table: PatternRM (cross-validated) beside the rule judge and the all-positive floor."""
-    f = lambda x: "–" if x is None else f"{x:.2f}"  # noqa: E731
-    rows = ["| label | PatternRM P | R | F1 | rules P | R | F1 | all-positive F1 | human + | PatternRM + |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
-    for k in ("cot", "rep", "con", "pr", "trigger"):
-        a, b, c = ((x["trigger"] if k == "trigger" else x["labels"][k]) for x in (d["patternrm"], d["rules"], d["baselines"]["all_positive"]))
-        rows.append(f"| {k} | {f(a['precision'])} | {f(a['recall'])} | {f(a['f1'])} | {f(b['precision'])} | "
-                    f"{f(b['recall'])} | {f(b['f1'])} | {f(c['f1'])} | {a['support']} | {a['predicted']} |")
-    rows.append(f"| **macro F1** (rep, con, pr) | | | **{d['patternrm']['macro_f1']:.3f}** | | | {d['rules']['macro_f1']:.3f} | "
-                f"{d['baselines']['all_positive']['macro_f1']:.3f} | | |")
-    return "\n".join(rows)
-
-
 if __name__ == "__main__":
-    if os.environ.get("OMP_NUM_THREADS") is None:
-        os.environ["OMP_NUM_THREADS"] = "2"
-    sys.exit(main())
+    raise SystemExit(main())

@@ -38,8 +38,9 @@ class PatternRMConfig(StrictModel):
     """Which PatternRM the server calls (``howeval.judges.patternrm.model.PatternRM``)."""
 
     kind: Literal["trained", "rules", "checkpoint"] = Field("trained", description="trained = the embedded trained PatternRM (MiniLM + head, `make patternrm`; default); rules = the rule judge; checkpoint = an SFT'd LM PatternRM (ray_jobs.train_patternrm).")
-    path: str | None = Field(None, description="kind=trained: a trained head folder (None = the embedded one in ~/.cache/howeval); kind=checkpoint: the LM folder ('embedded' = the untrained SmolLM2, format smoke only).")
-    max_new_tokens: int = Field(24, ge=4, description="Decode budget; the direct format needs ~16 tokens.")
+    path: str | None = Field(None, description="kind=trained: a trained head folder (None = the one shipped in the package, howeval/judges/patternrm/weights/); kind=checkpoint: the LM folder ('embedded' = the untrained SmolLM2, format smoke only).")
+    max_new_tokens: int = Field(24, ge=4, description="Decode budget; the direct format needs ~16 tokens, the thinking form ~80.")
+    form: Literal["direct", "thinking"] = Field("direct", description="kind=checkpoint: the inference form the prompt asks for (format.patternrm_messages): direct = the LABELS line; thinking = an <analysis> block, then the line.")
     max_input_tokens: int = Field(1024, ge=64, description="Prompt token budget: the chat template is always kept whole; the question (at most a quarter) and then the response (head + tail around [...]) are cut to fit (model.fit_prompt).")
     max_response_chars: int | None = Field(4000, ge=64, description="Response characters kept (head + tail) before tokenizing.")
     device: str | None = Field(None, description="torch device; None = cuda when available, else cpu.")

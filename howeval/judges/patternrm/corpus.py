@@ -15,7 +15,7 @@ are written up in ``docs/patternrm_corpus.md`` (the dataset card).
   whose result does not follow from what precedes it, the hand-label guide's "the step does not follow"),
   the other labels unknown;
 - *model* responses (``responses/*.jsonl``) except every response in the evaluation set
-  (``tests/fixtures/human_labels.jsonl``): labels unknown, used only as carriers of injections.
+  (``howeval/judges/patternrm/data/human_labels.jsonl``): labels unknown, used only as carriers of injections.
 
 **Injections** (:data:`INJECTORS`), each with several wordings and positions (no single template per label):
 

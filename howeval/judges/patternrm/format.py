@@ -34,6 +34,9 @@ __all__ = [
     "patternrm_messages",
     "direct_target",
     "thinking_target",
+    "mixture_targets",
+    "PAPER_MIX",
+    "THINKING_PROMPT",
     "sft_record",
     "group_judgments",
     "unanimous_rows",
@@ -51,8 +54,13 @@ SYSTEM_PROMPT = (
     "performative reasoning (unsupported reasoning wrapper). Reply with one line: "
     "LABELS: cot=<0|1> rep=<0|1> con=<0|1> pr=<0|1>"
 )
+THINKING_PROMPT = SYSTEM_PROMPT.replace(
+    "Reply with one line:", "First judge each label in one line inside <analysis>...</analysis>, then reply with one line:")
+"""The system prompt of the thinking form (the paper's PatternRM is trained on both forms; the prompt says which)."""
 USER_TEMPLATE = "QUESTION:\n{question}\n\nRESPONSE:\n{response}"
 TARGETS = ("direct", "thinking")
+PAPER_MIX = (34547, 23031)
+"""The paper's PatternRM SFT mixture: thinking-format and direct targets (its Table 4 compares the two forms)."""
 
 _LINE_RE = re.compile(r"LABELS\s*:\s*(?P<body>[^\n]*)", re.IGNORECASE)
 _PAIR_RE = re.compile(r"\b(?P<k>[a-z]+)\s*=\s*(?P<v>\S+)")
@@ -115,23 +123,52 @@ def parse_label_output(text: str) -> dict[str, bool]:
     return {k: out[k] for k in LABELS}
 
 
-def patternrm_messages(question: str, response: str, max_chars: int | None = None) -> list[dict[str, str]]:
+def patternrm_messages(question: str, response: str, max_chars: int | None = None, form: str = "direct") -> list[dict[str, str]]:
     """Chat messages PatternRM is trained on and served with (text-only: no image part).
 
     Args:
         question: the prompt q.
         response: the user-facing response y_m.
         max_chars: keep at most this many characters of the response (head and tail, marked), or None.
+        form: ``"direct"`` (:data:`SYSTEM_PROMPT`: the labels line only) or ``"thinking"``
+            (:data:`THINKING_PROMPT`: an ``<analysis>`` block first).
+
+    Raises:
+        ValueError: ``form`` is not one of :data:`TARGETS`.
     """
+    if form not in TARGETS:
+        raise ValueError(f"form={form!r} is not one of {list(TARGETS)}")
     if not isinstance(question, str) or not isinstance(response, str):
         raise TypeError(f"question and response must be str, got {type(question).__name__}, {type(response).__name__}")
     if max_chars is not None and len(response) > max_chars:
         half = max_chars // 2
         response = response[:half] + "\n[...]\n" + response[-half:]
     return [
-        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "system", "content": SYSTEM_PROMPT if form == "direct" else THINKING_PROMPT},
         {"role": "user", "content": USER_TEMPLATE.format(question=question, response=response)},
     ]
+
+
+def mixture_targets(keys: Sequence[str], mix: tuple[int, int] = PAPER_MIX) -> list[str]:
+    """Which target each SFT record gets, ``"thinking"`` or ``"direct"``, in the ratio ``mix`` = (thinking,
+    direct) (default the paper's 34,547 : 23,031): the records sorted by SHA-256 of their key, the first
+    ``round(n * thinking / (thinking + direct))`` thinking. Deterministic, independent of input order.
+
+    Raises:
+        ValueError: a negative count or both zero.
+
+    >>> mixture_targets([str(i) for i in range(10)]).count("thinking")
+    6
+    """
+    t, d = (int(x) for x in mix)
+    if t < 0 or d < 0 or t + d == 0:
+        raise ValueError(f"mix={mix!r}: expected two counts >= 0, not both 0 (thinking, direct)")
+    n_think = round(len(keys) * t / (t + d))
+    order = sorted(range(len(keys)), key=lambda i: hashlib.sha256(str(keys[i]).encode()).hexdigest())
+    out = ["direct"] * len(keys)
+    for i in order[:n_think]:
+        out[i] = "thinking"
+    return out
 
 
 def direct_target(labels: Mapping[str, bool]) -> str:
@@ -179,7 +216,7 @@ def sft_record(
         raise ValueError(f"target={target!r} is not one of {list(TARGETS)}")
     content = direct_target(labels) if target == "direct" else thinking_target(labels, evidence)
     rec = {
-        "messages": [*patternrm_messages(question, response, max_chars), {"role": "assistant", "content": content}],
+        "messages": [*patternrm_messages(question, response, max_chars, form=target), {"role": "assistant", "content": content}],
         "target": target,
         "labels": {k: bool(labels[k]) for k in LABELS},
     }

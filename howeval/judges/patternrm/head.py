@@ -1,6 +1,14 @@
-"""The embedded PatternRM: per-label logistic heads on the bundled all-MiniLM-L6-v2 and content features.
+"""The embedded PatternRM: per-label linear heads on content features of the response (served: head v5).
 
-Why this form (measured figures in the README, "Reward server and PatternRM"): the paper's PatternRM is an
+**Served: head v5** (issue 29; trained by ``howeval.judges.patternrm.recipe``, figures in
+``bench/results/patternrm_calibration.json`` and ``docs/patternrm.md``): trained and selected on every human
+label (``howeval.judges.patternrm.labelsets``: the project's 47, ROSCOE, PRM800K; permissive licences only),
+per label (rep, con, pr) a ridge + Platt head on the feature set an inner CV chose among
+``features.featurize_v5``'s blocks (the content features below, claim/number consistency between steps,
+MiniLM over steps and step pairs); ``cot`` by the rule judge (no human ``cot`` positive anywhere).
+:class:`HeadPatternRM` reads both the v5 folder (``meta["features"] == "v5"``) and the older forms below.
+
+**Older heads (v1-v4, kept for the corpus recipes and their comparison)**: the paper's PatternRM is an
 SFT'd LM answering a ``LABELS:`` line (SPEC section 2; ``ray_jobs.train_patternrm`` keeps that path for
 GPUs). On this project's 2-core CPU machines a frozen MiniLM encoder plus small trained heads train in
 minutes, score a batch in one encoder pass, and cannot answer an unparseable line.
@@ -29,11 +37,12 @@ Matthews correlation or matching the label's prevalence). Per label, the hand-la
 criterion are chosen by an inner cross-validation over the hand-labelled *training* responses
 (:func:`choose_head_recipe`). Deterministic.
 
-**Cache**: :func:`embedded_patternrm` trains once from the offline corpus
-(``howeval.judges.patternrm.corpus``, recipe v3) plus the hand-labelled responses
-(``tests/fixtures/human_labels.jsonl``, texts read from ``../shared/data``) and saves ``head.npz`` +
-``meta.json`` + ``features.npz`` under ``~/.cache/howeval/patternrm-minilm-<HEAD_VERSION>``
-(atomic rename). ``bench/patternrm_calibration.py`` scores the recipe by cross-validation on the hand labels.
+**Shipped weights**: the served head is a file inside the package, :data:`SHIPPED_DIR` ``/<HEAD_VERSION>/``
+(``head.npz`` + ``meta.json`` with its provenance: sources, their licences, recipe, commit): a clone, a
+wheel and the container image load it with no ``../shared`` and no cache (:func:`embedded_patternrm`).
+``make patternrm`` (a developer step, needs ``../shared/data``) retrains it and rewrites that folder; the
+training features go to ``~/.cache/howeval`` (never into the package). The hand labels of the 47 real
+responses are package data (:data:`HUMAN_LABELS_FILE`); the texts they point at stay in ``../shared/data``.
 """
 from __future__ import annotations
 
@@ -55,14 +64,16 @@ from howeval.judges.patternrm.layout import plain_text
 from howeval.records import LABELS
 
 __all__ = ["HEAD_VERSION", "LEX_FEATURES", "Encoder", "CachedEncoder", "featurize", "lexical_features", "train_head", "predict_proba",
-           "HeadPatternRM", "embedded_patternrm", "default_cache_path", "load_human_set", "choose_head_recipe",
+           "HeadPatternRM", "embedded_patternrm", "default_cache_path", "shipped_head_path", "SHIPPED_DIR", "HUMAN_LABELS_FILE", "load_human_set", "choose_head_recipe",
            "stratified_folds", "THRESHOLD_CRITERIA", "RECIPE_CANDIDATES"]
 
-HEAD_VERSION = "minilm-head-4"
+HEAD_VERSION = "minilm-head-5"
 """Name of the feature set + head + corpus recipe; a new one is a new cache folder (v1: MLP on raw text;
 v2: content head, corpus recipe v2; v3: the same head, corpus recipe v3, no encoder pass when training the
 content head; v4: v3 with each label's hand-label weight and threshold criterion chosen by an inner
-cross-validation over the hand-labelled training responses, :func:`choose_head_recipe`)."""
+cross-validation over the hand-labelled training responses, :func:`choose_head_recipe`; v5, issue 29:
+trained on every human label with features that can see a contradiction, ``howeval.judges.patternrm.recipe``,
+shipped in the package)."""
 
 MAX_SENTENCES = 60
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9$\\(])|\n+")
@@ -493,21 +504,34 @@ class HeadPatternRM:
             raise ValueError(f"{self.path}: head_version {self.meta.get('head_version')!r}, this code reads {HEAD_VERSION!r} "
                              "(retrain with `make patternrm FORCE=1`)")
         self.features = self.meta.get("features", "content+minilm")
-        self.encoder = (Encoder(encoder_path or self.meta.get("encoder_path") or None, device=device)
-                        if self.features == "content+minilm" else None)
+        self.blocks = tuple(self.meta.get("blocks") or ())
+        needs_encoder = self.features == "content+minilm" or any(b in self.blocks for b in ("pairs", "doc"))
+        self.encoder = Encoder(encoder_path or self.meta.get("encoder_path") or None, device=device) if needs_encoder else None
         with np.load(Path(self.path) / "head.npz") as z:
             self.head = {k: z[k] for k in z.files}
         self.thresholds = self.meta["thresholds"]
+        self.cot = self.meta.get("cot", "head")
         self.version = f"patternrm@{self.meta['head_version']}:{self.meta.get('fingerprint', '?')[:12]}"
 
-    def probs(self, responses: Sequence[str]) -> np.ndarray:
-        """Per-label probabilities ``(n, 4)`` in [0, 1], columns in ``LABELS`` order."""
+    def probs(self, responses: Sequence[str], questions: Sequence[str] | None = None) -> np.ndarray:
+        """Per-label probabilities ``(n, 4)`` in [0, 1], columns in ``LABELS`` order (head v5: the ``cot``
+        column is 1.0 where the rule fires, else 0.0; ``questions`` feed its question-step features)."""
         if not responses:
             return np.zeros((0, len(LABELS)), dtype=np.float32)
-        return predict_proba(self.head, featurize(self.encoder, responses))
+        if self.features != "v5":
+            return predict_proba(self.head, featurize(self.encoder, responses))
+        from howeval.judges.patternrm.features import featurize_v5
+        from howeval.judges.patternrm.recipe import cot_rule
+
+        qs = list(questions) if questions is not None else [""] * len(responses)
+        p = predict_proba(self.head, featurize_v5(self.encoder, [{"response": r, "question": q} for r, q in zip(responses, qs)],
+                                                  self.blocks))
+        if self.cot == "rule":
+            p[:, LABELS.index("cot")] = cot_rule(responses).astype(np.float32)
+        return p
 
     def label(self, items: Sequence[Mapping[str, Any]]) -> list[dict]:
-        p = self.probs([it["response"] for it in items])
+        p = self.probs([it["response"] for it in items], [str(it.get("question") or "") for it in items])
         out = []
         for row in p:
             labels = {k: bool(row[j] >= self.thresholds[k]) for j, k in enumerate(LABELS)}
@@ -567,10 +591,28 @@ def embedding_cache_path(encoder_path: str | None = None) -> Path:
     return cache_dir() / f"patternrm-embeddings-{tag}.npz"
 
 
+SHIPPED_DIR = Path(__file__).resolve().parent / "weights"
+"""Where the shipped heads live (package data): ``SHIPPED_DIR / HEAD_VERSION`` is the served default."""
+HUMAN_LABELS_FILE = Path(__file__).resolve().parent / "data" / "human_labels.jsonl"
+"""The project's 47 hand labels (package data: ``source``, ``id``, ``model``, ``labels``, ``note``); the response
+texts they point at are read from ``../shared/data/responses`` when training or calibrating."""
+
+
+def shipped_head_path() -> Path:
+    """Folder of the served head inside the package (``head.npz`` + ``meta.json``); ``make patternrm`` writes it."""
+    return SHIPPED_DIR / HEAD_VERSION
+
+
 def default_cache_path() -> Path:
+    """The served head's folder (kept under this name for callers: it is :func:`shipped_head_path`, no cache)."""
+    return shipped_head_path()
+
+
+def features_cache_path() -> Path:
+    """Where ``make patternrm`` keeps the training features it computed (``features.npz``; never shipped)."""
     from howeval.engines.checkpoints import cache_dir
 
-    return cache_dir() / f"patternrm-{HEAD_VERSION}"
+    return cache_dir() / f"patternrm-features-{HEAD_VERSION}"
 
 
 def default_sources() -> dict[str, str]:
@@ -578,7 +620,7 @@ def default_sources() -> dict[str, str]:
     repository), the hand labels to leave out, and the demo manifest."""
     repo = Path(__file__).resolve().parents[3]
     data = os.environ.get("HOWEVAL_SHARED_DATA") or str(repo.parent / "shared" / "data")
-    return {"data_root": data, "human_labels": str(repo / "tests" / "fixtures" / "human_labels.jsonl"),
+    return {"data_root": data, "human_labels": str(HUMAN_LABELS_FILE),
             "demo_manifest": str(repo / "datasets" / "demo" / "manifest.jsonl")}
 
 
@@ -595,9 +637,9 @@ def require_data_root(data_root: str | Path) -> Path:
     root = Path(data_root)
     if not (root / "vqa").is_dir() or not (root / "steps").is_dir():
         raise PatternRMDataMissing(
-            f"the embedded PatternRM trains on the real samples of ../shared/data (vqa/, steps/), not found at {root}: "
-            "set HOWEVAL_SHARED_DATA=/path/to/shared/data, or copy a trained head into "
-            f"{default_cache_path()}, or use the rule judge (patternrm kind: rules)")
+            f"training the embedded PatternRM (`make patternrm`) reads the real samples of ../shared/data (vqa/, steps/), "
+            f"not found at {root}: set HOWEVAL_SHARED_DATA=/path/to/shared/data (serving needs none of it: the shipped "
+            f"head is {shipped_head_path()})")
     return root
 
 
@@ -667,9 +709,14 @@ def build_and_train(out: str | Path, data_root: str | None = None, human_labels:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".patternrm-", dir=out.parent))
     np.savez(tmp / "head.npz", **head)
-    np.savez(tmp / "features.npz", X=X, H=H)
+    meta["provenance"] = provenance("corpus v3 (howeval.judges.patternrm.corpus) + the 47 hand labels", data_root, sources=[
+        "tabmwp_subset.jsonl", "mathv_testmini_subset.jsonl", "puzzlevqa_subset.jsonl", "mr_gsm8k_labeled_wrong_solutions.jsonl",
+        "crystal_examples.json", "demo_manifest", "mathv_model_responses.jsonl", "tabmwp_gpt3_cot_responses.jsonl", "human_labels"])
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
-    (tmp / "corpus_counts.json").write_text(json.dumps(counts, indent=1))
+    fc = features_cache_path()
+    fc.mkdir(parents=True, exist_ok=True)
+    np.savez(fc / "features.npz", X=X, H=H)
+    (fc / "corpus_counts.json").write_text(json.dumps(counts, indent=1))
     if out.exists():
         shutil.rmtree(out)
     try:
@@ -682,30 +729,73 @@ def build_and_train(out: str | Path, data_root: str | None = None, human_labels:
 
 
 def embedded_patternrm() -> str:
-    """Folder of the embedded trained PatternRM head; trains it once (a few minutes on 2 cores) if absent.
+    """Folder of the served PatternRM head shipped inside the package (:func:`shipped_head_path`); reads
+    nothing outside the package and trains nothing.
 
     Raises:
-        PatternRMDataMissing: not cached, and the real samples it trains on are not here (one-line reason).
+        FileNotFoundError: the shipped head is missing (a broken install; ``make patternrm`` rewrites it).
     """
-    out = default_cache_path()
-    if not (out / "meta.json").exists():
-        build_and_train(out)
+    out = shipped_head_path()
+    if not (out / "meta.json").exists() or not (out / "head.npz").exists():
+        raise FileNotFoundError(f"the shipped PatternRM head {out} is missing (head.npz + meta.json): reinstall the "
+                                "package, or rewrite it with `make patternrm` (needs ../shared/data)")
     return str(out)
+
+
+LICENCES = {
+    "mathv_model_responses.jsonl": "MIT (mathllm/MATH-V)",
+    "tabmwp_gpt3_cot_responses.jsonl": "CC BY-NC-SA 4.0 (lupantech/PromptPG)",
+    "tabmwp_subset.jsonl": "CC BY-NC-SA 4.0 (lupantech/PromptPG)",
+    "mathv_testmini_subset.jsonl": "MIT (mathllm/MATH-V)",
+    "puzzlevqa_subset.jsonl": "MIT (declare-lab/LLM-PuzzleTest)",
+    "mr_gsm8k_labeled_wrong_solutions.jsonl": "MIT (dvlab-research/MR-GSM8K)",
+    "crystal_examples.json": "data CC BY-NC-SA 4.0 (waybarrios/crystal)",
+    "roscoe-gsm8k": "MIT (ROSCOE annotations; GSM8K MIT)",
+    "roscoe-cosmos": "MIT (ROSCOE annotations); CosmosQA CC BY 4.0",
+    "roscoe-drop": "MIT (ROSCOE annotations); DROP CC BY-SA 4.0 (share-alike)",
+    "roscoe-esnli": "MIT (ROSCOE annotations); e-SNLI CC BY-SA 4.0 (share-alike)",
+    "prm800k": "MIT (PRM800K, MATH; GAIR-NLP/ReasonEval)",
+    "demo_manifest": "datasets/demo/manifest.jsonl (items of ../shared/data, licences as their sources)",
+    "human_labels": "the project's own labels (howeval/judges/patternrm/data/human_labels.jsonl)",
+}
+"""Licence of each training source, from ``../shared/data/README.md`` (recorded in the shipped meta)."""
+
+
+def provenance(recipe: str, data_root: str | Path, sources: Sequence[str] | None = None) -> dict[str, Any]:
+    """The shipped head's provenance: ``{"recipe", "sources": {name: licence}, "commit", "uncommitted_changes",
+    "trained_utc", "data_root"}`` (``commit``: ``git rev-parse HEAD`` of the repository, or None outside a git
+    checkout; ``uncommitted_changes``: tracked files differed from that commit when it was trained)."""
+    import datetime
+    import subprocess
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True,
+                                text=True, timeout=10).stdout.strip() or None
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=Path(__file__).resolve().parent,
+                                    capture_output=True, text=True, timeout=10).stdout.strip()) if commit else None
+    except (OSError, subprocess.SubprocessError):
+        commit, dirty = None, None
+    names = list(sources) if sources is not None else list(LICENCES)
+    return {"recipe": recipe, "sources": {n: LICENCES.get(n, "see ../shared/data/README.md") for n in names},
+            "commit": commit, "uncommitted_changes": dirty, "trained_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "data_root": "../shared/data (README.md there lists each source and its licence)"}
 
 
 if __name__ == "__main__":  # make patternrm
     import argparse
 
-    ap = argparse.ArgumentParser(description="Train the embedded PatternRM head (cached under ~/.cache/howeval)")
-    ap.add_argument("--out", default=None, help="output folder (default: the cache folder)")
-    ap.add_argument("--force", action="store_true", help="retrain even when the cache exists")
+    ap = argparse.ArgumentParser(description="Train the served PatternRM head v5 on every human label and rewrite the "
+                                             "shipped head in the package (needs ../shared/data)")
+    ap.add_argument("--out", default=None, help="output folder (default: the shipped folder, howeval/judges/patternrm/weights/)")
+    ap.add_argument("--all-sources", action="store_true", help="train on every source, share-alike and non-commercial ones too")
+    ap.add_argument("--force", action="store_true", help="(kept for `make patternrm FORCE=1`; the head is always retrained)")
     a = ap.parse_args()
-    target = Path(a.out) if a.out else default_cache_path()
-    if (target / "meta.json").exists() and not a.force:
-        print(f"[patternrm] cached: {target} (pass --force to retrain)")
-    else:
-        try:
-            build_and_train(target)
-        except PatternRMDataMissing as e:
-            raise SystemExit(f"[patternrm] cannot train: {e}") from None
-        print(f"[patternrm] -> {target}")
+    from howeval.judges.patternrm.labelsets import LabelSourceMissing
+    from howeval.judges.patternrm.recipe import build_served
+
+    target = Path(a.out) if a.out else shipped_head_path()
+    try:
+        build_served(target, permissive_only=not a.all_sources)
+    except LabelSourceMissing as e:
+        raise SystemExit(f"[patternrm] cannot train: {e}") from None
+    print(f"[patternrm] -> {target}")

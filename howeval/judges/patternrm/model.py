@@ -59,7 +59,8 @@ def _cut_tokens(tok: Any, text: str, keep: int) -> str:
     return tok.decode(ids[:half]) + "\n[...]\n" + tok.decode(ids[-half:])
 
 
-def fit_prompt(tok: Any, question: str, response: str, max_input_tokens: int, max_response_chars: int | None = None) -> str:
+def fit_prompt(tok: Any, question: str, response: str, max_input_tokens: int, max_response_chars: int | None = None,
+               form: str = "direct") -> str:
     """The chat prompt of one PatternRM input, at most ``max_input_tokens`` tokens, the template whole.
 
     Issue 21: truncating the *prompt* (the tokenizer's ``truncation=True``) cut the assistant header of a
@@ -71,6 +72,7 @@ def fit_prompt(tok: Any, question: str, response: str, max_input_tokens: int, ma
         tok: a Hugging Face tokenizer with a chat template.
         max_input_tokens: the prompt's token budget (>= the empty template's size + 16).
         max_response_chars: a character cap applied first (``patternrm_messages``), or None.
+        form: the inference form, ``"direct"`` or ``"thinking"`` (``patternrm_messages``).
 
     Returns:
         the prompt text (``apply_chat_template(..., add_generation_prompt=True)``); tokenized without
@@ -80,7 +82,7 @@ def fit_prompt(tok: Any, question: str, response: str, max_input_tokens: int, ma
         ValueError: the empty template alone does not fit in ``max_input_tokens`` (the message gives both).
     """
     def render(q: str, r: str) -> str:
-        return tok.apply_chat_template(patternrm_messages(q, r), tokenize=False, add_generation_prompt=True)
+        return tok.apply_chat_template(patternrm_messages(q, r, form=form), tokenize=False, add_generation_prompt=True)
 
     def n_tok(text: str) -> int:
         return len(tok(text, add_special_tokens=False)["input_ids"])
@@ -115,7 +117,7 @@ class _CheckpointBackend:
 
     def __init__(self, path: str | None = None, max_new_tokens: int = 24, max_input_tokens: int = 1024,
                  max_response_chars: int | None = 4000, device: str | None = None, engine: str = "hf",
-                 engine_options: dict | None = None, **_: Any):
+                 engine_options: dict | None = None, form: str = "direct", **_: Any):
         if not path:
             raise ValueError("patternrm kind 'checkpoint' needs a path (a trained checkpoint folder, or 'embedded')")
         if path == "embedded":  # the untrained embedded SmolLM2: a format smoke test, not a reward model
@@ -123,7 +125,8 @@ class _CheckpointBackend:
 
             path = embedded_checkpoint()
         self.path = path
-        self.version = f"checkpoint@{path}"
+        self.form = form
+        self.version = f"checkpoint@{path}" + ("" if form == "direct" else f"#{form}")
         self.max_new_tokens = max_new_tokens
         self.max_input_tokens = max_input_tokens
         self.max_response_chars = max_response_chars
@@ -152,8 +155,8 @@ class _CheckpointBackend:
     def generate(self, items: Sequence[dict]) -> list[str]:
         if self.engine is not None:
             return self._generate_engine(items)
-        prompts = [fit_prompt(self.tok, it.get("question") or "", it["response"], self.max_input_tokens, self.max_response_chars)
-                   for it in items]
+        prompts = [fit_prompt(self.tok, it.get("question") or "", it["response"], self.max_input_tokens, self.max_response_chars,
+                              self.form) for it in items]
         # every prompt fits (fit_prompt): no tokenizer truncation, which would cut the chat template
         enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)  # input_ids: (B, T)
         with self._torch.inference_mode():
@@ -165,7 +168,7 @@ class _CheckpointBackend:
         """Greedy decoding through the engine, one request per item; an engine error stays on its row."""
         from howeval.engines.base import ChatRequest
 
-        reqs = [ChatRequest(messages=patternrm_messages(it.get("question") or "", it["response"], self.max_response_chars),
+        reqs = [ChatRequest(messages=patternrm_messages(it.get("question") or "", it["response"], self.max_response_chars, self.form),
                             max_tokens=self.max_new_tokens, temperature=0.0, request_id=str(i))
                 for i, it in enumerate(items)]
         done = self.engine.generate(reqs)

@@ -63,7 +63,7 @@ def test_offline_corpus_written_without_judges(tmp_path, shared_data):
                and r["origin"] != "gsm8k_wrong_chain" for k, v in r["labels"].items())
     for s in sft[:50]:
         assert parse_label_output(s["messages"][-1]["content"]) == s["labels"]
-    held = {k.split("|")[0] + ":" + k.split("|")[1] + ":" + k.split("|")[2] for k in heldout_keys("tests/fixtures/human_labels.jsonl")}
+    held = {k.split("|")[0] + ":" + k.split("|")[1] + ":" + k.split("|")[2] for k in heldout_keys("howeval/judges/patternrm/data/human_labels.jsonl")}
     assert not held & {r["uid"] for r in recs}
     for label in ("cot", "rep", "con", "pr"):
         assert counts["corpus"]["labels"][label]["pos"] > 100

@@ -15,7 +15,7 @@ def L(cot=False, rep=False, con=False, pr=False):
 
 
 def test_job_rule_judge_on_the_real_labelled_file(tmp_path, repo_root, shared_data):
-    labels = repo_root / "tests" / "fixtures" / "human_labels.jsonl"
+    labels = repo_root / "howeval" / "judges" / "patternrm" / "data" / "human_labels.jsonl"
     rows = [json.loads(x) for x in labels.read_text().splitlines()]
     assert len(rows) >= 30 and all("response" not in r for r in rows), "texts are read from ../shared/data"
     rc = job.main(["--labels", str(labels), "--responses", str(shared_data / "responses"),

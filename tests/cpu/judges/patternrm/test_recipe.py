@@ -1,0 +1,152 @@
+"""PatternRM head v5 (issue 29): label sources, the features that see a contradiction, training and selection."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from howeval.judges.patternrm.features import (
+    CONSIST_FEATURES,
+    PAIR_FEATURES,
+    block_columns,
+    consistency_features,
+    featurize_v5,
+    pair_features,
+    split_steps,
+)
+from howeval.judges.patternrm.format import mixture_targets, patternrm_messages, sft_record
+from howeval.judges.patternrm.recipe import fit_served, outer_folds, select_and_fit, training_rows
+
+DATA = Path(os.environ.get("HOWEVAL_SHARED_DATA") or Path(__file__).resolve().parents[5] / "shared" / "data")
+
+
+class FakeEncoder:
+    """Deterministic bag-of-letters 'embeddings' (no model): equal texts, equal unit vectors."""
+
+    def __init__(self):
+        self.n_calls = 0
+
+    def encode(self, texts):
+        self.n_calls += 1
+        out = np.zeros((len(texts), 384), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for c in t.lower():
+                if c.isalpha():
+                    out[i, ord(c) - 97] += 1
+            out[i, 383] += 1e-3
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def f(question, steps):
+    return dict(zip(CONSIST_FEATURES, consistency_features(question, "\n".join(steps), steps)))
+
+
+def test_consistency_features_see_wrong_sums_answer_mismatch_two_values_and_negated_twins():
+    ok = f("Tom has 3 apples and buys 4.", ["3 + 4 = 7", "So the answer is 7."])
+    bad = f("Tom has 3 apples and buys 4.", ["3 + 4 = 8", "So the answer is 7."])
+    assert ok["log_wrong_arith"] == 0 and ok["final_vs_derived"] == 0 and ok["final_unsupported"] == 0
+    assert bad["log_wrong_arith"] > 0 and bad["share_wrong_arith"] == 1.0 and bad["final_vs_derived"] == 1.0
+    assert bad["final_unsupported"] == 1.0  # 7 appears nowhere before the answer line
+    two = f("", ["There are 3 bricks per layer.", "Each wall has 9 bricks per layer.", "The answer is 27."])
+    assert two["quantity_conflicts"] == 1.0
+    flip = f("", ["The triangle is a right triangle.", "The triangle is not a right triangle.", "The answer is B."])
+    assert flip["polarity_flip_pairs"] == 1.0
+    assert f("", ["The answer is yes.", "The answer is no."])["yes_no_conflict"] == 1.0
+
+
+def test_split_steps_prefers_given_steps_then_lines_then_sentences():
+    assert split_steps("ignored", ["a b.", "", "c d."]) == ["a b.", "c d."]
+    assert split_steps("Step 1: 2 + 2 = 4.\nStep 2: so 4.") == ["2 + 2 = 4.", "so 4."]  # layout stripped
+    assert split_steps("One sentence. Two sentence.") == ["One sentence.", "Two sentence."]
+    assert len(split_steps("\n".join(f"line {i}" for i in range(40)))) == 24
+
+
+def test_pair_features_and_featurize_v5_one_encoder_call():
+    enc = FakeEncoder()
+    E = enc.encode(["same step", "same step", "other words entirely"])
+    pf = dict(zip(PAIR_FEATURES, pair_features(E, None, ["same step", "same step", "other words entirely"])))
+    assert pf["pair_cos_max"] == pytest.approx(1.0, abs=1e-5) and pf["pair_cos_min"] < 0.9 and pf["question_cos_mean"] == 0.0
+    items = [{"response": "2 + 2 = 4.\nThe answer is 4.", "question": "2+2?"}, {"response": "x", "steps": ["x"]}]
+    X = featurize_v5(enc, items)
+    assert enc.n_calls == 2 and X.shape == (2, len(block_columns(("lex", "consist", "pairs", "doc"))))
+    np.testing.assert_allclose(featurize_v5(None, items, ("lex", "consist")), X[:, block_columns(("lex", "consist"))], rtol=1e-6)
+    with pytest.raises(ValueError, match="encoder"):
+        featurize_v5(None, items, ("pairs",))
+    with pytest.raises(ValueError, match="blocks"):
+        featurize_v5(None, items, ("nope",))
+
+
+def rec(uid, source, gold=None, weak=None, permissive=True, subset=None):
+    g = {"cot": None, "rep": None, "con": None, "pr": None, **(gold or {})}
+    w = {"cot": None, "rep": None, "con": None, "pr": None, **(weak or {})}
+    return {"uid": uid, "source": source, "subset": subset or source, "permissive": permissive, "gold": g, "weak": w,
+            "weak_name": {}, "response": uid, "question": "", "steps": None, "evidence": {}}
+
+
+def test_training_rows_weights_sources_equally_keeps_weak_factor_and_drops_non_permissive():
+    recs = ([rec(f"a{i}", "human47", {"pr": i % 2}) for i in range(4)] + [rec(f"b{i}", "prm800k", weak={"pr": i % 2}) for i in range(12)]
+            + [rec("c0", "roscoe", {"pr": 1}, permissive=False)])
+    rows, y, w, gold = training_rows(recs, np.arange(len(recs)), "pr", 0.5, permissive_only=True)
+    assert len(rows) == 16 and gold.sum() == 4 and 16 not in rows
+    assert w[gold].sum() == pytest.approx(2 * w[~gold].sum())  # equal per-source totals, times the weak weight 0.5
+    rows, *_ = training_rows(recs, np.arange(len(recs)), "pr", 0.0, permissive_only=False)
+    assert sorted(rows) == [0, 1, 2, 3, 16]  # weak weight 0: weak rows left out
+
+
+def test_select_and_fit_picks_the_informative_set_inside_the_training_rows_and_served_head_matches():
+    rng = np.random.default_rng(0)
+    n = 240
+    y = rng.integers(0, 2, n)
+    recs = [rec(f"r{i}", "roscoe" if i % 2 else "human47", {"con": int(y[i]), "rep": int(rng.integers(0, 2)), "pr": int(y[i])})
+            for i in range(n)]
+    d = len(block_columns(("lex", "consist", "pairs", "doc")))
+    X = rng.normal(size=(n, d))
+    cons = block_columns(("consist",))
+    X[:, cons[0]] += 3.0 * y  # only a 'consist' column carries the label
+    m = select_and_fit(X, recs, np.arange(n), "con", sets=("lex", "lex+consist"))
+    assert m["choice"]["set"] == "lex+consist" and m["choice"]["inner_score"] > 0.9
+    head, info = fit_served(X, recs, sets=("lex", "lex+consist"))
+    from howeval.judges.patternrm.head import predict_proba
+    from howeval.judges.patternrm.recipe import _prob
+
+    cols = block_columns(info["blocks"])
+    p = predict_proba(head, X[:, cols])
+    np.testing.assert_allclose(p[:, 2], _prob(m, X, np.arange(n)), rtol=1e-4, atol=1e-5)
+    assert (p[:, 0] < 1e-6).all()  # cot is the rule's, never the head's
+
+
+def test_outer_folds_spread_each_source_and_label():
+    recs = [rec(f"r{i}", "roscoe", {"con": int(i < 10)}) for i in range(50)]
+    fo = outer_folds(recs, 5)
+    assert all(((fo == k) & (np.arange(50) < 10)).sum() == 2 for k in range(5))
+
+
+def test_mixture_targets_follow_the_ratio_and_the_prompt_names_the_form():
+    keys = [f"k{i}" for i in range(1000)]
+    t = mixture_targets(keys)
+    assert t.count("thinking") == round(1000 * 34547 / (34547 + 23031))
+    assert mixture_targets(list(reversed(keys)))[::-1] == t  # by key, not by position
+    assert mixture_targets(keys, (0, 1)).count("thinking") == 0
+    with pytest.raises(ValueError, match="mix"):
+        mixture_targets(keys, (0, 0))
+    labs = {"cot": False, "rep": True, "con": False, "pr": False}
+    th = sft_record("q", "r", labs, target="thinking", evidence={"rep": "again"})
+    assert "<analysis>" in th["messages"][0]["content"] and th["messages"][-1]["content"].startswith("<analysis>")
+    assert patternrm_messages("q", "r")[0]["content"] != patternrm_messages("q", "r", form="thinking")[0]["content"]
+    with pytest.raises(ValueError, match="form"):
+        patternrm_messages("q", "r", form="other")
+
+
+@pytest.mark.skipif(not (DATA / "labels").is_dir(), reason="../shared/data/labels not present (HOWEVAL_SHARED_DATA)")
+def test_label_sources_read_in_place_with_their_mapping():
+    from howeval.judges.patternrm.labelsets import load_label_sources
+
+    R = load_label_sources(DATA)
+    by = {s: [r for r in R if r["source"] == s] for s in ("human47", "roscoe", "prm800k")}
+    assert [len(by[s]) for s in by] == [47, 528, 210]
+    assert sum(r["gold"]["con"] for r in by["roscoe"]) == 62 and all(r["gold"]["pr"] is None for r in by["roscoe"])
+    assert sum(r["weak"]["pr"] for r in by["prm800k"]) == 105 and all(r["gold"]["pr"] is None for r in by["prm800k"])
+    assert sum(r["gold"]["pr"] for r in by["human47"]) == 25
+    assert {r["subset"] for r in R if not r["permissive"]} == {"tabmwp_gpt3_cot_responses.jsonl", "roscoe-drop", "roscoe-esnli"}
