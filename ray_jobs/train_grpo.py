@@ -61,8 +61,9 @@ def _make_callback():
         Train merges them into one checkpoint in storage. Rank 0 prints each log line as JSON.
         """
 
-        def __init__(self, rank: int, world_size: int, resumed_from: int | None):
+        def __init__(self, rank: int, world_size: int, resumed_from: int | None, saved_world_size: int | None = None):
             self.rank, self.world_size, self.resumed_from, self.latest = rank, world_size, resumed_from, {}
+            self.saved_world_size = saved_world_size  # DeepSpeed ranks that saved the checkpoint resumed from
 
         def on_log(self, args, state, control, logs=None, **kw):
             if logs:
@@ -79,7 +80,8 @@ def _make_callback():
                 raise FileNotFoundError(f"TRL saved no checkpoint folder at {src}")
             metrics = {k: v for k, v in self.latest.items() if isinstance(v, (int, float))}
             metrics.update(step=state.global_step, world_size=self.world_size,
-                           resumed_from_step=-1 if self.resumed_from is None else self.resumed_from)
+                           resumed_from_step=-1 if self.resumed_from is None else self.resumed_from,
+                           resumed_from_world_size=-1 if self.saved_world_size is None else self.saved_world_size)
             # the TRL folder is the Ray checkpoint (no extra local copy: these are GBs for real policies)
             ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(src),
                              checkpoint_dir_name=f"checkpoint_{state.global_step:07d}")
@@ -150,7 +152,7 @@ def train_loop_per_worker(loop_config: dict) -> None:
             rollout_log = os.path.join(cfg.reward.rollout_log_dir, f"rollouts.rank{rank}.jsonl")
         reward = GRPOReward(_scorer(cfg, loop_config.get("url")), cfg.reward.kind, cfg.curriculum, rollout_log)
 
-        resume_dir, resumed_from = None, None
+        resume_dir, resumed_from, saved_world = None, None, None
         ckpt = ray.train.get_checkpoint()
         if ckpt is not None:
             local = ckpt.to_directory(os.path.join(out_dir, "_restored"))
@@ -159,6 +161,16 @@ def train_loop_per_worker(loop_config: dict) -> None:
                 resumed_from = int(json.load(f)["global_step"])
             if rank == 0:
                 print(f"[train_grpo] resuming from {ckpt.path} (global step {resumed_from})", flush=True)
+            # an elastic resize with DeepSpeed ZeRO: the checkpoint's optimizer shards are per saving rank
+            from howeval.training.deepspeed_resize import prepare_resume, saved_dp_world_size
+
+            saved_world = saved_dp_world_size(resume_dir)
+            ds_cfg, note = prepare_resume(resume_dir, world, cfg.grpo.get("deepspeed"))
+            if note:
+                cfg = with_changes(cfg, "resize", grpo={**cfg.grpo, "deepspeed": ds_cfg})
+                args = cfg.grpo_args(out_dir)
+                if rank == 0:
+                    print(f"[train_grpo] {note}", flush=True)
         if rank == 0:  # one machine-readable line per worker-group start (ray_jobs.train_elastic reads it)
             print("[train_grpo] start " + json.dumps({"world_size": world, "resumed_from": resumed_from,
                                                        "time": time.time()}), flush=True)
@@ -170,7 +182,7 @@ def train_loop_per_worker(loop_config: dict) -> None:
                 print(f"[train_grpo] checkpoint at step {resumed_from} >= max_steps {args.max_steps}: done", flush=True)
             return
         trainer = GRPOTrainer(model=loop_config["model"], reward_funcs=[reward], args=args, train_dataset=dataset,
-                              callbacks=[_make_callback()(rank, world, resumed_from)])
+                              callbacks=[_make_callback()(rank, world, resumed_from, saved_world)])
         trainer.train(resume_from_checkpoint=resume_dir)
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)

@@ -53,6 +53,68 @@ def test_tensorboard_logs_go_to_the_run_folder_not_the_scratch(monkeypatch):
     assert tensorboard_env(cfg(report_to="tensorboard"), "s3://bucket/runs") == {"TENSORBOARD_LOGGING_DIR": "/shared/tb"}
 
 
+def test_resume_is_automatic_and_the_flags_force_a_side(tmp_path):
+    """``decide_resume``: the same command continues when a checkpoint is registered, starts when none is;
+    --resume without a checkpoint and --no-resume on an existing run are errors naming the fix."""
+    from howeval.training.resume import checkpoint_steps, decide_resume
+
+    snap = json.dumps({"checkpoint_results": [{"checkpoint_dir_name": "checkpoint_0000004"},
+                                              {"checkpoint_dir_name": "checkpoint_0000003"}]})
+    assert checkpoint_steps(snap) == [3, 4] and checkpoint_steps('{"checkpoint_res') == []
+    assert decide_resume("auto", "r", folder_exists=False, steps=[]) is None
+    assert decide_resume("auto", "r", folder_exists=True, steps=[]) is None  # killed before its first checkpoint
+    assert decide_resume("auto", "r", folder_exists=True, steps=[3, 4]) == 4
+    assert decide_resume("resume", "r", folder_exists=True, steps=[3, 4]) == 4
+    assert decide_resume("fresh", "r", folder_exists=False, steps=[]) is None
+    with pytest.raises(FileNotFoundError, match="drop --resume"):
+        decide_resume("resume", "s/r", folder_exists=False, steps=[])
+    with pytest.raises(FileExistsError, match=r"checkpoints of steps \[3, 4\].*drop --no-resume"):
+        decide_resume("fresh", "s/r", folder_exists=True, steps=[3, 4])
+
+
+def test_run_state_reads_the_registered_checkpoints(tmp_path):
+    from ray_jobs.train_grpo import run_state
+
+    assert run_state(str(tmp_path), "r") == (False, [])
+    (tmp_path / "r").mkdir()
+    assert run_state(str(tmp_path), "r") == (False, [])  # an empty folder is no run
+    (tmp_path / "r" / "checkpoint_0000002").mkdir()  # a folder alone: written, not registered
+    assert run_state(str(tmp_path), "r") == (True, [])
+    (tmp_path / "r" / "checkpoint_manager_snapshot.json").write_text(
+        json.dumps({"checkpoint_results": [{"checkpoint_dir_name": "checkpoint_0000002"}]}))
+    assert run_state(str(tmp_path), "r") == (True, [2])
+
+
+def test_resume_flag_on_a_run_with_no_checkpoint_fails_before_ray_starts(tmp_path, repo_root):
+    from ray_jobs.train_grpo import config_from_args, parse_args, run
+
+    a = parse_args(["--config", str(repo_root / "configs" / "train" / "smoke.yaml"), "--resume"])
+    with pytest.raises(FileNotFoundError, match="no checkpoint to continue from"):
+        run(config_from_args(a), storage_path=str(tmp_path), resume=a.resume)
+
+
+def test_command_line_overrides_reach_the_config(tmp_path, repo_root, monkeypatch):
+    """Dot-list overrides (ray_jobs.sweep's mechanism), --set, and the short forms --data / --max-workers."""
+    from howeval.config import ConfigError
+    from ray_jobs.train_grpo import config_from_args, parse_args
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.jsonl").write_text("")
+    cfg_file = str(repo_root / "configs" / "train" / "elastic.yaml")
+    a = parse_args(["--config", cfg_file, "grpo.report_to=tensorboard", "--data", "mine.jsonl", "--max-workers", "3",
+                    "--set", "grpo.save_steps=5", "reward.pattern.p=0.5"])
+    assert a.resume is None
+    cfg = config_from_args(a)
+    assert cfg.data.path == str(tmp_path / "mine.jsonl")  # relative to the current folder, as on the command line
+    assert cfg.scaling.max_workers == 3 and cfg.grpo["save_steps"] == 5 and cfg.reward.pattern.p == 0.5
+    assert cfg.report_to == ["tensorboard"]
+    assert parse_args(["--config", cfg_file, "--no-resume"]).resume is False
+    with pytest.raises(ConfigError, match="did you mean 'max_workers'"):
+        config_from_args(parse_args(["--config", cfg_file, "scaling.max_worker=3"]))
+    with pytest.raises(ConfigError, match="max_workers"):  # min 1 > max 0 is refused like in the file
+        config_from_args(parse_args(["--config", cfg_file, "--max-workers", "0"]))
+
+
 @pytest.fixture(scope="module")
 def reward_server():
     for k, v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
@@ -86,10 +148,10 @@ def test_grpo_smoke_server_checkpoint_resume(reward_server, tmp_path, repo_root)
     assert first.checkpoint is not None and first.metrics["step"] == 2
     with first.checkpoint.as_directory() as d:
         assert json.load(open(os.path.join(d, "trainer_state.json")))["global_step"] == 2
-    with pytest.raises(FileExistsError, match="--resume"):
-        run(cfg, storage_path=storage, max_steps=3)
+    with pytest.raises(FileExistsError, match="--no-resume"):
+        run(cfg, storage_path=storage, max_steps=3, resume=False)
 
-    second = run(cfg, storage_path=storage, max_steps=3, resume=True)
+    second = run(cfg, storage_path=storage, max_steps=3)  # the same call again: resume is automatic
     assert second.metrics["resumed_from_step"] == 2 and second.metrics["step"] == 3
     with second.checkpoint.as_directory() as d:
         state = json.load(open(os.path.join(d, "trainer_state.json")))
