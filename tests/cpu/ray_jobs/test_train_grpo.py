@@ -174,3 +174,55 @@ def test_grpo_smoke_server_checkpoint_resume(reward_server, tmp_path, repo_root)
     assert [x["z"] for x in local] == [a["z"] for a in again]
     assert [x["labels"] for x in local] == [a["labels"] for a in again]
     assert cfg.reward.patternrm.kind == "trained" and not any(a["degraded"] for a in again)
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_killed_run_continues_when_the_same_command_is_run_again(tmp_path, repo_root):
+    """Issue 28, resume by re-apply: the job is killed (SIGKILL to its whole process group, as a lost pod)
+    once its first checkpoint is registered; the *same* command line, run again, continues from the latest
+    registered checkpoint and finishes with every step logged once."""
+    import shutil
+    import signal
+    import tempfile
+    import time
+
+    from howeval.store import read_jsonl
+    from howeval.training.resume import checkpoint_steps
+
+    storage = tmp_path / "ckpt"
+    run_dir = storage / "grpo-smoke"
+    cmd = [sys.executable, "-m", "ray_jobs.train_grpo", "--config", "configs/train/smoke.yaml", "--storage-path",
+           str(storage), "--max-steps", "3", "--model", "embedded:tiny-lm", "reward.source=inprocess",
+           "reward.patternrm.kind=rules", "grpo.beta=0.0", "scaling.resources_per_worker.CPU=2"]
+    ray_tmp = tempfile.mkdtemp(prefix="ray-rs-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    env = {**os.environ, "RAY_TMPDIR": ray_tmp, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "RAY_USAGE_STATS_ENABLED": "0", "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
+    env.pop("RAY_ADDRESS", None)
+
+    def registered() -> list[int]:
+        snap = run_dir / "checkpoint_manager_snapshot.json"
+        return checkpoint_steps(snap.read_text()) if snap.exists() else []
+
+    try:
+        first = subprocess.Popen(cmd, cwd=repo_root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True, start_new_session=True)
+        deadline = time.time() + 1200
+        while not registered() and first.poll() is None and time.time() < deadline:
+            time.sleep(1)
+        os.killpg(first.pid, signal.SIGKILL)  # the driver, its local Ray cluster and the training worker
+        out1 = first.communicate()[0]
+        steps_at_kill = registered()
+        assert steps_at_kill and steps_at_kill[-1] < 3, out1[-3000:]
+        assert "no checkpoint, starting from step 0" in out1
+
+        second = subprocess.run(cmd, cwd=repo_root, env=env, capture_output=True, text=True, timeout=1500)
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    out2 = second.stdout + second.stderr
+    assert second.returncode == 0, out2[-3000:]
+    latest = steps_at_kill[-1]
+    assert f"continuing from its checkpoint of step {latest}" in out2
+    assert f"(global step {latest})" in out2  # what the worker restored
+    history = read_jsonl(run_dir / "metrics.jsonl")
+    assert [h["step"] for h in history if "loss" in h] == [1, 2, 3]  # none lost, none twice
