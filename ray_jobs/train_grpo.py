@@ -215,7 +215,12 @@ def build_rows_for(cfg: TrainConfig) -> list[dict]:
     from howeval.benchmarks.loaders import load_benchmark
     from howeval.training.prompts import build_rows, train_split
 
-    res = load_benchmark(cfg.data.path, skip_bad_rows=cfg.data.skip_bad_rows)
+    p = cfg.data.path
+    if "://" not in p and not os.path.exists(p):
+        raise FileNotFoundError(f"data.path: training manifest {p!r} does not exist. Fix: put your manifest there (on "
+                                "a cluster: the howeval-data PVC, mounted at /data), or point --data / data.path at "
+                                "it (KubeRay overlays: train.data in hardware.yaml)")
+    res = load_benchmark(p, skip_bad_rows=cfg.data.skip_bad_rows)
     samples = train_split(res.samples, cfg.data.train_fraction, cfg.data.split_seed, cfg.data.split)
     if cfg.reward.kind == "cpr":
         samples = [s for s in samples if s.get("reference_steps")] or samples  # build_rows names any left without

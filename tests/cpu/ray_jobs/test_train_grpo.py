@@ -115,6 +115,15 @@ def test_command_line_overrides_reach_the_config(tmp_path, repo_root, monkeypatc
         config_from_args(parse_args(["--config", cfg_file, "--max-workers", "0"]))
 
 
+def test_a_missing_training_manifest_names_the_key_and_the_fix(tmp_path, repo_root):
+    from ray_jobs.train_grpo import build_rows_for, config_from_args, parse_args
+
+    cfg = config_from_args(parse_args(["--config", str(repo_root / "configs" / "train" / "smoke.yaml"),
+                                       "--data", str(tmp_path / "nope.jsonl")]))
+    with pytest.raises(FileNotFoundError, match=r"data.path: training manifest .*nope.jsonl' does not exist. Fix: .*--data"):
+        build_rows_for(cfg)
+
+
 @pytest.fixture(scope="module")
 def reward_server():
     for k, v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
