@@ -7,6 +7,10 @@ deepspeed 0.19.8): 107 s wall the first time (Ray start, building DeepSpeed's sh
 ~/.cache/torch_extensions, the step), 123 s in a later run under load; the TRL step itself 2.6 s. The checkpoint is DeepSpeed's
 (``global_step1/`` with the ZeRO optimizer shard), which is what shows the engine ran.
 
+The second test resizes a ZeRO-2 run 2 -> 1 -> 2 workers (the same command three times, resume automatic):
+each restart at a new size goes through DeepSpeed's universal checkpoint (``howeval.training.deepspeed_resize``);
+409 s and 971 s wall in two runs here.
+
 deepspeed is in the ``gpu`` extra, not in ``make install``: without it the test skips (``make test-deepspeed``
 installs deepspeed==0.19.8 into .venv, ~15 s, ``pip check`` clean, and runs it). On a GPU machine
 ``make check-gpu`` runs the same step on CUDA.
