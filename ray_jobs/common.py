@@ -81,3 +81,20 @@ def cluster_summary() -> dict | None:
     return {"nodes": sum(1 for n in ray.nodes() if n.get("Alive")), "CPU": res.get("CPU", 0), "GPU": res.get("GPU", 0),
             "accelerators": sorted(k.split(":", 1)[1] for k in res if k.startswith("accelerator_type:"))}
 
+
+
+def cluster_node_shapes() -> list[dict[str, float]]:
+    """What each node of the connected cluster offers, for ``howeval.config.preflight.check_cluster_fit``: the
+    total resources of every alive node (``ray.nodes()``), plus those of every node group the autoscaler may
+    still start (its cluster config in the GCS, which KubeRay's autoscaler v2 reports: a worker group at
+    ``replicas: 0`` has no node yet). [] when Ray is not initialised."""
+    import ray
+    from ray._private.state import state
+
+    if not ray.is_initialized():
+        return []
+    shapes = [dict(n["Resources"]) for n in ray.nodes() if n.get("Alive")]
+    config = state.get_cluster_config()  # None without an autoscaler (a fixed cluster: its nodes are all there)
+    if config is not None:
+        shapes += [{k: float(v) for k, v in g.resources.items()} for g in config.node_group_configs if g.max_count != 0]
+    return shapes

@@ -30,10 +30,11 @@ from pathlib import Path
 
 from howeval.benchmarks.loaders import BadRowError, bad_rows_summary, load_samples
 from howeval.config import BenchmarkConfig, ConfigError, SweepConfig, load_sweep_config, require_ready, with_changes
+from howeval.config.preflight import check_cluster_fit, raise_problems
 from howeval.report.provenance import finish_provenance, record_provenance
 from howeval.report.run import write_report
 from howeval.store import join, write_json
-from ray_jobs.common import cluster_summary, init_ray
+from ray_jobs.common import cluster_node_shapes, cluster_summary, init_ray
 from ray_jobs.outcome import EXIT_OK, EXIT_USAGE, exit_code, read_unmeasured, written_configs
 from ray_jobs.progress import Progress
 from ray_jobs.stages import MAX_ATTEMPTS, adapt_episodes, adapt_lines, crystal_line, generate_and_judge, score_run
@@ -56,6 +57,8 @@ def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool 
     progress.note(f"{len(samples)} samples x {len(cfg.models)} config(s) -> {cfg.output_uri}; starting Ray"
                   + (f" ({len(bad)} bad rows skipped: bad_rows.json)" if bad else ""))
     init_ray(cfg.ray, verbose=verbose)
+    # a config no node can ever hold would leave its actors pending (a RayJob until its deadline): refuse now
+    raise_problems(check_cluster_fit(cfg, cluster_node_shapes()), "the cluster's shape")
     record_provenance(cfg, cluster=cluster_summary())  # <run>/provenance.json: code, packages, hardware, arguments
     outcome = generate_and_judge(cfg, samples, list(cfg.models), judges=cfg.judges, max_attempts=max_attempts,
                                  progress=progress, verbose=verbose)

@@ -2,6 +2,7 @@
 
     python -m ray_jobs.train_elastic [--config configs/train/elastic.yaml] [--storage-path runs/train-elastic]
                                      [--steps 8] [--kill-at 2] [--add-at 4] [--model embedded:tiny-lm]
+                                     [key.path=value ...]   # passed to train_grpo, e.g. grpo.deepspeed=configs/deepspeed/zero2.json
 
 What it does, all on 127.0.0.1 (``ray.cluster_utils.Cluster``: a head node for the Ray Train controller
 and two worker nodes, each with one ``grpo_slot`` so one training worker lands on each):
@@ -95,10 +96,12 @@ def _reader(proc: subprocess.Popen, lines: queue.Queue) -> None:
 
 
 def run_elastic(config: str, storage: str, steps: int, kill_at: int, add_at: int, timeout_s: float,
-                verbose: bool = False, model: str | None = None) -> dict:
+                verbose: bool = False, model: str | None = None, overrides: list[str] | None = None) -> dict:
     """Run the scenario above; returns ``{"final_step", "resizes": [...], "steps": [...], "grew": bool}``.
 
-    ``model`` overrides the config's policy (``train_grpo --model``), e.g. ``embedded:tiny-lm``.
+    ``model`` overrides the config's policy (``train_grpo --model``), e.g. ``embedded:tiny-lm``; ``overrides``
+    are dot-list items passed on to ``train_grpo`` (e.g. ``grpo.deepspeed=configs/deepspeed/zero2.json``: a
+    ZeRO-2 run resized through a universal checkpoint).
 
     Raises:
         RuntimeError: the training process failed, timed out, or never shrank.
@@ -114,7 +117,7 @@ def run_elastic(config: str, storage: str, steps: int, kill_at: int, add_at: int
     storage = os.path.abspath(storage)
     from howeval.training.config import load_train_config
 
-    cfg = load_train_config(config)
+    cfg = load_train_config(config, dotlist=overrides or ())
     run_dir = Path(storage) / cfg.run_name
     if run_dir.exists():
         raise FileExistsError(f"{run_dir} exists: remove it or pass another --storage-path")
@@ -126,7 +129,7 @@ def run_elastic(config: str, storage: str, steps: int, kill_at: int, add_at: int
     address = "127.0.0.1:" + cluster.address.rsplit(":", 1)[1]
     env = {**os.environ, "RAY_ADDRESS": address, "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, "-m", "ray_jobs.train_grpo", "--config", config, "--storage-path", storage,
-           "--max-steps", str(steps)] + (["--model", model] if model else [])
+           "--max-steps", str(steps)] + (["--model", model] if model else []) + list(overrides or [])
     t0 = time.time()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: queue.Queue = queue.Queue()
@@ -193,9 +196,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout-s", type=float, default=1200, help="give up after this many seconds")
     p.add_argument("--model", help="override the config's policy (a folder, or embedded:tiny-lm)")
     p.add_argument("--verbose", action="store_true", help="echo the training job's output")
-    a = p.parse_args(argv)
+    p.add_argument("overrides", nargs="*", metavar="KEY.PATH=VALUE",
+                   help="config overrides passed to train_grpo, e.g. grpo.deepspeed=configs/deepspeed/zero2.json")
+    a = p.parse_intermixed_args(argv)
     try:
-        res = run_elastic(a.config, a.storage_path, a.steps, a.kill_at, a.add_at, a.timeout_s, a.verbose, a.model)
+        res = run_elastic(a.config, a.storage_path, a.steps, a.kill_at, a.add_at, a.timeout_s, a.verbose, a.model,
+                          a.overrides)
     except (RuntimeError, ValueError, FileExistsError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -1,6 +1,7 @@
 """GRPO training job: TRL's GRPOTrainer inside Ray Train's TorchTrainer, checkpointed to a storage path.
 
-    python -m ray_jobs.train_grpo --config configs/train/patternrl.yaml [--storage-path URI] [--max-steps N] [--resume]
+    python -m ray_jobs.train_grpo --config configs/train/patternrl.yaml [--storage-path URI] [--max-steps N]
+        [--data MANIFEST] [--max-workers N] [--resume | --no-resume] [key.path=value ...] [--set key.path=value]
 
 All Ray Train wiring lives here (STYLE rule 6): ``ScalingConfig`` from ``scaling:`` (elastic
 ``num_workers=(min, max)`` when given), ``RunConfig(storage_path, name)``, ``CheckpointConfig``, and a TRL
@@ -8,7 +9,15 @@ callback that hands each TRL checkpoint to ``ray.train.report``. Resume: Ray Tra
 checkpoint manager from ``<storage_path>/<name>`` when the same run is started again; the worker then
 gets the latest checkpoint from ``ray.train.get_checkpoint()`` and passes its TRL folder to
 ``trainer.train(resume_from_checkpoint=...)`` (weights, optimizer, scheduler, RNG, global step).
-Without ``--resume`` an existing run folder is an error, so a run is never continued by accident.
+Resume is automatic (``howeval.training.resume``): the same command run again continues from the run's
+latest registered checkpoint, or starts from step 0 when there is none, so a re-submitted RayJob needs no flag
+changed. ``--resume`` insists on a checkpoint (error without one), ``--no-resume`` on a fresh run (error when
+the run folder exists).
+
+Any config value can be overridden on the command line as in ``ray_jobs.sweep`` (dot-list, values read as
+YAML, validated with the file): ``data.path=/data/train/manifest.jsonl grpo.report_to=tensorboard
+scaling.max_workers=7``; ``--data`` and ``--max-workers`` are short forms the KubeRay overlays fill from
+their ``hardware.yaml``.
 
 Rewards: ``reward.source: server`` scores through ``howeval.rewards.client.RewardClient`` (URL from the env
 var ``reward.url_env``, token from ``reward.token_env``; both forwarded to the workers), ``inprocess``
@@ -52,8 +61,9 @@ def _make_callback():
         Train merges them into one checkpoint in storage. Rank 0 prints each log line as JSON.
         """
 
-        def __init__(self, rank: int, world_size: int, resumed_from: int | None):
+        def __init__(self, rank: int, world_size: int, resumed_from: int | None, saved_world_size: int | None = None):
             self.rank, self.world_size, self.resumed_from, self.latest = rank, world_size, resumed_from, {}
+            self.saved_world_size = saved_world_size  # DeepSpeed ranks that saved the checkpoint resumed from
 
         def on_log(self, args, state, control, logs=None, **kw):
             if logs:
@@ -70,7 +80,8 @@ def _make_callback():
                 raise FileNotFoundError(f"TRL saved no checkpoint folder at {src}")
             metrics = {k: v for k, v in self.latest.items() if isinstance(v, (int, float))}
             metrics.update(step=state.global_step, world_size=self.world_size,
-                           resumed_from_step=-1 if self.resumed_from is None else self.resumed_from)
+                           resumed_from_step=-1 if self.resumed_from is None else self.resumed_from,
+                           resumed_from_world_size=-1 if self.saved_world_size is None else self.saved_world_size)
             # the TRL folder is the Ray checkpoint (no extra local copy: these are GBs for real policies)
             ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(src),
                              checkpoint_dir_name=f"checkpoint_{state.global_step:07d}")
@@ -141,7 +152,7 @@ def train_loop_per_worker(loop_config: dict) -> None:
             rollout_log = os.path.join(cfg.reward.rollout_log_dir, f"rollouts.rank{rank}.jsonl")
         reward = GRPOReward(_scorer(cfg, loop_config.get("url")), cfg.reward.kind, cfg.curriculum, rollout_log)
 
-        resume_dir, resumed_from = None, None
+        resume_dir, resumed_from, saved_world = None, None, None
         ckpt = ray.train.get_checkpoint()
         if ckpt is not None:
             local = ckpt.to_directory(os.path.join(out_dir, "_restored"))
@@ -150,6 +161,16 @@ def train_loop_per_worker(loop_config: dict) -> None:
                 resumed_from = int(json.load(f)["global_step"])
             if rank == 0:
                 print(f"[train_grpo] resuming from {ckpt.path} (global step {resumed_from})", flush=True)
+            # an elastic resize with DeepSpeed ZeRO: the checkpoint's optimizer shards are per saving rank
+            from howeval.training.deepspeed_resize import prepare_resume, saved_dp_world_size
+
+            saved_world = saved_dp_world_size(resume_dir)
+            ds_cfg, note = prepare_resume(resume_dir, world, cfg.grpo.get("deepspeed"))
+            if note:
+                cfg = with_changes(cfg, "resize", grpo={**cfg.grpo, "deepspeed": ds_cfg})
+                args = cfg.grpo_args(out_dir)
+                if rank == 0:
+                    print(f"[train_grpo] {note}", flush=True)
         if rank == 0:  # one machine-readable line per worker-group start (ray_jobs.train_elastic reads it)
             print("[train_grpo] start " + json.dumps({"world_size": world, "resumed_from": resumed_from,
                                                        "time": time.time()}), flush=True)
@@ -161,7 +182,7 @@ def train_loop_per_worker(loop_config: dict) -> None:
                 print(f"[train_grpo] checkpoint at step {resumed_from} >= max_steps {args.max_steps}: done", flush=True)
             return
         trainer = GRPOTrainer(model=loop_config["model"], reward_funcs=[reward], args=args, train_dataset=dataset,
-                              callbacks=[_make_callback()(rank, world, resumed_from)])
+                              callbacks=[_make_callback()(rank, world, resumed_from, saved_world)])
         trainer.train(resume_from_checkpoint=resume_dir)
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
@@ -170,11 +191,19 @@ def train_loop_per_worker(loop_config: dict) -> None:
 # -------------------------------------------------------------------------------------------- driver
 
 
-def _run_exists(storage_path: str, name: str) -> bool:
+def run_state(storage_path: str, name: str) -> tuple[bool, list[int]]:
+    """``(run folder exists and is not empty, registered checkpoint steps)`` of ``<storage_path>/<name>``
+    (local or fsspec URL): the steps from Ray Train's ``checkpoint_manager_snapshot.json``
+    (:func:`howeval.training.resume.checkpoint_steps`)."""
     from howeval.store import fs_and_path
+    from howeval.training.resume import checkpoint_steps
 
     fs, path = fs_and_path(storage_path.rstrip("/") + "/" + name)
-    return fs.exists(path) and bool(fs.ls(path))
+    if not (fs.exists(path) and fs.ls(path)):
+        return False, []
+    snap = path.rstrip("/") + "/checkpoint_manager_snapshot.json"
+    text = fs.cat_file(snap).decode("utf-8") if fs.exists(snap) else None
+    return True, checkpoint_steps(text)
 
 
 def _abs_storage(path: str) -> str:
@@ -186,7 +215,12 @@ def build_rows_for(cfg: TrainConfig) -> list[dict]:
     from howeval.benchmarks.loaders import load_benchmark
     from howeval.training.prompts import build_rows, train_split
 
-    res = load_benchmark(cfg.data.path, skip_bad_rows=cfg.data.skip_bad_rows)
+    p = cfg.data.path
+    if "://" not in p and not os.path.exists(p):
+        raise FileNotFoundError(f"data.path: training manifest {p!r} does not exist. Fix: put your manifest there (on "
+                                "a cluster: the howeval-data PVC, mounted at /data), or point --data / data.path at "
+                                "it (KubeRay overlays: train.data in hardware.yaml)")
+    res = load_benchmark(p, skip_bad_rows=cfg.data.skip_bad_rows)
     samples = train_split(res.samples, cfg.data.train_fraction, cfg.data.split_seed, cfg.data.split)
     if cfg.reward.kind == "cpr":
         samples = [s for s in samples if s.get("reference_steps")] or samples  # build_rows names any left without
@@ -217,16 +251,21 @@ def tensorboard_env(cfg: TrainConfig, storage: str) -> dict[str, str]:
     return {"TENSORBOARD_LOGGING_DIR": os.path.join(storage, cfg.run_name, "tensorboard")}
 
 
-def run(cfg: TrainConfig, storage_path: str | None = None, max_steps: int | None = None, resume: bool = False):
-    """Start (or with ``resume`` continue) the run; returns Ray Train's ``Result``.
+def run(cfg: TrainConfig, storage_path: str | None = None, max_steps: int | None = None, resume: bool | None = None):
+    """Start the run, or continue it from its latest checkpoint; returns Ray Train's ``Result``.
+
+    ``resume``: None = automatic (continue when ``<storage>/<run>`` holds a registered checkpoint, else start
+    from step 0: the same command re-submitted after a failure goes on); True = must continue; False = must
+    start fresh (:func:`howeval.training.resume.decide_resume`).
 
     Raises:
-        FileExistsError: the run folder exists and ``resume`` is False.
-        FileNotFoundError: ``resume`` is True and there is nothing to resume.
+        FileExistsError: ``resume`` is False and the run folder exists.
+        FileNotFoundError: ``resume`` is True and there is no checkpoint to continue from.
     """
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
 
+    from howeval.training.resume import decide_resume, resume_mode
     from ray_jobs.common import init_ray
 
     if max_steps is not None:
@@ -238,12 +277,12 @@ def run(cfg: TrainConfig, storage_path: str | None = None, max_steps: int | None
         with open(ds, encoding="utf-8") as f:
             cfg = with_changes(cfg, f"grpo.deepspeed={ds}", grpo={**cfg.grpo, "deepspeed": json.load(f)})
     storage = _abs_storage(storage_path or cfg.storage.path)
-    exists = _run_exists(storage, cfg.run_name)
-    if exists and not resume:
-        raise FileExistsError(f"run {storage}/{cfg.run_name} exists: pass --resume to continue it, or pick another "
-                              "storage.name / --storage-path")
-    if resume and not exists:
-        raise FileNotFoundError(f"--resume: no run at {storage}/{cfg.run_name}")
+    exists, steps = run_state(storage, cfg.run_name)
+    start = decide_resume(resume_mode(resume), f"{storage}/{cfg.run_name}", exists, steps)
+    if start is None:
+        print(f"[train_grpo] run {storage}/{cfg.run_name}: no checkpoint, starting from step 0", flush=True)
+    else:
+        print(f"[train_grpo] run {storage}/{cfg.run_name}: continuing from its checkpoint of step {start}", flush=True)
 
     from howeval.config.engines import HFOptions
     from howeval.engines.hf import resolve_model_path
@@ -310,18 +349,61 @@ def cli_overrides(model: str | None, accelerator_type: str | None) -> dict[str, 
     return out or None
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def flag_dotlist(data: str | None, max_workers: int | None) -> list[str]:
+    """The dot-list items the short flags stand for: ``--data`` -> ``data.path=...``, ``--max-workers`` ->
+    ``scaling.max_workers=N`` (elastic configs) applied after the positional ones.
+
+    >>> flag_dotlist("/data/train.jsonl", 7)
+    ['data.path=/data/train.jsonl', 'scaling.max_workers=7']
+    """
+    out = []
+    if data:
+        out.append(f"data.path={data}")
+    if max_workers is not None:
+        out.append(f"scaling.max_workers={max_workers}")
+    return out
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m ray_jobs.train_grpo", description=__doc__.split("\n")[0])
     p.add_argument("--config", required=True, help="configs/train/<recipe>.yaml")
     p.add_argument("--storage-path", help="override storage.path (local folder or fsspec URL)")
     p.add_argument("--max-steps", type=int, help="override grpo.max_steps")
     p.add_argument("--model", help="override model: a transformers folder, or embedded:tiny-lm / embedded:tiny-vlm")
-    p.add_argument("--resume", action="store_true", help="continue the run from its latest checkpoint")
+    p.add_argument("--data", help="override data.path: the training manifest (JSONL/Parquet, local path relative to "
+                   "the current folder, or fsspec URL)")
+    p.add_argument("--max-workers", type=int, help="override scaling.max_workers (elastic upper bound); the KubeRay "
+                   "overlays pass the GPUs left for training")
+    p.add_argument("--resume", action=argparse.BooleanOptionalAction, default=None,
+                   help="default: continue from the run's latest checkpoint if it has one, else start from step 0. "
+                        "--resume: fail unless there is a checkpoint; --no-resume: fail if the run folder exists")
     p.add_argument("--accelerator-type", help="override scaling.accelerator_type (Ray's name: H200, H100, A100-80G, ...); "
                    "'any' = no constraint. The KubeRay overlays pass their hardware.yaml value here")
-    a = p.parse_args(argv)
+    p.add_argument("--set", dest="set_items", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override one config value (same as a positional KEY.PATH=VALUE; repeatable)")
+    p.add_argument("overrides", nargs="*", metavar="KEY.PATH=VALUE",
+                   help="dot-list overrides, e.g. data.path=/data/x.jsonl grpo.report_to=none (values read as YAML; "
+                        "~KEY.PATH deletes a key)")
+    a = p.parse_intermixed_args(argv)
+    a.dotlist = [*a.overrides, *a.set_items, *flag_dotlist(a.data, a.max_workers)]
+    return a
+
+
+def config_from_args(a: argparse.Namespace) -> TrainConfig:
+    """The training config of a parsed command line: the file, ``--model`` / ``--accelerator-type``
+    (:func:`cli_overrides`), then the dot-list (positional, ``--set``, ``--data``, ``--max-workers``), all
+    validated together (a misspelt key is named with the closest accepted one).
+
+    Raises:
+        ConfigError: a bad override or value.
+    """
+    return load_train_config(a.config, overrides=cli_overrides(a.model, a.accelerator_type), dotlist=a.dotlist)
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    cfg = load_train_config(a.config, overrides=cli_overrides(a.model, a.accelerator_type))
+    cfg = config_from_args(a)
     result = run(cfg, a.storage_path, a.max_steps, a.resume)
     ck = result.checkpoint
     print(json.dumps({"run": cfg.run_name, "checkpoint": ck.path if ck else None,

@@ -170,3 +170,92 @@ def require_ready(cfg: SweepConfig | JudgesConfig, source: str = "config", env: 
     from howeval.config.resume import refuse_stale_resume
 
     refuse_stale_resume(cfg)
+
+
+# ------------------------------------------------------------------ the cluster's shape ------------------
+
+NodeShape = Mapping[str, float]
+"""What one node (or one node type the autoscaler can start) offers: Ray resource name -> amount, e.g.
+``{"CPU": 44, "GPU": 4, "memory": 4.1e11, "accelerator_type:H100": 1}`` (``ray.nodes()[i]["Resources"]``)."""
+
+
+def replica_demand(m: ModelConfig) -> dict[str, float]:
+    """Ray resources one replica of a model config needs *on one node* (an actor is never split):
+    ``CPU`` = ``resources.num_cpus``; ``GPU`` = ``resources.num_gpus``, and for a ``vllm`` engine on GPUs at
+    least ``tensor_parallel_size x pipeline_parallel_size`` (one engine's workers share the actor's node);
+    ``accelerator_type:<T>`` when ``resources.accelerator_type`` is set (Ray's node label resource).
+
+    >>> from howeval.config.sweep import ModelConfig
+    >>> replica_demand(ModelConfig(name="big", engine="vllm", model="/m", modes={"NT": {}},
+    ...                            options={"tensor_parallel_size": 8}, resources={"num_gpus": 8, "num_cpus": 16}))
+    {'CPU': 16.0, 'GPU': 8.0}
+    """
+    r = m.resources
+    gpus = float(r.num_gpus)
+    if m.engine == "vllm" and gpus > 0:
+        kw = m.engine_options().all_engine_kwargs()
+        gpus = max(gpus, float((kw.get("tensor_parallel_size") or 1) * (kw.get("pipeline_parallel_size") or 1)))
+    out = {"CPU": float(r.num_cpus), "GPU": gpus}
+    if r.accelerator_type:
+        out[f"accelerator_type:{r.accelerator_type}"] = 0.001  # Ray's label resource: any amount > 0 on the node
+    return {k: v for k, v in out.items() if v > 0 or k == "CPU"}
+
+
+def _fmt(shape: Mapping[str, float]) -> str:
+    parts = []
+    for k in ("GPU", "CPU"):
+        if shape.get(k):
+            parts.append(f"{shape[k]:g} {k}s")
+    parts += sorted(k.split(":", 1)[1] for k in shape if k.startswith("accelerator_type:"))
+    return ", ".join(parts) or "no CPUs or GPUs"
+
+
+def fits(demand: Mapping[str, float], node: NodeShape) -> bool:
+    """Whether one node offers every resource of ``demand`` (amounts compared with a 1e-9 tolerance).
+
+    >>> fits({"CPU": 16, "GPU": 8}, {"CPU": 44, "GPU": 4})
+    False
+    """
+    return all(node.get(k, 0.0) + 1e-9 >= v for k, v in demand.items())
+
+
+def check_cluster_fit(cfg: SweepConfig, nodes: Iterable[NodeShape], where: str = "this cluster") -> list[str]:
+    """One problem per model config whose replica fits no node of the cluster: Ray would keep its actors
+    pending forever (a RayJob until its ``activeDeadlineSeconds``). Each names the config, what one replica
+    needs, the largest node, and the fixes. ``nodes``: every alive node and every node type the autoscaler
+    may still start (the caller reads them from Ray); an empty list checks nothing (shape unknown).
+
+    A config fits when *some* node offers all of its demand at once; the largest node named is the one with
+    the most GPUs (then CPUs).
+    """
+    nodes = [dict(n) for n in nodes]
+    if not nodes:
+        return []
+    largest = max(nodes, key=lambda n: (n.get("GPU", 0.0), n.get("CPU", 0.0)))
+    problems = []
+    unfit = []
+    for i, m in enumerate(cfg.models):
+        need = replica_demand(m)
+        if any(fits(need, n) for n in nodes):
+            continue
+        unfit.append(i)
+        fixes = []
+        if need.get("GPU", 0) > largest.get("GPU", 0):
+            g = int(largest.get("GPU", 0))
+            fixes.append(f"lower models.{i}.resources.num_gpus (and options.tensor_parallel_size) to <= {g}" if g
+                         else "run it on a cluster with GPU nodes")
+            fixes.append("run it on a cluster whose node has enough GPUs (k8s/overlays/1x8)")
+        if need.get("CPU", 0) > largest.get("CPU", 0):
+            fixes.append(f"lower models.{i}.resources.num_cpus to <= {largest.get('CPU', 0):g}")
+        if any(k.startswith("accelerator_type:") for k in need):
+            fixes.append(f"set models.{i}.resources.accelerator_type to one the cluster has, or null")
+        if not fixes:  # each resource is somewhere, never all on one node
+            fixes.append(f"lower models.{i}.resources so one node holds them all (nodes: "
+                         f"{'; '.join(sorted({_fmt(n) for n in nodes}))})")
+        problems.append(f"models.{i} (config {m.name!r}): one replica needs {_fmt(need)} on one node, but the largest "
+                        f"node of {where} offers {_fmt(largest)}: its actors would stay pending forever. "
+                        f"Fix: {'; or '.join(fixes)}")
+    if unfit:
+        drop = " ".join(f"~models.{i}" for i in sorted(unfit, reverse=True))
+        problems.append(f"to run the other configs without these, add the overrides {drop} (highest index first)")
+    return problems

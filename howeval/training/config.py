@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import Any, Literal
 
@@ -33,7 +33,7 @@ if typing.TYPE_CHECKING:
 MANAGED_GRPO_KEYS = {
     "output_dir": "a worker-local folder; checkpoints go to storage.path through Ray Train",
     "use_cpu": "set from scaling.use_gpu",
-    "resume_from_checkpoint": "use --resume (Ray Train gives the latest checkpoint back)",
+    "resume_from_checkpoint": "resume is automatic: the run's latest checkpoint in storage (--resume / --no-resume force a side)",
 }
 """``GRPOConfig`` fields the job sets itself; giving them under ``grpo:`` is an error."""
 
@@ -278,11 +278,14 @@ def build_grpo_args(kwargs: Mapping[str, Any], output_dir: str) -> GRPOConfig:
     return args
 
 
-def load_train_config(path: str, overrides: Mapping[str, Any] | None = None) -> TrainConfig:
+def load_train_config(path: str, overrides: Mapping[str, Any] | None = None, dotlist: Iterable[str] = ()) -> TrainConfig:
     """Read a training YAML once, resolve ``data.path`` against the file's folder, validate (TRL's
     ``GRPOConfig`` included: a bad ``grpo:`` value fails here, before Ray starts).
 
-    ``overrides`` are merged into the top-level mapping (one level deep for dict values) before validation.
+    ``overrides`` are merged into the top-level mapping (one level deep for dict values) before validation;
+    ``dotlist`` are command-line overrides (``data.path=/data/x.jsonl``, ``grpo.report_to=none``;
+    ``howeval.config.base.apply_dotlist``), applied after them, a relative ``data.path`` among them resolved
+    against the current folder.
     Raises:
         ConfigError (a ValueError): names each key path, the rule and the value.
     """
@@ -293,4 +296,4 @@ def load_train_config(path: str, overrides: Mapping[str, Any] | None = None) -> 
             data["path"] = os.path.normpath(resolve_path(p, folder.resolve()))
         raw["data"] = data
 
-    return load_yaml_config(path, TrainConfig, overrides, prepare=resolve_data)
+    return load_yaml_config(path, TrainConfig, overrides, prepare=resolve_data, dotlist=dotlist)

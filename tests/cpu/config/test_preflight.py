@@ -121,3 +121,85 @@ def test_rejudging_checks_only_the_judges_it_runs(tmp_path):
     require_ready(cfg.judges, "run_config.json", env={}, only=["rules"])
     with pytest.raises(ConfigError, match="judges.pattern.1.llm.options.api_key_env: environment variable JUDGE_KEY"):
         require_ready(cfg.judges, "run_config.json", env={}, only=["gpt-judge"])
+
+
+# ------------------------------------------------------------------ the cluster's shape ------------------
+NODE_1X8 = {"CPU": 96.0, "GPU": 8.0, "memory": 8e11}          # a 1x8 GPU worker pod as Ray sees it
+NODE_2X4 = {"CPU": 44.0, "GPU": 4.0, "memory": 4e11}
+CPU_POD = {"CPU": 8.0, "memory": 3e10}
+HEAD = {"memory": 1.6e10, "node:__internal_head__": 1.0}      # num-cpus 0
+
+
+def _vllm(name, tp, **res):
+    return {"name": name, "engine": "vllm", "model": "/models/m", "modes": {"NT": {}},
+            "options": {"tensor_parallel_size": tp}, "resources": {"num_gpus": tp, "num_cpus": 16, **res}}
+
+
+def test_replica_demand_counts_tensor_parallel_gpus_on_one_node(tmp_path):
+    from howeval.config.preflight import replica_demand
+
+    cfg = _cfg(tmp_path, [_vllm("tp8", 8), _vllm("under", 4, num_gpus=1), _vllm("h100", 1, accelerator_type="H100"),
+                          {"name": "hf", "engine": "hf", "modes": {"NT": {}}}])
+    assert [replica_demand(m) for m in cfg.models] == [
+        {"CPU": 16.0, "GPU": 8.0},
+        {"CPU": 16.0, "GPU": 4.0},  # num_gpus 1 but TP 4: the engine's 4 workers share the actor's node
+        {"CPU": 16.0, "GPU": 1.0, "accelerator_type:H100": 0.001},
+        {"CPU": 0.75},
+    ]
+
+
+def test_a_tp8_config_is_refused_on_2x4_with_its_name_and_the_fix(tmp_path):
+    from howeval.config.preflight import check_cluster_fit
+
+    cfg = _cfg(tmp_path, [_vllm("small", 1), _vllm("qwen3.5-397b", 8), _vllm("mid", 4), _vllm("kimi", 8)])
+    assert check_cluster_fit(cfg, [HEAD, CPU_POD, NODE_1X8]) == []
+    problems = check_cluster_fit(cfg, [HEAD, CPU_POD, NODE_2X4, NODE_2X4], where="cluster 2x4")
+    assert problems == [
+        "models.1 (config 'qwen3.5-397b'): one replica needs 8 GPUs, 16 CPUs on one node, but the largest node of "
+        "cluster 2x4 offers 4 GPUs, 44 CPUs: its actors would stay pending forever. Fix: lower "
+        "models.1.resources.num_gpus (and options.tensor_parallel_size) to <= 4; or run it on a cluster whose node "
+        "has enough GPUs (k8s/overlays/1x8)",
+        "models.3 (config 'kimi'): one replica needs 8 GPUs, 16 CPUs on one node, but the largest node of cluster "
+        "2x4 offers 4 GPUs, 44 CPUs: its actors would stay pending forever. Fix: lower models.3.resources.num_gpus "
+        "(and options.tensor_parallel_size) to <= 4; or run it on a cluster whose node has enough GPUs "
+        "(k8s/overlays/1x8)",
+        "to run the other configs without these, add the overrides ~models.3 ~models.1 (highest index first)",
+    ]
+
+
+def test_cluster_fit_needs_everything_on_one_node_and_checks_cpus_and_accelerators(tmp_path):
+    from howeval.config.preflight import check_cluster_fit
+
+    cfg = _cfg(tmp_path, [_vllm("one", 1, num_cpus=32), _vllm("h100", 1, accelerator_type="H100")])
+    # 32 CPUs and a GPU exist, never on one node
+    split = check_cluster_fit(cfg, [{"CPU": 64.0}, {"CPU": 8.0, "GPU": 1.0, "accelerator_type:H200": 1.0}])
+    assert split[0].startswith("models.0 (config 'one'): one replica needs 1 GPUs, 32 CPUs on one node")
+    assert "Fix: lower models.0.resources.num_cpus to <= 8" in split[0]
+    assert split[1].startswith("models.1 (config 'h100'): one replica needs 1 GPUs, 16 CPUs, H100 on one node")
+    assert "models.1.resources.accelerator_type" in split[1]
+    assert check_cluster_fit(cfg, [{"CPU": 32.0, "GPU": 1.0, "accelerator_type:H100": 1.0}]) == []
+    assert check_cluster_fit(cfg, []) == [], "shape unknown: nothing is refused"
+
+
+def test_the_2x4_overlay_refuses_the_tp8_configs_of_the_25_config_sweep(repo_root):
+    """The real sweep config against the GPU pod shapes of the rendered overlays (what KubeRay's autoscaler
+    reports as node groups): 1x8 runs all 25, 2x4 refuses exactly the tensor-parallel-8 ones."""
+    from howeval.config import load_sweep_config
+    from howeval.config.preflight import check_cluster_fit
+    from kube import load_rendered, quantity
+
+    cfg = load_sweep_config(repo_root / "configs" / "sweeps" / "patterneval-25.yaml")
+
+    def shapes(overlay):
+        job = {d["metadata"]["name"]: d for d in load_rendered(overlay)}["patterneval-25"]
+        out = []
+        for g in job["spec"]["rayClusterSpec"]["workerGroupSpecs"]:
+            r = g["template"]["spec"]["containers"][0]["resources"]["requests"]
+            out.append({"CPU": quantity(r["cpu"]), "GPU": quantity(r.get("nvidia.com/gpu", 0)), "memory": quantity(r["memory"])})
+        return out
+
+    assert check_cluster_fit(cfg, shapes("1x8")) == []
+    refused = check_cluster_fit(cfg, shapes("2x4"))
+    tp8 = [m.name for m in cfg.models if m.resources.num_gpus > 4]
+    assert len(tp8) == 3 and len(refused) == 4, refused
+    assert all(f"config {n!r}" in p for n, p in zip(tp8, refused))

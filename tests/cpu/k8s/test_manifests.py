@@ -17,14 +17,14 @@ import pytest
 import yaml
 
 from kube import (KUBERAY_VERSION, OVERLAYS, RAY_KINDS, K8sValidator, cel_errors, cel_rules, cluster_spec,
-                  crd_v1_schema, hardware_values, k8s_to_jsonschema, kustomize, load_rendered, pod_specs,
+                  crd_v1_schema, hardware_values, k8s_to_jsonschema, kustomize, load_rendered, pod_specs, quantity,
                   rendered_path, schema_errors)
 
 RAY_VERSION = "2.60.0"
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 RAY_NAMES = {("RayCluster", "howeval"), ("RayJob", "patterneval-25"), ("RayJob", "patternrl-grpo"),
              ("RayService", "patternrm-reward")}
-COMPONENTS = {"redis", "cluster", "sweep", "train-grpo", "reward-server"}
+COMPONENTS = {"redis", "cluster", "sweep", "train-grpo", "reward-server", "verifier"}
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +196,8 @@ def test_hardware_values_reach_every_gpu_group_and_the_train_entrypoint(overlay,
             else:
                 assert group == "gpu", f"{overlay}/{name}: unexpected group {group}"
                 gpu_groups += 1
-                assert c["resources"] == hw["gpuPod"]["resources"] and c["image"] == hw["gpuPod"]["image"]
+                pod_hw = hw["train"]["gpuPod"] if name == "patternrl-grpo" else hw["gpuPod"]  # beside the verifier
+                assert c["resources"] == pod_hw["resources"] and c["image"] == hw["gpuPod"]["image"]
                 assert pod["nodeSelector"] == hw["gpuPod"]["nodeSelector"]
                 dshm = {v["name"]: v for v in pod["volumes"]}["dshm"]
                 assert dshm["emptyDir"]["sizeLimit"] == hw["gpuPod"]["shmSizeLimit"]
@@ -205,14 +206,19 @@ def test_hardware_values_reach_every_gpu_group_and_the_train_entrypoint(overlay,
     assert gpu_groups == 3, "RayCluster, sweep RayJob and GRPO RayJob each have one gpu group; the RayService none"
     train = shlex.split(docs["patternrl-grpo"]["spec"]["entrypoint"])
     assert train == ["python", "-m", "ray_jobs.train_grpo", "--config", hw["train"]["config"],
-                     "--accelerator-type", hw["train"]["rayAcceleratorType"]]
+                     "--accelerator-type", hw["train"]["rayAcceleratorType"], "--data", hw["train"]["data"],
+                     "--max-workers", str(hw["train"]["maxWorkers"])]
+    assert "--resume" not in train and "--no-resume" not in train, "re-applied as is, the job continues by itself"
+    verifier = {(d["kind"], d["metadata"]["name"]): d for d in rendered[overlay]}[("Deployment", "verifier-vllm")]
+    assert verifier["spec"]["replicas"] == hw["verifierPod"]["replicas"]
+    assert verifier["spec"]["template"]["spec"]["containers"][0]["resources"] == hw["verifierPod"]["resources"]
     sweep = shlex.split(docs["patterneval-25"]["spec"]["entrypoint"])
     assert sweep == ["python", "-m", "ray_jobs.sweep", "--config", hw["sweep"]["config"], "--output", hw["sweep"]["output"]]
     assert hw["sweep"]["output"].startswith("/data/"), "outputs go to the shared howeval-data PVC"
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_train_config_of_the_overlay_loads_with_its_accelerator(overlay, repo_root: Path):
+def test_train_config_of_the_overlay_loads_with_its_accelerator(overlay, rendered, repo_root: Path):
     from howeval.training.config import load_train_config
     from ray_jobs.train_grpo import cli_overrides
 
@@ -222,11 +228,24 @@ def test_train_config_of_the_overlay_loads_with_its_accelerator(overlay, repo_ro
     assert cfg.scaling.elastic, "the cluster recipes are elastic (min_workers/max_workers)"
     acc = hw["train"]["rayAcceleratorType"]
     assert cfg.scaling.accelerator_type == (None if acc == "any" else acc)
+    # what the RayJob runs: the entrypoint's flags on top of the file (ray_jobs.train_grpo's own parser)
+    from ray_jobs.train_grpo import config_from_args, parse_args
+
+    argv = shlex.split(ray_docs(rendered, overlay)["patternrl-grpo"]["spec"]["entrypoint"])[3:]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(repo_root)  # the job's working_dir: the image's /app, a copy of the repository
+        job = config_from_args(parse_args(argv))
+    assert job.data.path == str((repo_root / hw["train"]["data"]) if not hw["train"]["data"].startswith("/")
+                                else hw["train"]["data"])
     gpus = hw["node"]["gpus"] * hw["node"]["count"]
+    verifier_gpus = quantity(hw["verifierPod"]["resources"]["requests"].get("nvidia.com/gpu", 0)) * hw["verifierPod"]["replicas"]
+    pod_gpus = quantity(hw["train"]["gpuPod"]["resources"]["requests"].get("nvidia.com/gpu", 0))
     if gpus:
-        assert cfg.scaling.use_gpu and cfg.scaling.max_workers == gpus, (cfg.scaling.max_workers, gpus)
+        assert job.scaling.use_gpu and job.scaling.max_workers == hw["train"]["maxWorkers"] == pod_gpus * hw["gpuNodes"]
+        assert job.scaling.max_workers + verifier_gpus <= gpus, "the verifier's GPU is not training's"
+        assert job.scaling.min_workers <= job.scaling.max_workers
     else:
-        assert not cfg.scaling.use_gpu
+        assert not job.scaling.use_gpu and verifier_gpus == 0
 
 
 # ------------------------------------------------------------------ cluster layout ----------------------
@@ -302,6 +321,10 @@ def test_keys_come_from_secrets_never_literals(overlay, rendered):
                         assert "value" not in e, f"{name}/{group}: {e['name']} has a literal value"
                         ref = e["valueFrom"]["secretKeyRef"]
                         assert ref["name"] and ref["key"], f"{name}/{group}: {e['name']}"
+                        # provider keys: a pod starts without them (configs that need one are refused at submit
+                        # by the preflight, naming the variable); the reward token and Redis password are required
+                        assert ref.get("optional", False) is (ref["name"] == "howeval-api-keys"), \
+                            f"{name}/{group}: {e['name']} optional={ref.get('optional')}"
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -413,3 +436,35 @@ def test_dockerfile_base_pins_and_copies(repo_root: Path):
     missing = [src for srcs in copies for src in srcs if not (repo_root / src).exists()]
     assert not missing, f"k8s/Dockerfile copies paths that do not exist in a clone: {missing}"
     assert not [src for srcs in copies for src in srcs if src.startswith("build")], "the image is built from a clone alone"
+
+
+# ------------------------------------------------------------------ the LLM verifier ---------------------
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_reward_server_reaches_the_verifier_by_its_short_service_name(overlay, rendered):
+    """The RayService's llm_verifier URL names the verifier-vllm Service of the same manifests: short name (no
+    namespace, so it resolves in whatever namespace they are applied to), the Service's port, the served name."""
+    from urllib.parse import urlsplit
+
+    objs = {(d["kind"], d["metadata"]["name"]): d for d in rendered[overlay]}
+    cfg = yaml.safe_load(objs[("RayService", "patternrm-reward")]["spec"]["serveConfigV2"])
+    reward = {a["name"]: a for a in cfg["applications"]}["reward"]["args"]
+    assert reward["on_unresolved"] == "llm"
+    url = urlsplit(reward["llm_verifier"]["base_url"])
+    svc, dep = objs[("Service", "verifier-vllm")], objs[("Deployment", "verifier-vllm")]
+    assert url.hostname == svc["metadata"]["name"] and "." not in url.hostname, "short Service name: no namespace"
+    assert url.port == svc["spec"]["ports"][0]["port"] and url.path == "/v1"
+    pod = dep["spec"]["template"]
+    assert svc["spec"]["selector"].items() <= pod["metadata"]["labels"].items(), "the Service selects the verifier pods"
+    assert dep["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    c = pod["spec"]["containers"][0]
+    args = c["args"]
+    assert args[args.index("--served-model-name") + 1] == reward["llm_verifier"]["model"]
+    assert args[args.index("--port") + 1] == str(svc["spec"]["ports"][0]["targetPort"])
+    assert args[args.index("--model") + 1].startswith("/models/"), "weights from the read-only models PVC"
+    assert c["readinessProbe"]["httpGet"]["port"] == svc["spec"]["ports"][0]["targetPort"]
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    assert mounts["/models"]["readOnly"] is True
+    if dep["spec"]["replicas"]:
+        assert c["image"].endswith("-gpu") and quantity(c["resources"]["requests"]["nvidia.com/gpu"]) >= 1
+    text = rendered_path(overlay).read_text()
+    assert "namespace:" not in text and ".svc" not in text, "no namespace is written: apply into any namespace"

@@ -11,7 +11,8 @@ Two levels, both from the rendered manifests (``k8s/rendered/<overlay>.yaml``):
   (``entrypointNumCpus``) pack into its GPU worker pods; the reward endpoint's Serve replicas at
   ``min_replicas`` pack into its CPU worker pods (which sets how many CPU pods it needs).
 
-Workloads: ``patternrl`` = Redis + the reward RayService + the GRPO RayJob at the same time; ``sweep`` =
+Workloads: ``patternrl`` = Redis + the LLM verifier (vLLM, one GPU) + the reward RayService + the GRPO RayJob
+at the same time; ``sweep`` =
 Redis + the sweep RayJob (GPU pods at ``maxReplicas``); ``cluster`` = Redis + the RayCluster at ``maxReplicas``.
 """
 from __future__ import annotations
@@ -74,10 +75,12 @@ def grpo_gpu_pods(doc: dict, repo_root) -> tuple[int, dict]:
     """GPU-group pods the GRPO job needs for max_workers Ray Train workers + its driver, and the Ray-level plan."""
     import shlex
 
-    from howeval.training.config import load_train_config
+    from ray_jobs.train_grpo import config_from_args, parse_args
 
-    argv = shlex.split(doc["spec"]["entrypoint"])
-    cfg = load_train_config(str(repo_root / argv[argv.index("--config") + 1]))
+    argv = shlex.split(doc["spec"]["entrypoint"])[3:]  # what the job runs: the file plus the entrypoint's flags
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(repo_root)
+        cfg = config_from_args(parse_args(argv))
     g, pod = group(doc, "gpu")
     per_worker = {"cpu": 0.0, "gpu": 0.0}
     for k, v in (cfg.scaling.resources_per_worker or {"CPU": 1}).items():
@@ -110,13 +113,16 @@ def serve_cpu_pods(doc: dict) -> int:
 
 
 def workload_pods(overlay: str, workload: str, repo_root) -> list[tuple[str, dict]]:
-    docs = {d["metadata"]["name"]: d for d in load_rendered(overlay)}
+    docs = {d["metadata"]["name"]: d for d in load_rendered(overlay) if d["kind"] != "Service"}
     redis = docs["howeval-redis"]["spec"]["template"]["spec"]["containers"][0]["resources"]
     pods = [("operator", OPERATOR), ("redis", pod_request(redis))]
     if workload == "patternrl":
         svc, job = docs["patternrm-reward"], docs["patternrl-grpo"]
         pods += [("reward/head", head_pod(svc))]
         pods += [(f"reward/cpu-{i}", group(svc, "cpu")[1]) for i in range(serve_cpu_pods(svc))]
+        verifier = docs["verifier-vllm"]
+        pods += [(f"verifier/{i}", pod_request(verifier["spec"]["template"]["spec"]["containers"][0]["resources"]))
+                 for i in range(verifier["spec"]["replicas"])]
         n_gpu, _ = grpo_gpu_pods(job, repo_root)
         pods += [("grpo/head", head_pod(job)), ("grpo/submitter", SUBMITTER)]
         pods += [(f"grpo/gpu-{i}", group(job, "gpu")[1]) for i in range(n_gpu)]
@@ -148,17 +154,31 @@ def test_workload_fits_the_node_shape(overlay, workload, repo_root):
         f"{overlay}/{workload} does not fit {nodes(overlay)}: requests total {total}; pods {pods}")
 
 
-@pytest.mark.parametrize("overlay,gpus", [("1x8", 8), ("2x4", 8), ("cpu-smoke", 0)])
-def test_patternrl_and_the_reward_endpoint_share_the_gpus_they_ask_for(overlay, gpus, repo_root):
+@pytest.mark.parametrize("overlay,train_gpus,verifier_gpus", [("1x8", 7, 1), ("2x4", 6, 1), ("cpu-smoke", 0, 0)])
+def test_patternrl_the_verifier_and_the_reward_endpoint_share_the_gpus(overlay, train_gpus, verifier_gpus, repo_root):
+    """The 8-GPU accounting: training workers + the verifier's GPU <= the GPUs of the overlay; on 1x8 all 8
+    are used (7 + 1); on 2x4 the 8th idles (a 4-GPU training pod does not fit beside the verifier)."""
     pods = dict(workload_pods(overlay, "patternrl", repo_root))
     reward = add(*[p for n, p in pods.items() if n.startswith("reward/")])
     grpo = add(*[p for n, p in pods.items() if n.startswith("grpo/")])
+    verifier = add(*[p for n, p in pods.items() if n.startswith("verifier/")])
     assert reward["gpu"] == 0, "PatternRM runs on CPU: the reward endpoint holds no GPU"
-    assert grpo["gpu"] == gpus == hardware_values(overlay)["node"]["gpus"] * hardware_values(overlay)["node"]["count"]
-    docs = {d["metadata"]["name"]: d for d in load_rendered(overlay)}
+    assert grpo["gpu"] == train_gpus and verifier["gpu"] == verifier_gpus
+    hw = hardware_values(overlay)
+    assert train_gpus + verifier_gpus <= hw["node"]["gpus"] * hw["node"]["count"]
+    docs = {d["metadata"]["name"]: d for d in load_rendered(overlay) if d["kind"] != "Service"}
     _, plan = grpo_gpu_pods(docs["patternrl-grpo"], repo_root)
-    if gpus:
-        assert plan["workers"] == gpus and plan["per_worker"]["gpu"] == 1, plan
+    if train_gpus:
+        assert plan["workers"] == train_gpus and plan["per_worker"]["gpu"] == 1, plan
+
+
+def test_the_verifier_does_not_fit_beside_8_training_gpus_on_1x8(repo_root):
+    """Negative control: the verifier's GPU is counted; with the GRPO pod at the node's 8 GPUs it would stay
+    Pending (why the overlay gives training 7)."""
+    pods = workload_pods("1x8", "patternrl", repo_root)
+    eight = [(n, {**p, "gpu": 8.0}) if n.startswith("grpo/gpu-") else (n, p) for n, p in pods]
+    assert pack_items([p for _, p in pods], nodes("1x8")) is not None
+    assert pack_items([p for _, p in eight], nodes("1x8")) is None
 
 
 def test_the_old_layout_did_not_fit_one_8_gpu_node(repo_root):
@@ -172,7 +192,7 @@ def test_the_old_layout_did_not_fit_one_8_gpu_node(repo_root):
 def test_2x4_needs_both_nodes_for_patternrl(repo_root):
     pods = workload_pods("2x4", "patternrl", repo_root)
     gpu_pods = [p for n, p in pods if n.startswith("grpo/gpu-")]
-    assert len(gpu_pods) == 2 and all(p["gpu"] == 4 for p in gpu_pods)
+    assert len(gpu_pods) == 2 and all(p["gpu"] == 3 for p in gpu_pods)
     assert pack_items([p for _, p in pods], nodes("2x4")[:1]) is None, "one 4-GPU node is not enough"
 
 

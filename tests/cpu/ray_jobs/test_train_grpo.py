@@ -53,6 +53,77 @@ def test_tensorboard_logs_go_to_the_run_folder_not_the_scratch(monkeypatch):
     assert tensorboard_env(cfg(report_to="tensorboard"), "s3://bucket/runs") == {"TENSORBOARD_LOGGING_DIR": "/shared/tb"}
 
 
+def test_resume_is_automatic_and_the_flags_force_a_side(tmp_path):
+    """``decide_resume``: the same command continues when a checkpoint is registered, starts when none is;
+    --resume without a checkpoint and --no-resume on an existing run are errors naming the fix."""
+    from howeval.training.resume import checkpoint_steps, decide_resume
+
+    snap = json.dumps({"checkpoint_results": [{"checkpoint_dir_name": "checkpoint_0000004"},
+                                              {"checkpoint_dir_name": "checkpoint_0000003"}]})
+    assert checkpoint_steps(snap) == [3, 4] and checkpoint_steps('{"checkpoint_res') == []
+    assert decide_resume("auto", "r", folder_exists=False, steps=[]) is None
+    assert decide_resume("auto", "r", folder_exists=True, steps=[]) is None  # killed before its first checkpoint
+    assert decide_resume("auto", "r", folder_exists=True, steps=[3, 4]) == 4
+    assert decide_resume("resume", "r", folder_exists=True, steps=[3, 4]) == 4
+    assert decide_resume("fresh", "r", folder_exists=False, steps=[]) is None
+    with pytest.raises(FileNotFoundError, match="drop --resume"):
+        decide_resume("resume", "s/r", folder_exists=False, steps=[])
+    with pytest.raises(FileExistsError, match=r"checkpoints of steps \[3, 4\].*drop --no-resume"):
+        decide_resume("fresh", "s/r", folder_exists=True, steps=[3, 4])
+
+
+def test_run_state_reads_the_registered_checkpoints(tmp_path):
+    from ray_jobs.train_grpo import run_state
+
+    assert run_state(str(tmp_path), "r") == (False, [])
+    (tmp_path / "r").mkdir()
+    assert run_state(str(tmp_path), "r") == (False, [])  # an empty folder is no run
+    (tmp_path / "r" / "checkpoint_0000002").mkdir()  # a folder alone: written, not registered
+    assert run_state(str(tmp_path), "r") == (True, [])
+    (tmp_path / "r" / "checkpoint_manager_snapshot.json").write_text(
+        json.dumps({"checkpoint_results": [{"checkpoint_dir_name": "checkpoint_0000002"}]}))
+    assert run_state(str(tmp_path), "r") == (True, [2])
+
+
+def test_resume_flag_on_a_run_with_no_checkpoint_fails_before_ray_starts(tmp_path, repo_root):
+    from ray_jobs.train_grpo import config_from_args, parse_args, run
+
+    a = parse_args(["--config", str(repo_root / "configs" / "train" / "smoke.yaml"), "--resume"])
+    with pytest.raises(FileNotFoundError, match="no checkpoint to continue from"):
+        run(config_from_args(a), storage_path=str(tmp_path), resume=a.resume)
+
+
+def test_command_line_overrides_reach_the_config(tmp_path, repo_root, monkeypatch):
+    """Dot-list overrides (ray_jobs.sweep's mechanism), --set, and the short forms --data / --max-workers."""
+    from howeval.config import ConfigError
+    from ray_jobs.train_grpo import config_from_args, parse_args
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.jsonl").write_text("")
+    cfg_file = str(repo_root / "configs" / "train" / "elastic.yaml")
+    a = parse_args(["--config", cfg_file, "grpo.report_to=tensorboard", "--data", "mine.jsonl", "--max-workers", "3",
+                    "--set", "grpo.save_steps=5", "reward.pattern.p=0.5"])
+    assert a.resume is None
+    cfg = config_from_args(a)
+    assert cfg.data.path == str(tmp_path / "mine.jsonl")  # relative to the current folder, as on the command line
+    assert cfg.scaling.max_workers == 3 and cfg.grpo["save_steps"] == 5 and cfg.reward.pattern.p == 0.5
+    assert cfg.report_to == ["tensorboard"]
+    assert parse_args(["--config", cfg_file, "--no-resume"]).resume is False
+    with pytest.raises(ConfigError, match="did you mean 'max_workers'"):
+        config_from_args(parse_args(["--config", cfg_file, "scaling.max_worker=3"]))
+    with pytest.raises(ConfigError, match="max_workers"):  # min 1 > max 0 is refused like in the file
+        config_from_args(parse_args(["--config", cfg_file, "--max-workers", "0"]))
+
+
+def test_a_missing_training_manifest_names_the_key_and_the_fix(tmp_path, repo_root):
+    from ray_jobs.train_grpo import build_rows_for, config_from_args, parse_args
+
+    cfg = config_from_args(parse_args(["--config", str(repo_root / "configs" / "train" / "smoke.yaml"),
+                                       "--data", str(tmp_path / "nope.jsonl")]))
+    with pytest.raises(FileNotFoundError, match=r"data.path: training manifest .*nope.jsonl' does not exist. Fix: .*--data"):
+        build_rows_for(cfg)
+
+
 @pytest.fixture(scope="module")
 def reward_server():
     for k, v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
@@ -86,10 +157,10 @@ def test_grpo_smoke_server_checkpoint_resume(reward_server, tmp_path, repo_root)
     assert first.checkpoint is not None and first.metrics["step"] == 2
     with first.checkpoint.as_directory() as d:
         assert json.load(open(os.path.join(d, "trainer_state.json")))["global_step"] == 2
-    with pytest.raises(FileExistsError, match="--resume"):
-        run(cfg, storage_path=storage, max_steps=3)
+    with pytest.raises(FileExistsError, match="--no-resume"):
+        run(cfg, storage_path=storage, max_steps=3, resume=False)
 
-    second = run(cfg, storage_path=storage, max_steps=3, resume=True)
+    second = run(cfg, storage_path=storage, max_steps=3)  # the same call again: resume is automatic
     assert second.metrics["resumed_from_step"] == 2 and second.metrics["step"] == 3
     with second.checkpoint.as_directory() as d:
         state = json.load(open(os.path.join(d, "trainer_state.json")))
@@ -112,3 +183,57 @@ def test_grpo_smoke_server_checkpoint_resume(reward_server, tmp_path, repo_root)
     assert [x["z"] for x in local] == [a["z"] for a in again]
     assert [x["labels"] for x in local] == [a["labels"] for a in again]
     assert cfg.reward.patternrm.kind == "trained" and not any(a["degraded"] for a in again)
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_killed_run_continues_when_the_same_command_is_run_again(tmp_path, repo_root):
+    """Issue 28, resume by re-apply: the job is killed (SIGKILL to its whole process group, as a lost pod)
+    once its first checkpoint is registered; the *same* command line, run again, continues from the latest
+    registered checkpoint and finishes with every step logged once."""
+    import shutil
+    import signal
+    import tempfile
+    import time
+
+    from howeval.store import read_jsonl
+    from howeval.training.resume import checkpoint_steps
+
+    storage = tmp_path / "ckpt"
+    run_dir = storage / "grpo-smoke"
+    cmd = [sys.executable, "-m", "ray_jobs.train_grpo", "--config", "configs/train/smoke.yaml", "--storage-path",
+           str(storage), "--max-steps", "3", "--model", "embedded:tiny-lm", "reward.source=inprocess",
+           "reward.patternrm.kind=rules", "grpo.beta=0.0", "scaling.resources_per_worker.CPU=2"]
+    ray_tmp = tempfile.mkdtemp(prefix="ray-rs-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    env = {**os.environ, "RAY_TMPDIR": ray_tmp, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "RAY_USAGE_STATS_ENABLED": "0", "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
+    env.pop("RAY_ADDRESS", None)
+
+    def registered() -> list[int]:
+        snap = run_dir / "checkpoint_manager_snapshot.json"
+        return checkpoint_steps(snap.read_text()) if snap.exists() else []
+
+    try:
+        first = subprocess.Popen(cmd, cwd=repo_root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True, start_new_session=True)
+        deadline = time.time() + 1200
+        while not registered() and first.poll() is None and time.time() < deadline:
+            time.sleep(1)
+        os.killpg(first.pid, signal.SIGKILL)  # the driver, its local Ray cluster and the training worker
+        out1 = first.communicate()[0]
+        time.sleep(10)  # a registration already in flight when the group died may still land
+        steps_at_kill = registered()
+        assert steps_at_kill and steps_at_kill[-1] < 3, out1[-3000:]
+        assert "no checkpoint, starting from step 0" in out1
+
+        second = subprocess.run(cmd, cwd=repo_root, env=env, capture_output=True, text=True, timeout=1500)
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    out2 = second.stdout + second.stderr
+    assert second.returncode == 0, out2[-3000:]
+    latest = steps_at_kill[-1]
+    lines = [x for x in out2.splitlines() if "[train_grpo] run " in x or "resuming from" in x]
+    assert any(f"continuing from its checkpoint of step {latest}" in x for x in lines), lines
+    assert any(f"(global step {latest})" in x for x in lines), lines  # what the worker restored
+    history = read_jsonl(run_dir / "metrics.jsonl")
+    assert [h["step"] for h in history if "loss" in h] == [1, 2, 3]  # none lost, none twice
