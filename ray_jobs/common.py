@@ -9,6 +9,17 @@ from howeval.config import RayConfig
 log = logging.getLogger("howeval")
 
 
+def add_override_args(p, example: str) -> None:
+    """Add the dot-list override arguments every config-driven job takes: positional ``KEY.PATH=VALUE`` items
+    and a repeatable ``--set KEY.PATH=VALUE`` (the same thing as a flag). ``example`` is shown in the help.
+    The parsed lists land in ``overrides`` and ``set_items``; use ``parse_intermixed_args`` so flags and
+    positional items can be mixed."""
+    p.add_argument("--set", dest="set_items", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override one config value (same as a positional KEY.PATH=VALUE; repeatable)")
+    p.add_argument("overrides", nargs="*", metavar="KEY.PATH=VALUE",
+                   help=f"dot-list overrides, e.g. {example} (values read as YAML; ~KEY.PATH deletes a key)")
+
+
 def init_ray(cfg: RayConfig, verbose: bool = True) -> None:
     """Join ``cfg.address`` (or ``RAY_ADDRESS``, as under ``ray job submit``) or start a local cluster.
 

@@ -34,7 +34,7 @@ from howeval.config.preflight import check_cluster_fit, raise_problems
 from howeval.report.provenance import finish_provenance, record_provenance
 from howeval.report.run import write_report
 from howeval.store import join, write_json
-from ray_jobs.common import cluster_node_shapes, cluster_summary, init_ray
+from ray_jobs.common import add_override_args, cluster_node_shapes, cluster_summary, init_ray
 from ray_jobs.outcome import EXIT_OK, EXIT_USAGE, exit_code, read_unmeasured, written_configs
 from ray_jobs.progress import Progress
 from ray_jobs.stages import MAX_ATTEMPTS, adapt_episodes, adapt_lines, crystal_line, generate_and_judge, score_run
@@ -146,11 +146,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max-attempts", type=int, default=MAX_ATTEMPTS,
                    help=f"attempts per row whose engine call failed; a rerun retries such rows (default {MAX_ATTEMPTS})")
     p.add_argument("--verbose", action="store_true", help="show Ray's, vLLM's and transformers' own output")
-    p.add_argument("--set", dest="set_items", action="append", default=[], metavar="KEY.PATH=VALUE",
-                   help="override one config value (same as a positional KEY.PATH=VALUE; repeatable)")
-    p.add_argument("overrides", nargs="*", metavar="KEY.PATH=VALUE",
-                   help="dot-list overrides, e.g. models.0.sampling.temperature=0.7 (values read as YAML; "
-                        "~KEY.PATH deletes a key)")
+    add_override_args(p, "models.0.sampling.temperature=0.7")
     args = p.parse_intermixed_args(argv)
     args.dotlist = [*args.overrides, *args.set_items]
     return args

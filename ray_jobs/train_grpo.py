@@ -43,6 +43,7 @@ from typing import Any
 
 from howeval.config import with_changes
 from howeval.training.config import TrainConfig, load_train_config
+from ray_jobs.common import add_override_args
 
 log = logging.getLogger("howeval.train_grpo")
 
@@ -379,11 +380,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "--resume: fail unless there is a checkpoint; --no-resume: fail if the run folder exists")
     p.add_argument("--accelerator-type", help="override scaling.accelerator_type (Ray's name: H200, H100, A100-80G, ...); "
                    "'any' = no constraint. The KubeRay overlays pass their hardware.yaml value here")
-    p.add_argument("--set", dest="set_items", action="append", default=[], metavar="KEY.PATH=VALUE",
-                   help="override one config value (same as a positional KEY.PATH=VALUE; repeatable)")
-    p.add_argument("overrides", nargs="*", metavar="KEY.PATH=VALUE",
-                   help="dot-list overrides, e.g. data.path=/data/x.jsonl grpo.report_to=none (values read as YAML; "
-                        "~KEY.PATH deletes a key)")
+    add_override_args(p, "data.path=/data/x.jsonl grpo.report_to=none")
     a = p.parse_intermixed_args(argv)
     a.dotlist = [*a.overrides, *a.set_items, *flag_dotlist(a.data, a.max_workers)]
     return a
