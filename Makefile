@@ -157,7 +157,7 @@ bench: bench-sweep bench-cluster bench-crystal bench-reward
 
 # the embedded PatternRM: offline corpus -> MiniLM features -> multi-label head (cached), then its calibration
 patternrm: $(STAMP)
-	nice -n 10 $(BIN)/python -m howeval.judges.patternrm.head
+	nice -n 10 $(BIN)/python -m howeval.judges.patternrm
 	nice -n 10 $(BIN)/python bench/patternrm_calibration.py --out bench/results/patternrm_calibration.json
 
 patternrm-sft: $(STAMP)

@@ -65,6 +65,12 @@ def bootstrap_ci(values: Iterable, n_boot: int = 2000, alpha: float = 0.05, seed
     return _percentile_ci(x[idx].mean(axis=1), alpha)
 
 
+MIN_PAIRS_CI = 10
+"""Fewest pairs for which a comparison shows a bootstrap interval: below it the resampled deltas take a
+handful of values (2 pairs that agree give ``[+100, +100]``, an interval of zero width), so the delta is
+shown with its pair count and ``too few pairs`` instead of an interval."""
+
+
 def paired_bootstrap_ci(pairs: Sequence[tuple], stat: str = "delta_acc", n_boot: int = 2000, alpha: float = 0.05,
                         seed: int = 0) -> tuple[float, float] | None:
     """Bootstrap interval of a paired gap over ``pairs = [(x_NT, y_T), ...]`` (resampling whole pairs).

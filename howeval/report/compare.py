@@ -18,13 +18,8 @@ import json
 from collections import defaultdict
 
 from howeval.metrics.patterneval import trigger_of
-from howeval.metrics.stats import mcnemar, paired_bootstrap_ci
+from howeval.metrics.stats import MIN_PAIRS_CI, mcnemar, paired_bootstrap_ci
 from howeval.records import LABELS, MODES
-
-MIN_PAIRS_CI = 10
-"""Fewest pairs for which a comparison shows a bootstrap interval: below it the resampled deltas take a
-handful of values (2 pairs that agree give ``[+100, +100]``, an interval of zero width), so the delta is
-shown with its pair count and ``too few pairs`` instead of an interval."""
 
 FLIPS = ("right_to_wrong", "wrong_to_right", "clean_to_triggered", "triggered_to_clean")
 LABEL_NAMES = {"cot": "CoT", "rep": "Rep", "con": "Con", "pr": "PR"}

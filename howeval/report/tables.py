@@ -1,6 +1,7 @@
 """Render metrics as the tables a reader of the PatternEval paper expects (Markdown)."""
 from __future__ import annotations
 
+from howeval.metrics.stats import MIN_PAIRS_CI
 from howeval.records import LABELS, MODES
 
 
@@ -93,7 +94,7 @@ def thinking_section(metrics: dict) -> str:
 
 def gaps_table(metrics: dict) -> str:
     """Δacc and Δpat per config with their paired 95% intervals and McNemar tests (``howeval.metrics.stats``);
-    no interval below ``howeval.report.compare.MIN_PAIRS_CI`` pairs (``too few pairs (2 < 10)``: a bootstrap
+    no interval below ``howeval.metrics.stats.MIN_PAIRS_CI`` pairs (``too few pairs (2 < 10)``: a bootstrap
     over a handful of pairs gives an interval of zero width)."""
     rows = [[n, pts(c.get("delta_acc")), _pts_ci(c.get("delta_acc_ci"), c.get("n_paired_acc")), _p(c.get("mcnemar")),
              pts(c.get("delta_pat")), _pts_ci(c.get("delta_pat_ci"), c.get("n_paired_pat")), _p(c.get("mcnemar_trigger")),
@@ -145,8 +146,6 @@ def _pct_ci(ci) -> str:
 
 
 def _pts_ci(ci, n_pairs: int | None = None) -> str:
-    from howeval.report.compare import MIN_PAIRS_CI
-
     if n_pairs is not None and 0 < n_pairs < MIN_PAIRS_CI:
         return f"too few pairs ({n_pairs} < {MIN_PAIRS_CI})"
     return "–" if not ci else f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"

@@ -2,7 +2,7 @@
 
 Four blocks, each a fixed-width float vector per response (``featurize_v5`` stacks the ones asked for):
 
-- ``lex`` (:data:`howeval.judges.patternrm.head.LEX_FEATURES`, 12): the v4 content features (repetition,
+- ``lex`` (:data:`howeval.judges.patternrm.lexical.LEX_FEATURES`, 12): the v4 content features (repetition,
   answer statements, cue counts, number shares, length).
 - ``consist`` (:data:`CONSIST_FEATURES`, 10): claim and number consistency between steps, computed from the
   text alone: ``a op b = c`` computations that are wrong, the final answer against the value the steps last
@@ -30,8 +30,9 @@ from typing import Any
 import numpy as np
 
 from howeval.judges.patternrm.layout import plain_text
+from howeval.judges.patternrm.lexical import LEX_FEATURES, lexical_features
 
-__all__ = ["CONSIST_FEATURES", "PAIR_FEATURES", "BLOCKS", "MAX_STEPS", "split_steps", "consistency_features",
+__all__ = ["CONSIST_FEATURES", "PAIR_FEATURES", "BLOCKS", "MAX_STEPS", "split_steps", "cot_rule", "consistency_features",
            "pair_features", "featurize_v5", "block_columns", "feature_names"]
 
 MAX_STEPS = 24
@@ -194,7 +195,6 @@ def pair_features(step_emb: np.ndarray, q_emb: np.ndarray | None, steps: Sequenc
 
 def feature_names(blocks: Sequence[str] = BLOCKS) -> list[str]:
     """Column names of :func:`featurize_v5` for ``blocks`` (in :data:`BLOCKS` order)."""
-    from howeval.judges.patternrm.head import LEX_FEATURES
 
     names = {"lex": list(LEX_FEATURES), "consist": list(CONSIST_FEATURES), "pairs": list(PAIR_FEATURES),
              "doc": [f"doc_{i}" for i in range(DOC_DIM)]}
@@ -221,7 +221,6 @@ def featurize_v5(encoder: Any, items: Sequence[Mapping[str, Any]], blocks: Seque
         TypeError: a response is not a str.
         ValueError: an unknown block, or ``pairs``/``doc`` asked for with no encoder.
     """
-    from howeval.judges.patternrm.head import lexical_features
 
     bad = [b for b in blocks if b not in BLOCKS]
     if bad:
@@ -260,3 +259,12 @@ def featurize_v5(encoder: Any, items: Sequence[Mapping[str, Any]], blocks: Seque
         rows.append(row)
     width = len(block_columns(blocks))
     return np.array(rows, dtype=np.float32).reshape(len(items), width)
+
+
+def cot_rule(responses: Sequence[str]) -> np.ndarray:
+    """``cot`` by the rule judge (``howeval.judges.rules.RuleJudge``: thinking tags, self-correction traces):
+    no human label here has a ``cot`` positive to learn from. ``(n,)`` bool."""
+    from howeval.judges.rules import RuleJudge
+
+    v = RuleJudge().judge_batch([{"question": "", "response": r} for r in responses])
+    return np.array([bool(x.labels and x.labels.get("cot")) for x in v], dtype=bool)

@@ -50,7 +50,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -60,7 +59,9 @@ from typing import Any
 
 import numpy as np
 
+from howeval.judges.patternrm.labelsets import HUMAN_LABELS_FILE
 from howeval.judges.patternrm.layout import plain_text
+from howeval.judges.patternrm.lexical import LEX_FEATURES, N_LEX, lexical_features
 from howeval.records import LABELS
 
 __all__ = ["HEAD_VERSION", "LEX_FEATURES", "Encoder", "CachedEncoder", "featurize", "lexical_features", "train_head", "predict_proba",
@@ -74,66 +75,6 @@ content head; v4: v3 with each label's hand-label weight and threshold criterion
 cross-validation over the hand-labelled training responses, :func:`choose_head_recipe`; v5, issue 29:
 trained on every human label with features that can see a contradiction, ``howeval.judges.patternrm.recipe``,
 shipped in the package)."""
-
-MAX_SENTENCES = 60
-_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9$\\(])|\n+")
-_WORD = re.compile(r"[a-z]+|\d+(?:\.\d+)?")
-_ANSWER = re.compile(r"answer is|final answer|\\boxed|^answer\b|\b(?:therefore|thus|hence|so),? the", re.IGNORECASE)
-_VALUE = re.compile(r"\\boxed\{([^{}]*)\}|(?:answer is|answer:|is|are|equals?|=)\s*\$?\(?(-?\d+(?:\.\d+)?|[A-E]\b)", re.IGNORECASE)
-_COT = re.compile(r"\b(?:wait|hmm+|actually|let me|re-?check|recount|recalculat\w*|mistake|reconsider|redo|redid|"
-                  r"double-check|first (?:attempt|guess|count)|draft|i think|oh)\b|<think>|thinking:", re.IGNORECASE)
-_PR = re.compile(r"\b(?:clearly|obviously|evident(?:ly)?|by analy[sz]ing|based on the pattern|careful(?:ly)? consider\w*|"
-                 r"logical reasoning|by symmetry|well known|must be|follows (?:directly|immediately)|we can (?:conclude|determine|see)|"
-                 r"pattern continues|implies|systematic analysis|as a whole|overall arrangement|it is clear)\b", re.IGNORECASE)
-_CALC = re.compile(r"\d\s*[-+*/×x÷^]\s*\(?\d|=")
-
-LEX_FEATURES = ("rep_max_jaccard", "rep_share_05", "dup_sentences", "log_answer_statements", "distinct_answer_values",
-                "log_cot_cues", "log_pr_cues", "share_calc_sentences", "share_number_sentences", "digit_share",
-                "log_sentences", "log_chars")
-N_LEX = len(LEX_FEATURES)
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENT.split(text) if s and s.strip()][:MAX_SENTENCES]
-
-
-def lexical_features(plain: str) -> list[float]:
-    """:data:`LEX_FEATURES` of one plain text (``layout.plain_text`` output): ``N_LEX`` floats, each >= 0.
-
-    >>> f = dict(zip(LEX_FEATURES, lexical_features("The sum is 5.\\nThe sum is 5.\\nThe answer is 5.")))
-    >>> f["rep_max_jaccard"], f["dup_sentences"], f["distinct_answer_values"]
-    (1.0, 1.0, 1.0)
-    """
-    sents = _sentences(plain)
-    grams = []
-    for x in sents:
-        w = _WORD.findall(x.lower())
-        grams.append({tuple(w[i:i + 3]) for i in range(len(w) - 2)} if len(w) >= 4 else set())
-    best, over, pairs = 0.0, 0, 0
-    for i in range(len(grams)):
-        for j in range(i + 1, len(grams)):
-            a, b = grams[i], grams[j]
-            if not a or not b:
-                continue
-            jac = len(a & b) / len(a | b)
-            pairs += 1
-            best = max(best, jac)
-            over += jac > 0.5
-    norm = [" ".join(_WORD.findall(x.lower())) for x in sents]
-    dups = len(norm) - len(set(norm))
-    answers = [x for x in sents if _ANSWER.search(x)]
-    values = set()
-    for x in answers:
-        for m in _VALUE.finditer(x):
-            v = (m.group(1) or m.group(2) or "").strip().rstrip(".").lower()
-            if v:
-                values.add(v)
-    n = max(1, len(sents))
-    return [best, over / max(1, pairs), float(dups), math.log1p(len(answers)), float(min(len(values), 3)),
-            math.log1p(len(_COT.findall(plain))), math.log1p(len(_PR.findall(plain))),
-            sum(bool(_CALC.search(x)) for x in sents) / n, sum(any(c.isdigit() for c in x) for x in sents) / n,
-            sum(c.isdigit() for c in plain) / max(1, len(plain)), math.log1p(len(sents)), math.log1p(len(plain)) / 10.0]
-
 
 class Encoder:
     """The bundled all-MiniLM-L6-v2 (``howeval.embed.default_model_path``), or a local folder.
@@ -520,8 +461,7 @@ class HeadPatternRM:
             return np.zeros((0, len(LABELS)), dtype=np.float32)
         if self.features != "v5":
             return predict_proba(self.head, featurize(self.encoder, responses))
-        from howeval.judges.patternrm.features import featurize_v5
-        from howeval.judges.patternrm.recipe import cot_rule
+        from howeval.judges.patternrm.features import cot_rule, featurize_v5
 
         qs = list(questions) if questions is not None else [""] * len(responses)
         p = predict_proba(self.head, featurize_v5(self.encoder, [{"response": r, "question": q} for r, q in zip(responses, qs)],
@@ -593,7 +533,6 @@ def embedding_cache_path(encoder_path: str | None = None) -> Path:
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "weights"
 """Where the shipped heads live (package data): ``SHIPPED_DIR / HEAD_VERSION`` is the served default."""
-HUMAN_LABELS_FILE = Path(__file__).resolve().parent / "data" / "human_labels.jsonl"
 """The project's 47 hand labels (package data: ``source``, ``id``, ``model``, ``labels``, ``note``); the response
 texts they point at are read from ``../shared/data/responses`` when training or calibrating."""
 
@@ -779,23 +718,3 @@ def provenance(recipe: str, data_root: str | Path, sources: Sequence[str] | None
     return {"recipe": recipe, "sources": {n: LICENCES.get(n, "see ../shared/data/README.md") for n in names},
             "commit": commit, "uncommitted_changes": dirty, "trained_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "data_root": "../shared/data (README.md there lists each source and its licence)"}
-
-
-if __name__ == "__main__":  # make patternrm
-    import argparse
-
-    ap = argparse.ArgumentParser(description="Train the served PatternRM head v5 on every human label and rewrite the "
-                                             "shipped head in the package (needs ../shared/data)")
-    ap.add_argument("--out", default=None, help="output folder (default: the shipped folder, howeval/judges/patternrm/weights/)")
-    ap.add_argument("--all-sources", action="store_true", help="train on every source, share-alike and non-commercial ones too")
-    ap.add_argument("--force", action="store_true", help="(kept for `make patternrm FORCE=1`; the head is always retrained)")
-    a = ap.parse_args()
-    from howeval.judges.patternrm.labelsets import LabelSourceMissing
-    from howeval.judges.patternrm.recipe import build_served
-
-    target = Path(a.out) if a.out else shipped_head_path()
-    try:
-        build_served(target, permissive_only=not a.all_sources)
-    except LabelSourceMissing as e:
-        raise SystemExit(f"[patternrm] cannot train: {e}") from None
-    print(f"[patternrm] -> {target}")

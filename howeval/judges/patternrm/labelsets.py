@@ -4,7 +4,7 @@ Each source is mapped onto the pattern labels (``cot, rep, con, pr``) as ``gold`
 very pattern) or ``weak`` (a related human judgement: a proxy, trained with a smaller weight and reported
 apart, never counted as gold). The mapping, per source (``../shared/data/README.md`` says how strong each is):
 
-- ``human47``: the project's 47 hand labels (:data:`howeval.judges.patternrm.head.HUMAN_LABELS_FILE`) of real
+- ``human47``: the project's 47 hand labels (:data:`HUMAN_LABELS_FILE`) of real
   VLM responses (``responses/``: 38 MATH-Vision, MIT; 9 TabMWP GPT-3, CC BY-NC-SA): gold ``rep``, ``con``,
   ``pr`` and ``cot`` (no ``cot`` positive).
 - ``roscoe``: ROSCOE expert judgements of GPT-3 chains of thought (``labels/roscoe_judgements.jsonl``): gold
@@ -25,9 +25,12 @@ from typing import Any
 
 from howeval.records import LABELS
 
-__all__ = ["SOURCES", "load_human47", "load_roscoe", "load_prm800k", "load_label_sources", "LabelSourceMissing"]
+__all__ = ["HUMAN_LABELS_FILE", "SOURCES", "load_human47", "load_roscoe", "load_prm800k", "load_label_sources", "LabelSourceMissing"]
 
 SOURCES = ("human47", "roscoe", "prm800k")
+
+HUMAN_LABELS_FILE = Path(__file__).resolve().parent / "data" / "human_labels.jsonl"
+"""The 47 hand labels of real responses (package data); the texts they point at stay in ``../shared/data``."""
 
 _LICENCE = {
     "mathv_model_responses.jsonl": ("MIT (mathllm/MATH-V)", True),
@@ -71,7 +74,6 @@ def load_human47(data_root: str | Path, labels_file: str | Path | None = None) -
         LabelSourceMissing: the responses folder is missing.
         KeyError: a labelled response is not in the responses files (the key is named).
     """
-    from howeval.judges.patternrm.head import HUMAN_LABELS_FILE
 
     root = Path(data_root) / "responses"
     if not root.is_dir():

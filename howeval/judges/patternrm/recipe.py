@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from howeval.judges.patternrm.features import cot_rule
 from howeval.records import LABELS
 
 __all__ = ["TRAINED_LABELS", "FEATURE_SETS", "SERVED_SETS", "LENGTH_SET", "C_GRID", "WEAK_GRID", "training_rows", "outer_folds",
@@ -110,7 +111,7 @@ def _ridge_platt(Z: np.ndarray, y: np.ndarray, w: np.ndarray, C: float) -> tuple
 def columns(name: str) -> np.ndarray:
     """Column indices of feature set ``name`` (or :data:`LENGTH_SET`) in the full v5 matrix (all blocks)."""
     from howeval.judges.patternrm.features import block_columns
-    from howeval.judges.patternrm.head import LEX_FEATURES
+    from howeval.judges.patternrm.lexical import LEX_FEATURES
 
     if name == LENGTH_SET:
         return np.array([LEX_FEATURES.index("log_chars")])
@@ -230,15 +231,6 @@ def select_and_fit(X: np.ndarray, records: Sequence[Mapping[str, Any]], train_id
     m = _fit_label(X, rows, y, wt, columns(s), c)
     m.update({"threshold": th, "choice": {"set": s, "C": c, "w_weak": w, "inner_score": round(score, 4)}})
     return m
-
-
-def cot_rule(responses: Sequence[str]) -> np.ndarray:
-    """``cot`` by the rule judge (``howeval.judges.rules.RuleJudge``: thinking tags, self-correction traces):
-    no human label here has a ``cot`` positive to learn from. ``(n,)`` bool."""
-    from howeval.judges.rules import RuleJudge
-
-    v = RuleJudge().judge_batch([{"question": "", "response": r} for r in responses])
-    return np.array([bool(x.labels and x.labels.get("cot")) for x in v], dtype=bool)
 
 
 def cross_validate(X: np.ndarray, records: Sequence[Mapping[str, Any]], sets: Sequence[str] = tuple(FEATURE_SETS),

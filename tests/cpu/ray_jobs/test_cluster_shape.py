@@ -13,6 +13,8 @@ def local_ray(tmp_path, monkeypatch):
     import ray
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    if ray.is_initialized():  # a sweep run earlier in this process leaves its local Ray up (init_ray joins it)
+        ray.shutdown()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()

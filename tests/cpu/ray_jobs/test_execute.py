@@ -220,6 +220,8 @@ def test_a_ray_log_line_between_redraws_lands_above_the_block_and_leaves_no_stal
     handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
     log.addHandler(handler)
     log.propagate = False
+    # its own level: a sweep run earlier in this process quiets "ray.data" (execute.run_pipelines, not verbose)
+    log.setLevel(logging.WARNING)
     try:
         p = Progress(stream=term, clock=clock, tty=True, interval=0.5, width=120)
         p.add("cfg NT", total=8)

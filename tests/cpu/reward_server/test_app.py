@@ -584,7 +584,8 @@ def test_hung_verifier_degrades_its_rows_named_and_references_count_in_max_reque
         extra = {"on_unresolved": "llm", "llm_verifier": {"base_url": fake.base_url, "model": "hung", "timeout_s": 1}}
         with app_pair(server, "llmhang", extra_args=extra, limits={"max_request_chars": 3000}) as url:
             def one(k):
-                return post(url, {"items": [{"prompt": q, "response": f"Stick {k} lays exactly in the middle.",
+                # two sentences, no final-answer marker: the rules leave it unresolved (issue 33 decides one sentence)
+                return post(url, {"items": [{"prompt": q, "response": f"Look closely. Stick {k} lays exactly in the middle.",
                                              "answer": "3", "answer_type": "free_form", "kind": "base"},
                                             item(CLEAN, kind="base")]})
 
@@ -594,7 +595,7 @@ def test_hung_verifier_degrades_its_rows_named_and_references_count_in_max_reque
     assert [r.status_code for r in answers] == [200] * 16
     for r in answers:
         unres, ok = r.json()["rewards"]
-        assert unres["degraded"] and unres["verify_method"] == "llm_error" and unres["error"].startswith("llm verifier: ")
+        assert unres["degraded"] and unres["verify_method"] == "llm_error" and unres["error"].startswith("llm verifier: "), json.dumps(unres)
         assert ok["reward"] == 1.0 and not ok["degraded"]
     assert big.status_code == 422 and "max_request_chars" in big.text and "reference steps" in big.text
 
