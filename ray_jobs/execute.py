@@ -210,6 +210,11 @@ def run_pipelines(pipelines: list[Pipeline], *, on_counts: Callable | None = Non
         return {}
     if not verbose:  # a failure is reported once, in one line, by the caller (its trace stays in the session logs)
         logging.getLogger("ray.data").setLevel(logging.CRITICAL)
+        import warnings
+
+        # a small run (--limit) gives a stage fewer blocks than its actor pool's minimum: Ray Data says so
+        # once per stage in a 5-line UserWarning; the sweep's pool sizes are its own choice, nothing to act on
+        warnings.filterwarnings("ignore", message=r"The minimum number of concurrent actors", category=UserWarning)
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     # on the driver's node: the progress sink goes when the driver goes, never with a worker node

@@ -12,7 +12,9 @@
 from __future__ import annotations
 
 import io
+import os
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -94,10 +96,14 @@ class Progress:
         clock: monotonic seconds (tests inject one).
         tty: force terminal / log mode (default: ``stream.isatty()``).
         width: terminal columns for the live block (default: the terminal's own).
+        tap_fd: also catch what is written to file descriptor 2 by code outside Python while the block
+            is live (Ray's C++ core worker logs there, e.g. ``core_worker.cc: Actor ... has constructor
+            arguments in the object store``): the line is printed above the block (:class:`_FdTap`).
+            Default: when the block is live and fd 2 is a terminal too.
     """
 
     def __init__(self, stream=None, clock=time.monotonic, tty: bool | None = None, interval: float = 0.5,
-                 log_interval: float = 30.0, width: int | None = None):
+                 log_interval: float = 30.0, width: int | None = None, tap_fd: bool | None = None):
         self.stream = stream or sys.stdout
         self.clock = clock
         self.tty = self.stream.isatty() if tty is None else tty
@@ -108,6 +114,8 @@ class Progress:
         self._live = None
         self._console = None
         self._rerouted: list[tuple] = []
+        self._tap_fd = tap_fd
+        self._tap: _FdTap | None = None
         self._atexit = False
         self._last_draw = float("-inf")
         self._t0 = self._section_t0 = clock()
@@ -282,15 +290,79 @@ class Progress:
                         and "stream" in vars(h) and id(h.stream) in before):
                     self._rerouted.append((h, h.stream))
                     h.setStream(sys.stderr)
+        if self._tap_fd if self._tap_fd is not None else (_isatty(2) and _fileno(self.stream) != 2):
+            self._tap = _FdTap(2, self._console)
 
     def _stop(self) -> None:
         if self._live is None:
             return
+        if self._tap is not None:
+            self._tap.close()
+            self._tap = None
         for h, stream in self._rerouted:
             h.setStream(stream)
         self._rerouted = []
         self._live.stop()
         self._live = None
+
+
+def _fileno(stream) -> int | None:
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _isatty(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
+class _FdTap:
+    """File descriptor ``fd`` pointed at a pipe while a live block is drawn: a thread prints each line
+    written there (by C/C++ code that writes to the descriptor itself, never through ``sys.stderr``) with
+    ``console.print``, i.e. above the live block. :meth:`close` points ``fd`` back at what it was; the
+    thread keeps reading until every writer has let go of the pipe (a child process started meanwhile
+    holds it as its stderr), forwarding to ``fd`` from then on, so no writer ever blocks on a full pipe
+    and no line is lost."""
+
+    def __init__(self, fd: int, console) -> None:
+        self.fd, self.console = fd, console
+        self.saved = os.dup(fd)
+        r, w = os.pipe()
+        os.dup2(w, fd)
+        os.close(w)
+        self.live = True
+        self.thread = threading.Thread(target=self._pump, args=(r,), name="progress-fd-tap", daemon=True)
+        self.thread.start()
+
+    def _pump(self, r: int) -> None:
+        buf = b""
+        while chunk := os.read(r, 65536):
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                self._emit(line)
+        if buf:
+            self._emit(buf)
+        os.close(r)
+
+    def _emit(self, line: bytes) -> None:
+        text = line.decode("utf-8", errors="replace").rstrip("\r")
+        if self.live:
+            from rich.text import Text
+
+            self.console.print(Text(text), soft_wrap=True)
+        else:
+            os.write(self.fd, line + b"\n")
+
+    def close(self) -> None:
+        os.dup2(self.saved, self.fd)  # our write end of the pipe goes: EOF once no child holds it
+        os.close(self.saved)
+        self.thread.join(timeout=0.5)  # what was written before this point is printed above the final block
+        self.live = False
 
 
 def _rate(r: float) -> str:

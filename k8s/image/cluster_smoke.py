@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import resource
 import secrets
 import shlex
@@ -218,10 +217,13 @@ class Jobs:
         log(f"submitted {sub_id}: {entrypoint}")
 
     def status(self, sub_id: str) -> str:
-        out = self.c.exec(self.head, ["ray", "job", "status", "--address", self.address, sub_id],
-                          timeout=120, check=False).stdout
-        m = re.search(r"Status for job '[^']+': (\w+)", out)
-        return m.group(1) if m else "UNKNOWN"
+        """``PENDING``/``RUNNING``/``SUCCEEDED``/``FAILED``/``STOPPED`` from the job SDK (``ray job status``
+        prints a finished job as ``Job 'x' succeeded``, not as a status word); ``UNKNOWN`` when unreachable."""
+        code = ("import sys; from ray.job_submission import JobSubmissionClient as C; "
+                "print(C(sys.argv[1]).get_job_status(sys.argv[2]).value)")
+        out = self.c.exec(self.head, ["python3", "-c", code, self.address, sub_id], timeout=120, check=False).stdout
+        words = out.split()
+        return words[-1] if words and words[-1].isupper() else "UNKNOWN"
 
     def wait(self, sub_id: str, timeout: float) -> str:
         return wait_for(f"job {sub_id} to finish", lambda: (s := self.status(sub_id)) in

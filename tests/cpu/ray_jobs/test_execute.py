@@ -248,6 +248,38 @@ def test_a_ray_log_line_between_redraws_lands_above_the_block_and_leaves_no_stal
     assert blocks[0] > screen.index("(MapWorker pid=123) a worker's own line")  # the lines stand above it
 
 
+def test_a_line_written_to_fd_2_by_native_code_lands_above_the_block(capfd):
+    """Issue 34: Ray's C++ core worker writes its error-level lines to file descriptor 2 itself (never
+    through ``sys.stderr``), e.g. ``core_worker.cc:2465: Actor ... has constructor arguments in the object
+    store``. While the block is live fd 2 is tapped: the line stands above the block, once, and one block
+    is left; after the block fd 2 is what it was."""
+    import os
+
+    clock, term = Clock(), io.StringIO()
+    native = b"[2026-12-03 06:17:08,468 E 31353 31639] core_worker.cc:2465: Actor with class name: 'MapWorker'"
+    p = Progress(stream=term, clock=clock, tty=True, interval=0.5, width=120, tap_fd=True)
+    p.add("cfg NT", total=8)
+    p.start("cfg NT")
+    before = os.fstat(2)
+    for k in range(4):
+        clock.t += 1
+        p.update("cfg NT", rows=2)
+        p.tick()
+        if k == 1:
+            assert os.fstat(2).st_ino != before.st_ino  # tapped while live
+            os.write(2, native + b"\n")
+    p.finish()
+    assert os.fstat(2).st_ino == before.st_ino  # given back
+    os.write(2, b"after the block\n")
+    screen = _screen(term.getvalue())
+    line = native.decode()
+    assert screen.count(line) == 1, screen
+    blocks = [i for i, ln in enumerate(screen) if ln.startswith("[") and not ln.startswith("[2026")]
+    assert len(blocks) == 1 and blocks[0] > screen.index(line), screen
+    assert screen[blocks[0]:] == ["[4s]", "  cfg NT       8/8      100%  err 0  2.0 rows/s  done"]
+    assert capfd.readouterr().err == "after the block\n"  # only what came after the block reached fd 2
+
+
 # -- through Ray -------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def ray_local():
