@@ -119,6 +119,7 @@ class Cluster:
         self.engine, self.image, self.base, self.data, self.env = engine, image, base_port, data, env
         self.label = f"howeval-cluster-smoke={os.getpid()}"
         self.names: list[str] = []
+        self.node_port: dict[str, int] = {}  # container -> its raylet's node-manager port (how Ray names it)
         self.n = 0
         # the runtime may not raise limits above this process's hard limits (Ray wants many open files)
         nofile = min(65536, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
@@ -157,6 +158,7 @@ class Cluster:
                "--shm-size=1g", *self.engine_flags, "-v", f"{self.data}:/data", *envs, self.image, *args]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
         self.names.append(name)
+        self.node_port[name] = self.base + 10 + 10 * self.n
         log(f"started {role} {name}: ray start {' '.join(a for a in args[2:] if 'port' not in a)}")
         return name
 
@@ -329,6 +331,10 @@ def deploy_reward(c: Cluster, head: str, serve_cfg: dict, port: int, token: str)
     cfg = json.loads(json.dumps(serve_cfg))
     cfg.setdefault("http_options", {}).update(host="127.0.0.1", port=port)
     cfg["proxy_location"] = "HeadOnly"
+    for app in cfg["applications"]:  # on the reward node only, as on the RayService's own RayCluster
+        for dep in app.get("deployments", []):
+            opts = dep.setdefault("ray_actor_options", {})
+            opts["resources"] = {**opts.get("resources", {}), REWARD_RESOURCE: opts.pop("num_cpus", 1)}
     (c.data / "serve.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     c.exec(head, ["serve", "deploy", "/data/serve.yaml", "--address", f"http://127.0.0.1:{c.dashboard_port}"],
            timeout=300)
@@ -350,21 +356,30 @@ def deploy_reward(c: Cluster, head: str, serve_cfg: dict, port: int, token: str)
               "answer_type": "integer_number", "kind": "pattern"}]
     body = json.dumps({"items": items}).encode()
 
+    last: dict[str, Any] = {}
+
     def post(auth: bool) -> tuple[int, dict]:
-        req = urllib.request.Request(f"http://127.0.0.1:{port}/reward", data=body, method="POST",
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/rewards", data=body, method="POST",
                                      headers={"Content-Type": "application/json",
                                               **({"Authorization": f"Bearer {token}"} if auth else {})})
         try:
             with urllib.request.urlopen(req, timeout=60) as r:
                 return r.status, json.loads(r.read())
         except urllib.error.HTTPError as e:
+            last.update(status=e.code, body=e.read()[:500].decode("utf-8", "replace"))
             return e.code, {}
+        except OSError as e:  # not listening yet
+            last.update(status=None, body=str(e))
+            return 0, {}
 
-    status, answer = wait_for("a scored /reward answer", lambda: (r := post(True))[0] == 200 and r, 180)
+    try:
+        status, answer = wait_for("a scored /v1/rewards answer", lambda: (r := post(True))[0] == 200 and r, 180)
+    except SmokeFailure as e:
+        raise SmokeFailure(f"{e}; last answer: {last}") from None
     rows = answer.get("rewards") or answer.get("results") or answer.get("items") or []
     degraded = [r for r in rows if r.get("degraded")]
     refused, _ = post(False)
-    log(f"/reward with the token: {status}, {len(rows)} rows, {len(degraded)} degraded; without: {refused}")
+    log(f"/v1/rewards with the token: {status}, {len(rows)} rows, {len(degraded)} degraded; without: {refused}")
     if refused != 401 or len(rows) != len(items) or degraded:
         raise SmokeFailure(f"reward: token -> {status} rows {rows}; no token -> {refused} (want 401, 2 rows, 0 degraded)")
     return {"scored": len(rows), "degraded": len(degraded), "refused": refused}
@@ -388,9 +403,39 @@ def grpo_steps(log_text: str) -> tuple[list[int], list[int]]:
     return steps, sizes
 
 
+PLACEMENT_PY = r"""
+import json, sys
+import ray
+from ray.job_submission import JobSubmissionClient
+from ray.util.state import list_actors
+gcs, dashboard, sub_id = sys.argv[1:4]
+ray.init(address=gcs, logging_level="ERROR")
+port = {n["NodeID"]: n["NodeManagerPort"] for n in ray.nodes() if n["Alive"]}
+driver = JobSubmissionClient(dashboard).get_job_info(sub_id).driver_node_id
+train = list_actors(address=dashboard, filters=[("class_name", "=", "RayTrainWorker"), ("state", "=", "ALIVE")])
+print(json.dumps({"driver": port.get(driver), "train": [port.get(a.node_id) for a in train]}))
+"""
+
+
+def training_victim(c: Cluster, jobs: Jobs, head: str, sub_id: str) -> str:
+    """A worker container that runs a training worker of job ``sub_id`` but not its driver (the driver
+    runs on a worker node too, the head having no CPUs: losing its node ends the job, the re-submission's
+    case, not the resize's). :class:`SmokeFailure` when every training worker shares the driver's node."""
+    proc = c.exec(head, ["python3", "-c", PLACEMENT_PY, c.gcs, jobs.address, sub_id], timeout=120)
+    where = json.loads(proc.stdout.strip().splitlines()[-1])
+    by_port = {p: n for n, p in c.node_port.items()}
+    hosts = [by_port.get(p) for p in where["train"] if p != where["driver"]]
+    hosts = [h for h in hosts if h and "worker" in h]
+    if not hosts:
+        raise SmokeFailure(f"no worker node runs a training worker without the job's driver: {where} ({c.node_port})")
+    return hosts[0]
+
+
 def run_grpo(c: Cluster, jobs: Jobs, head: str, spec: dict, steps: int, timeout: float) -> dict:
     """Workload 3: elastic GRPO; a worker killed after the first checkpoint, the job killed and re-submitted."""
-    ep = entrypoint_of(spec, ["--max-steps", str(steps)])
+    # one training worker per worker node (3 of its 4 CPUs; the job's driver takes 1 CPU somewhere): losing a node
+    # must shrink the group, where 1-CPU workers would just restart at the same size on the survivor
+    ep = entrypoint_of(spec, ["--max-steps", str(steps), "scaling.resources_per_worker.CPU=3"])
     runtime_env = yaml.safe_load(spec["runtimeEnvYAML"]) if spec.get("runtimeEnvYAML") else None
     jobs.submit("smoke-grpo-1", ep, runtime_env)
 
@@ -401,7 +446,7 @@ def run_grpo(c: Cluster, jobs: Jobs, head: str, spec: dict, steps: int, timeout:
         return max(got, default=0) >= at_least
 
     wait_for("GRPO step 1", lambda: logged("smoke-grpo-1", 1), timeout, every=5)
-    victim = [n for n in c.names if "worker" in n][-1]
+    victim = training_victim(c, jobs, head, "smoke-grpo-1")
     c.remove(victim)
     wait_for("GRPO step 3 after the worker loss", lambda: logged("smoke-grpo-1", 3), timeout, every=5)
     jobs.stop("smoke-grpo-1")
@@ -427,6 +472,11 @@ def run_grpo(c: Cluster, jobs: Jobs, head: str, spec: dict, steps: int, timeout:
 
 
 WORKER_PARAMS: dict[str, str] = {}
+REWARD_RESOURCE = "howeval_reward_node"
+"""On KubeRay the reward endpoint (a RayService) and each RayJob get their own RayCluster, so losing a training
+pod never takes a reward replica with it, and Ray Train's elastic policy (which counts each node's CPUs) never
+counts the reward pods. Here one Ray cluster runs all three: the reward node offers no CPU, only this resource,
+and each reward replica asks for its ``num_cpus`` in it instead (ingress 1 + step scorer 2 + PatternRM 2)."""
 
 
 def main() -> int:
@@ -460,9 +510,10 @@ def main() -> int:
         wait_for("the head node", lambda: c.alive_nodes(head) >= 1, 300, every=5)
         c.start("worker", WORKER_PARAMS)
         c.start("worker", WORKER_PARAMS)
+        c.start("reward", {**WORKER_PARAMS, "num-cpus": "0", "resources": json.dumps({REWARD_RESOURCE: 6})})
         jobs = Jobs(c, head)
-        wait_for("3 alive Ray nodes", lambda: c.alive_nodes(head) >= 3, 300, every=5)
-        log("cluster up: 1 head + 2 workers")
+        wait_for("4 alive Ray nodes", lambda: c.alive_nodes(head) >= 4, 300, every=5)
+        log("cluster up: 1 head + 2 workers + 1 reward node")
         result["sweep"] = run_sweep(c, jobs, head, m["sweep"], args.limit, args.timeout)
         log(f"sweep: {result['sweep']}")
         result["reward"] = deploy_reward(c, head, m["serve"], serve_port, token)
