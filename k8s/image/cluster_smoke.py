@@ -334,7 +334,8 @@ def deploy_reward(c: Cluster, head: str, serve_cfg: dict, port: int, token: str)
     for app in cfg["applications"]:  # on the reward node only, as on the RayService's own RayCluster
         for dep in app.get("deployments", []):
             opts = dep.setdefault("ray_actor_options", {})
-            opts["resources"] = {**opts.get("resources", {}), REWARD_RESOURCE: opts.pop("num_cpus", 1)}
+            opts["resources"] = {**opts.get("resources", {}), REWARD_RESOURCE: opts.get("num_cpus", 1)}
+            opts["num_cpus"] = 0  # (Serve's default is 1)
     (c.data / "serve.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     c.exec(head, ["serve", "deploy", "/data/serve.yaml", "--address", f"http://127.0.0.1:{c.dashboard_port}"],
            timeout=300)
@@ -431,6 +432,22 @@ def training_victim(c: Cluster, jobs: Jobs, head: str, sub_id: str) -> str:
     return hosts[0]
 
 
+def grpo_starts(log_text: str) -> list[dict]:
+    """Each worker group's start line in a GRPO job's log, in order: ``{"world_size", "resumed_from"}``
+    (rank 0 prints ``[train_grpo] start {...}`` when a group starts, the first and every restart)."""
+    out = []
+    for line in log_text.splitlines():
+        i = line.find("[train_grpo] start {")
+        if i >= 0:
+            try:
+                rec = json.loads(line[i + len("[train_grpo] start "):])
+            except json.JSONDecodeError:
+                continue
+            if not out or rec != out[-1]:  # Ray prints a worker's line once per driver stream it reaches
+                out.append(rec)
+    return out
+
+
 def run_grpo(c: Cluster, jobs: Jobs, head: str, spec: dict, steps: int, timeout: float) -> dict:
     """Workload 3: elastic GRPO; a worker killed after the first checkpoint, the job killed and re-submitted."""
     # one training worker per worker node (3 of its 4 CPUs; the job's driver takes 1 CPU somewhere): losing a node
@@ -445,10 +462,14 @@ def run_grpo(c: Cluster, jobs: Jobs, head: str, spec: dict, steps: int, timeout:
             raise SmokeFailure(f"{sub_id} ended before step {at_least}:\n{jobs.logs(sub_id)[-3000:]}")
         return max(got, default=0) >= at_least
 
-    wait_for("GRPO step 1", lambda: logged("smoke-grpo-1", 1), timeout, every=5)
+    # step 2 logged: step 1's checkpoint is committed (every worker reports each step together)
+    wait_for("GRPO step 2", lambda: logged("smoke-grpo-1", 2), timeout, every=5)
     victim = training_victim(c, jobs, head, "smoke-grpo-1")
     c.remove(victim)
     wait_for("GRPO step 3 after the worker loss", lambda: logged("smoke-grpo-1", 3), timeout, every=5)
+    starts = grpo_starts(jobs.logs("smoke-grpo-1"))
+    if len(starts) < 2 or not starts[-1].get("resumed_from"):
+        raise SmokeFailure(f"after the worker loss the group did not restart from a checkpoint: {starts}")
     jobs.stop("smoke-grpo-1")
     jobs.wait("smoke-grpo-1", 300)
     first, first_sizes = grpo_steps(jobs.logs("smoke-grpo-1"))
@@ -468,6 +489,8 @@ def run_grpo(c: Cluster, jobs: Jobs, head: str, spec: dict, steps: int, timeout:
     if len(set(first_sizes)) < 2:
         raise SmokeFailure(f"the first GRPO job's world size never changed after the worker loss: {first_sizes}")
     return {"steps": steps, "first_job_steps": max(first), "resumed_from": min(second) - 1, "killed": victim,
+            "resized": f"{starts[0]['world_size']} -> {starts[-1]['world_size']} workers, resumed from step "
+                       f"{starts[-1]['resumed_from']}",
             "world_sizes": [*dict.fromkeys(first_sizes + second_sizes)]}
 
 
@@ -536,7 +559,8 @@ def main() -> int:
     print(f"cluster-smoke: {'ok' if ok else 'FAILED'}; sweep rows {s.get('rows', '-')} written, "
           f"{s.get('lost', '-')} lost, {s.get('duplicated', '-')} duplicated, {s.get('resumes', '-')} resumes; "
           f"reward {r.get('scored', '-')} scored, {r.get('degraded', '-')} degraded, no token -> {r.get('refused', '-')}; "
-          f"grpo steps 1..{g.get('steps', '-')}, re-submitted job resumed from step {g.get('resumed_from', '-')}; "
+          f"grpo steps 1..{g.get('steps', '-')}, {g.get('resized', '-')} after a node loss, re-submitted job resumed "
+          f"from step {g.get('resumed_from', '-')}; "
           f"kills survived {kills}/3; {time.monotonic() - t0:.0f} s", flush=True)
     return 0 if ok else 1
 

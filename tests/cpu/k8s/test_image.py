@@ -93,3 +93,17 @@ def test_grpo_step_lines_are_read_with_their_world_size(repo_root: Path):
         '{"step": 9, "loss": 1.0}',  # not the job's step line
     ])
     assert smoke.grpo_steps(text) == ([3, 4], [2, 1])
+
+
+def test_grpo_start_lines_give_each_worker_group_its_size_and_checkpoint(repo_root: Path):
+    """The smoke's resize check: one record per worker-group start, a line Ray repeats counted once."""
+    smoke = _load(repo_root, "cluster_smoke")
+    text = "\n".join([
+        '(RayTrainWorker pid=1) [train_grpo] start {"world_size": 2, "resumed_from": null, "time": 1.0}',
+        '(RayTrainWorker pid=1) [train_grpo] start {"world_size": 2, "resumed_from": null, "time": 1.0}',
+        '(RayTrainWorker pid=1) [train_grpo] {"step": 1, "world_size": 2, "loss": 0.0}',
+        '(RayTrainWorker pid=7) [train_grpo] start {"world_size": 1, "resumed_from": 2, "time": 9.0}',
+        "(RayTrainWorker pid=7) [train_grpo] start {broken",
+    ])
+    assert smoke.grpo_starts(text) == [{"world_size": 2, "resumed_from": None, "time": 1.0},
+                                       {"world_size": 1, "resumed_from": 2, "time": 9.0}]
