@@ -186,6 +186,8 @@ class BenchmarkConfig(StrictModel):
     path: str = Field(..., description="Manifest path or URL; relative paths resolve against the config file's folder.")
     name: str | None = Field(None, description="Benchmark name on records; default = the file's stem's parent folder.")
     limit: int | None = Field(None, ge=1, description="Use only the first N rows (smoke runs).")
+    format: Literal["manifest", "crystal", "adaptmmbench"] = Field("manifest", description="The file's format: the project's manifest, or a released one converted on load (howeval.benchmarks.released): 'crystal' (CRYSTAL's items with reference steps), 'adaptmmbench' (AdaptMMBench's items with evidence boxes and key steps).")
+    image_dir: str | None = Field(None, description="Folder to write images embedded as bytes (a Parquet export's image struct) to; needed only for such files.")
     answer_instruction: str | None = Field(None, description="The one answer instruction appended to every question of this benchmark (recorded in each row's prompt); None = 'Put your final answer in \\boxed{}.' (howeval.engines.prompts.ANSWER_INSTRUCTION), '' = none. Mode system prompts must not set another format.")
 
 
