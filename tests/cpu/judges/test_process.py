@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from fakes.chat_server import ScriptedChatServer
+
 from howeval.config.engines import OpenAIOptions
 from howeval.engines.openai_engine import OpenAIEngine
 from howeval.judges.cache import CachingEngine, JudgeCache
