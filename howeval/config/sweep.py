@@ -363,6 +363,8 @@ class AdaptConfig(StrictModel):
     tool_format: Literal["openai", "text"] | None = Field(None, description="How tools are offered: OpenAI `tools` or described in plain text; None = text for hf/replay engines, openai otherwise.")
     coverage_tau: float = Field(0.35, ge=-1, le=1, description="Cosine threshold of the key-step coverage match.")
     embedder: str | None = Field(None, description="Local sentence-transformers folder for coverage; None = the bundled all-MiniLM-L6-v2.")
+    process_judge: JudgeEngineConfig | None = Field(None, description="An OpenAI-compatible model that decides key-step coverage and each tool call's effectiveness (the paper's GPT-5 judge; howeval.judges.process); None = coverage by embedding match (the offline default) and no effectiveness judgment.")
+    process_judge_cache: str | None = Field(None, description="Local folder of the process judge's write-ahead cache; None = ~/.cache/howeval/judge_cache/adapt-process.")
 
     def for_engine(self, engine: str) -> AdaptConfig:
         """This block with ``tool_format`` filled in for ``engine`` (text for hf/replay, openai otherwise)."""

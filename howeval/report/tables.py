@@ -281,6 +281,25 @@ def consistency_text(c: dict | None) -> str:
     return f"{c['rate']:.2f} ({c['inconsistent']}/{c['n']})"
 
 
+def coverage_how(adapt: dict) -> str:
+    """How the run's key-step coverage was decided, in words, from each summary's ``coverage_method``.
+
+    >>> coverage_how({"m": {"coverage_method": ["llm:gpt-5@x|process-v1"], "coverage_errors": 2}})
+    'decided by the LLM judge gpt-5@x|process-v1 per key step; 2 judge failures left out'
+    >>> coverage_how({"m": {"coverage_method": ["embedding@0.35"]}})
+    "embedding match of the trajectory's steps against K at τ = 0.35"
+    """
+    methods = sorted({m for s in adapt.values() for m in s.get("coverage_method") or []})
+    errors = sum(s.get("coverage_errors") or 0 for s in adapt.values())
+    words = []
+    for m in methods or ["embedding@0.35"]:
+        if m.startswith("llm:"):
+            words.append(f"decided by the LLM judge {m[4:]} per key step")
+        else:
+            words.append(f"embedding match of the trajectory's steps against K at τ = {m.split('@', 1)[-1]}")
+    return "; ".join(words) + (f"; {errors} judge failures left out" if errors else "")
+
+
 def render_adapt(adapt: dict) -> str:
     """AdaptMMBench tables: accuracy per mode and domain, MCC of tool calling, efficiency."""
     rows, eff = [], []
@@ -290,7 +309,8 @@ def render_adapt(adapt: dict) -> str:
             rows.append([c, mode, str(s["n"].get(mode, 0)), pct(acc.get("all")), doms])
             e = s["efficiency"][mode]
             eff.append([c, mode, *("–" if e[k] is None else f"{e[k]:.1f}" for k in ("tokens", "steps", "tool_calls", "turns")),
-                        pct(s["tool_exec_ok_rate"].get(mode)), pct(s.get("key_step_coverage", {}).get(mode))])
+                        pct(s["tool_exec_ok_rate"].get(mode)), pct((s.get("tool_effectiveness") or {}).get(mode)),
+                        pct(s.get("key_step_coverage", {}).get(mode))])
     mcc = [[c, mcc_text(s["mcc"], s.get("confusion")), mcc_text(s.get("mcc_solvable"), s.get("confusion_solvable")),
             " / ".join(str((s["confusion"] or {}).get(k, "–")) for k in ("tp", "fp", "tn", "fn")),
             " / ".join(str((s["labels"] or {}).get(k, "–")) for k in ("required", "redundant", "unsolved")),
@@ -308,9 +328,11 @@ def render_adapt(adapt: dict) -> str:
         "adaptive answer differ in correctness (the labels' consistency check; the paper: 0.02).",
         _table(["config", "MCC (paper)", "MCC, solvable only", "TP / FP / TN / FN", "required / redundant / unsolved",
                 "inconsistent (text vs adaptive text)", "errors", "unresolved"], mcc),
-        "Efficiency per item, the share of executed tool calls that ran without error, and key-step coverage "
-        "(embedding match of the trajectory's steps against K at τ = 0.35).",
-        _table(["config", "mode", "tokens", "steps", "tool calls", "turns", "tool calls that ran", "key-step coverage"], eff),
+        "Efficiency per item, the share of executed tool calls that ran without error, the share the LLM process "
+        "judge found effective (the paper's tool execution effectiveness; '–' without `adapt.process_judge`), and "
+        f"key-step coverage ({coverage_how(adapt)}).",
+        _table(["config", "mode", "tokens", "steps", "tool calls", "turns", "tool calls that ran", "effective (judge)",
+                "key-step coverage"], eff),
     ])
 
 

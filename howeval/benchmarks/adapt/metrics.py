@@ -296,7 +296,11 @@ def summarize(results: Sequence[Any], eps: float = 1e-8) -> dict[str, Any]:
 
 def summarize_rows(rows: list[dict]) -> dict:
     """``howeval.benchmarks.adapt.metrics.summarize`` over stored rows, plus the mean key-step coverage per mode
-    (rows with key steps and no engine error); unresolved verdicts are counted apart."""
+    (rows with key steps and no engine error; a process-judge failure has none), how coverage was decided
+    (``coverage_method``: ``embedding@<tau>`` and/or ``llm:<judge id>``), the judge failures
+    (``coverage_errors``) and ``tool_effectiveness`` per mode (:func:`tool_effectiveness` of the calls the
+    LLM process judge found effective over those it judged; absent without one). Unresolved verdicts are
+    counted apart."""
     scored = [dict(r, uid=r["sample_id"]) for r in rows if r.get("error") or r.get("correct") is not None]
     out = summarize(scored)
     out["unresolved"] = sum(1 for r in rows if not r.get("error") and r.get("correct") is None)
@@ -305,4 +309,13 @@ def summarize_rows(rows: list[dict]) -> dict:
         if r.get("key_step_coverage") is not None:
             cov.setdefault(r["mode"], []).append(r["key_step_coverage"])
     out["key_step_coverage"] = {m: sum(v) / len(v) for m, v in sorted(cov.items())}
+    out["coverage_method"] = sorted({r["coverage_method"] for r in rows if r.get("coverage_method")})
+    out["coverage_errors"] = sum(1 for r in rows if r.get("coverage_error"))
+    # the paper's tool execution effectiveness: calls the process judge found effective / calls it judged
+    eff: dict[str, list[int]] = {}
+    for r in rows:
+        if r.get("n_calls_judged"):
+            e = eff.setdefault(r["mode"], [0, 0])
+            e[0], e[1] = e[0] + (r.get("n_calls_effective") or 0), e[1] + r["n_calls_judged"]
+    out["tool_effectiveness"] = {m: tool_effectiveness(v, t) for m, (v, t) in sorted(eff.items())}
     return out

@@ -47,6 +47,9 @@ def report(tmp_path_factory):
     adaptive = {"a": (True, False), "b": (False, False), "c": (False, False), "d": (True, False), "e": (True, True)}
     rows = [_adapt(u, "text", ok, False) for u, ok in text.items()]
     rows += [_adapt(u, "adaptive", ok, called) for u, (ok, called) in adaptive.items()]
+    rows[-1].update(n_calls_judged=2, n_calls_effective=1, coverage_method="llm:gpt-5@x|process-v1")  # e: judged calls
+    rows[-2].update(coverage_method="llm:gpt-5@x|process-v1", coverage_error="judge_error: no JSON object",
+                    key_step_coverage=None)
     (root / "adapt" / "alpha").mkdir(parents=True)
     pq.write_table(conform(rows, ADAPT_SCHEMA), root / "adapt" / "alpha" / "part-0.parquet")
     metrics = write_report(load_run_config(str(root)))
@@ -75,3 +78,13 @@ def test_adapt_consistency_figure(report):
     c = metrics["adapt"]["alpha"]["consistency"]
     assert c == {"n": 4, "inconsistent": 2, "rate": 0.5, "text_only": 1, "adaptive_only": 1}
     assert "inconsistent (text vs adaptive text)" in md and "| 0.50 (2/4) |" in md
+
+
+def test_adapt_process_judge_columns(report):
+    metrics, md, _ = report
+    a = metrics["adapt"]["alpha"]
+    assert a["tool_effectiveness"] == {"adaptive": 0.5} and a["coverage_errors"] == 1
+    assert a["coverage_method"] == ["llm:gpt-5@x|process-v1"]
+    assert "key-step coverage (decided by the LLM judge gpt-5@x|process-v1 per key step; 1 judge failures left out)" in md
+    # tokens, steps, tool calls (1 of 5 called), turns, ran ('–': no executed call records), effective, coverage
+    assert "| alpha | adaptive | 10.0 | 2.0 | 0.2 | 1.0 | – | 50.0 | 50.0 |" in md
