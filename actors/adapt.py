@@ -47,6 +47,53 @@ class AdaptStage:
         from howeval.embed import StepEmbedder
 
         self.embedder = StepEmbedder(model_path=settings.embedder)
+        self.process_judge = None
+        if settings.process_judge is not None:  # the paper's LLM judge of coverage and tool effectiveness
+            import os
+
+            from howeval.judges.cache import CachingEngine, JudgeCache
+            from howeval.judges.process import LLMProcessJudge, process_readable
+
+            pj = settings.process_judge
+            cache = JudgeCache(settings.process_judge_cache
+                               or os.path.expanduser("~/.cache/howeval/judge_cache/adapt-process"))
+            judge = LLMProcessJudge(build_engine("openai", pj.model, pj.options), pj.model, pj.model,
+                                    max_tokens=pj.max_tokens, temperature=pj.temperature)
+            judge.engine = CachingEngine(judge.engine, cache, judge.judge_id, process_readable)
+            self.process_judge = judge
+
+    def judged(self, rows: list[dict], results: list) -> list[dict]:
+        """Per row: ``key_step_coverage`` / ``coverage_method`` / ``coverage_error`` and the tool calls judged
+        effective (``n_calls_effective`` of ``n_calls_judged``), by the process judge when configured, else
+        coverage by embedding match (``coverage_method`` ``embedding@<tau>``) and no effectiveness counts."""
+        out = [{"key_step_coverage": None, "coverage_method": None, "coverage_error": None,
+                "n_calls_effective": None, "n_calls_judged": None} for _ in rows]
+        todo = [i for i, (r, res) in enumerate(zip(rows, results)) if not res.error and r.get("key_steps")]
+        if self.process_judge is None:
+            for i in todo:
+                out[i]["key_step_coverage"] = self.coverage(rows[i]["key_steps"], list(results[i].trajectory_steps))
+                out[i]["coverage_method"] = f"embedding@{self.settings.coverage_tau}"
+            return out
+        judge = self.process_judge
+        verdicts = judge.coverage_batch([{"question": rows[i]["question"], "key_steps": rows[i]["key_steps"],
+                                          "steps": list(results[i].trajectory_steps)} for i in todo])
+        for i, v in zip(todo, verdicts):
+            out[i].update(key_step_coverage=v.value, coverage_method=f"llm:{judge.judge_id}", coverage_error=v.error)
+        calls = [(i, c) for i, res in enumerate(results) if not res.error for c in res.calls if c.status != "not_executed"]
+        texts = {(i, t.turn): t.text for i, res in enumerate(results) for t in res.turns}
+        eff = judge.effectiveness_batch([{
+            "question": rows[i]["question"], "step": (texts.get((i, c.turn)) or "").strip()[-600:], "tool": c.name,
+            "arguments": c.arguments, "status": c.status + (f" ({c.error})" if c.error else ""),
+            "result": None if c.output_size is None else f"output image {c.output_size[0]}x{c.output_size[1]}",
+        } for i, c in calls])
+        for i, res in enumerate(results):
+            if not res.error:
+                out[i]["n_calls_effective"], out[i]["n_calls_judged"] = 0, 0
+        for (i, _c), v in zip(calls, eff):
+            if v.value is not None:  # a failed judgment counts in neither (never a default decision)
+                out[i]["n_calls_judged"] += 1
+                out[i]["n_calls_effective"] += bool(v.value)
+        return out
 
     def coverage(self, key_steps: list[str] | None, steps: list[str]) -> float | None:
         """Key-step coverage by embedding match at ``coverage_tau`` (SPEC 4); None without key steps."""
@@ -74,7 +121,8 @@ class AdaptStage:
                 out += [{"sample_id": r["sample_id"], "config": self.model.name, "mode": mode,
                          "error": f"{type(e).__name__}: {e}"} for r in sel]
                 continue
-            for r, res in zip(sel, results):
+            process = self.judged(sel, results)
+            for r, res, pj in zip(sel, results, process):
                 v = None if res.error else verify(res.final_text or "", r["answer"], r["answer_type"], r.get("options"))
                 out.append({
                     "sample_id": r["sample_id"], "config": self.model.name, "mode": mode, "domain": r.get("domain"),
@@ -82,7 +130,7 @@ class AdaptStage:
                     "called": res.called, "n_calls": res.n_calls, "n_ineffective": res.n_ineffective,
                     "tokens": res.tokens, "steps": res.steps, "n_turns": res.n_turns, "final_text": res.final_text,
                     "trajectory_steps": list(res.trajectory_steps), "key_steps": r.get("key_steps"),
-                    "key_step_coverage": None if res.error else self.coverage(r.get("key_steps"), list(res.trajectory_steps)),
+                    **pj,
                     "calls": json.dumps([dataclasses.asdict(c) for c in res.calls], default=str),
                     "error": res.error,
                 })

@@ -123,6 +123,10 @@ ADAPT_SCHEMA = pa.schema([
     ("final_text", pa.string()), ("calls", pa.string()), ("error", pa.string()),
     ("trajectory_steps", pa.list_(pa.string())), ("key_steps", pa.list_(pa.string())),
     ("key_step_coverage", pa.float64()),
+    # issue 31: how coverage was decided ("embedding@<tau>" or "llm:<judge id>"), a judge failure, and the
+    # tool calls the LLM process judge found effective out of those it judged (null without a process judge)
+    ("coverage_method", pa.string()), ("coverage_error", pa.string()),
+    ("n_calls_effective", pa.int64()), ("n_calls_judged", pa.int64()),
 ])
 
 

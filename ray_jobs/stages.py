@@ -28,7 +28,7 @@ from howeval.records import (JUDGMENT_SCHEMA, KEY, RESPONSE_KEY, RESPONSE_SCHEMA
 from howeval.store import compact, join, read_table, remove_temp_files
 from ray_jobs.execute import run_pipelines
 from ray_jobs.plan import Pipeline, Stage, Tally, generate_stage, judge_stage
-from howeval.report.tables import mcc_text
+from howeval.report.tables import consistency_text, mcc_text
 from ray_jobs.progress import Progress, duration
 
 log = logging.getLogger("howeval")
@@ -460,6 +460,8 @@ def adapt_lines(summaries: dict, failures: dict[str, str]) -> list[str]:
         modes = sorted(s["n"], key=lambda m: (order.index(m) if m in order else len(order), m))
         accs = " · ".join(f"{m} {_pct(s['accuracy'][m]['all'])} ({s['n'][m]})" for m in modes)
         extra = [f"MCC {mcc_text(s.get('mcc'), s.get('confusion'))}"]
+        if s.get("consistency"):
+            extra.append(f"text vs adaptive-text inconsistent {consistency_text(s['consistency'])}")
         if sum((s.get("errors") or {}).values()):
             extra.append(f"{sum(s['errors'].values())} engine errors")
         if s.get("unresolved"):

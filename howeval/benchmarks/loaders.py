@@ -13,6 +13,7 @@ from pathlib import Path
 
 import fsspec
 
+from howeval.benchmarks.released import CONVERTERS, RELEASED_FORMATS, read_rows
 from howeval.judges.images import BadImage, check_image
 from howeval.store import JSONLinesError, iter_jsonl
 
@@ -148,7 +149,8 @@ def _sample(row: dict, path: str, line: int, base: str, benchmark: str, read_ima
 
 
 def load_benchmark(path: str, *, name: str | None = None, limit: int | None = None,
-                   skip_bad_rows: bool = False, read_images: bool = True) -> LoadResult:
+                   skip_bad_rows: bool = False, read_images: bool = True, fmt: str = "manifest",
+                   image_dir: str | None = None) -> LoadResult:
     """Load a manifest (JSONL or Parquet) through fsspec.
 
     Args:
@@ -161,19 +163,32 @@ def load_benchmark(path: str, *, name: str | None = None, limit: int | None = No
             and only checks that each file exists and is not empty (the Ray pipelines read the bytes on
             the workers, ``actors/images.py``, so the driver never holds them). ``image_paths`` (resolved
             paths or URLs) is set either way.
+        fmt: ``"manifest"`` (this module's format), or a released format converted by
+            :mod:`howeval.benchmarks.released`: ``"crystal"`` (CRYSTAL's items) or ``"adaptmmbench"``
+            (AdaptMMBench's items); JSONL, a JSON array, or Parquet. Ids get the format as a prefix.
+        image_dir: where images embedded as bytes (a Parquet export's image struct) are written, so rows
+            carry a path like every other; needed only for such files.
 
     Raises:
         FileNotFoundError: the manifest does not exist.
         BadRowError: a row lacks its image file, answer, question or has an unknown answer_type.
         ValueError: two rows share a uid.
     """
+    if fmt not in RELEASED_FORMATS:
+        raise ValueError(f"unknown benchmark format {fmt!r}; known: {list(RELEASED_FORMATS)}")
     base = posixpath.dirname(path)
     benchmark = name or posixpath.basename(base) or "benchmark"
+    stem = posixpath.splitext(posixpath.basename(path))[0]
     samples, bad, seen = [], [], set()
-    for i, row in _read_rows(path):
+    rows = read_rows(path) if fmt != "manifest" and path.endswith(".json") else _read_rows(path)
+    for i, row in rows:
         try:
             if isinstance(row, BadRowError):
                 raise row
+            if fmt != "manifest":
+                row, why = CONVERTERS[fmt](row, i, stem, image_dir)
+                if why is not None:
+                    raise BadRowError(path, i, row["uid"], *why)
             s = _sample(row, path, i, base, benchmark, read_images)
             if s["sample_id"] in seen:
                 raise BadRowError(path, i, s["sample_id"], "uid", "duplicate uid")
@@ -200,7 +215,8 @@ def load_samples(benchmarks, skip_bad_rows: bool = False, read_images: bool = Tr
     """
     samples, bad, seen = [], [], set()
     for b in benchmarks:
-        res = load_benchmark(b.path, name=b.name, limit=b.limit, skip_bad_rows=skip_bad_rows, read_images=read_images)
+        res = load_benchmark(b.path, name=b.name, limit=b.limit, skip_bad_rows=skip_bad_rows, read_images=read_images,
+                             fmt=getattr(b, "format", "manifest"), image_dir=getattr(b, "image_dir", None))
         instruction = getattr(b, "answer_instruction", None)
         for s in res.samples:
             if instruction is not None:  # the benchmark's one answer instruction (None: the default one)

@@ -186,6 +186,8 @@ class BenchmarkConfig(StrictModel):
     path: str = Field(..., description="Manifest path or URL; relative paths resolve against the config file's folder.")
     name: str | None = Field(None, description="Benchmark name on records; default = the file's stem's parent folder.")
     limit: int | None = Field(None, ge=1, description="Use only the first N rows (smoke runs).")
+    format: Literal["manifest", "crystal", "adaptmmbench"] = Field("manifest", description="The file's format: the project's manifest, or a released one converted on load (howeval.benchmarks.released): 'crystal' (CRYSTAL's items with reference steps), 'adaptmmbench' (AdaptMMBench's items with evidence boxes and key steps).")
+    image_dir: str | None = Field(None, description="Folder to write images embedded as bytes (a Parquet export's image struct) to; needed only for such files.")
     answer_instruction: str | None = Field(None, description="The one answer instruction appended to every question of this benchmark (recorded in each row's prompt); None = 'Put your final answer in \\boxed{}.' (howeval.engines.prompts.ANSWER_INSTRUCTION), '' = none. Mode system prompts must not set another format.")
 
 
@@ -361,6 +363,8 @@ class AdaptConfig(StrictModel):
     tool_format: Literal["openai", "text"] | None = Field(None, description="How tools are offered: OpenAI `tools` or described in plain text; None = text for hf/replay engines, openai otherwise.")
     coverage_tau: float = Field(0.35, ge=-1, le=1, description="Cosine threshold of the key-step coverage match.")
     embedder: str | None = Field(None, description="Local sentence-transformers folder for coverage; None = the bundled all-MiniLM-L6-v2.")
+    process_judge: JudgeEngineConfig | None = Field(None, description="An OpenAI-compatible model that decides key-step coverage and each tool call's effectiveness (the paper's GPT-5 judge; howeval.judges.process); None = coverage by embedding match (the offline default) and no effectiveness judgment.")
+    process_judge_cache: str | None = Field(None, description="Local folder of the process judge's write-ahead cache; None = ~/.cache/howeval/judge_cache/adapt-process.")
 
     def for_engine(self, engine: str) -> AdaptConfig:
         """This block with ``tool_format`` filled in for ``engine`` (text for hf/replay, openai otherwise)."""

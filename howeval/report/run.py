@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from howeval.benchmarks.adapt.metrics import summarize_rows
-from howeval.benchmarks.crystal import DEFAULT_EMBEDDER, crystal_settings, summarize_step_rows
+from howeval.benchmarks.crystal import DEFAULT_EMBEDDER, cherry_picking, crystal_settings, summarize_step_rows
 from howeval.config import SweepConfig
 from howeval.judges.pipeline import judge_id
 from howeval.metrics.patterneval import sweep_metrics
@@ -182,7 +182,8 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
         raise ValueError(f"judge {name!r} not in the run's judges {[j.name for j in cfg.judges.pattern]}")
     jid = judge_id(jc)
     pairs = cfg.mode_pairs()  # T/NT pairs of two checkpoints: reported as one model's NT and T
-    rows = pair_rows(joined_rows(responses, judgments, jid), pairs)
+    joined = joined_rows(responses, judgments, jid)
+    rows = pair_rows(joined, pairs)
     metrics = extend_metrics(sweep_metrics(rows), rows)  # + bootstrap CIs, McNemar, length analysis
     meta = run_metadata(cfg, responses)
     vision = {c["name"]: c["vision"] for c in meta["configs"]}
@@ -213,8 +214,11 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
         want = (cs.embedder or DEFAULT_EMBEDDER, cs.tau, cs.alpha, cs.order)
         steps = [r for r in steps if (r["embedder"], r["tau"], r["alpha"], r["order"]) == want]
     if steps:
-        metrics["crystal"] = summarize_step_rows(steps)
-        extra.append(render_crystal(metrics["crystal"]))
+        # the answer verdicts of the scored responses (by response key, before pairing renames configs)
+        verdicts = {key_of(r, RESPONSE_KEY): r.get("correct") for r in joined}
+        metrics["crystal"] = summarize_step_rows(steps, verdicts)
+        metrics["crystal_cherry_picking"] = cherry_picking(metrics["crystal"])
+        extra.append(render_crystal(metrics["crystal"], metrics["crystal_cherry_picking"]))
     adapt_rows = read_table(join(out, "adapt"), ADAPT_SCHEMA)[0].to_pylist()
     if adapt_rows:
         by_cfg: dict = {}

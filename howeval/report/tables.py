@@ -210,21 +210,40 @@ def length_section(la: dict) -> str:
     return "\n".join(lines)
 
 
-def render_crystal(crystal: dict) -> str:
-    """CRYSTAL table: mean step precision, recall, Match F1, LIS ratio, Ordered Match F1 per config x mode."""
+def ratio_text(x: float | None) -> str:
+    """A ratio as shown: ``2.31x``, or '–' when undefined.
+
+    >>> ratio_text(1.934), ratio_text(None)
+    ('1.93x', '–')
+    """
+    return "–" if x is None else f"{x:.2f}x"
+
+
+def render_crystal(crystal: dict, cherry: dict | None = None) -> str:
+    """CRYSTAL table: answer accuracy, mean step precision, recall, their ratio (the cherry-picking analysis),
+    Match F1, LIS ratio, Ordered Match F1 per config x mode; ``cherry`` (``howeval.benchmarks.crystal.cherry_picking``)
+    adds the count of rows with Precision > Recall."""
     rows = []
     for c, modes in crystal.items():
         for m, x in modes.items():
-            rows.append([c, m, str(x["n"]), pct(x["precision"]), pct(x["recall"]), pct(x["f1"]), pct(x["lis"]),
-                         pct(x["ordered_f1"])])
+            acc = "–" if x.get("accuracy") is None else f"{pct(x['accuracy'])} ({x['n_verdicts']})"
+            rows.append([c, m, str(x["n"]), acc, pct(x["precision"]), pct(x["recall"]), ratio_text(x.get("pr_ratio")),
+                         pct(x["f1"]), pct(x["lis"]), pct(x["ordered_f1"])])
     any_x = next((x for modes in crystal.values() for x in modes.values()), None)
     head = "## CRYSTAL: step-level reasoning"
     if any_x:
         head += (f"\n\nGreedy one-to-one matching at τ = {any_x['tau']} ({any_x['embedder']}), Ordered Match F1 with "
                  f"α = {any_x['alpha']} and the {any_x['order'].upper()} order score (howeval docs/metrics.md §3). Means over responses "
-                 "whose item has reference steps, in %.")
-    return head + "\n\n" + _table(["config", "mode", "n", "Precision", "Recall", "Match F1", "LIS ratio",
-                                    "Ordered Match F1"], rows)
+                 "whose item has reference steps, in %. Acc: answer accuracy of the same responses (verdicts in "
+                 "brackets; unresolved left out). P/R: mean Precision over mean Recall, CRYSTAL's cherry-picking "
+                 "analysis (above 1: few precise steps, reference steps skipped).")
+    if cherry and cherry.get("n"):
+        rng = (f" ({ratio_text(cherry['min_ratio'])}–{ratio_text(cherry['max_ratio'])})"
+               if cherry["precision_above_recall"] else "")
+        head += (f" Precision > Recall in {cherry['precision_above_recall']} of {cherry['n']} config x mode rows{rng}; "
+                 "the paper: 19 of 20 models, 1.2x–7.2x.")
+    return head + "\n\n" + _table(["config", "mode", "n", "Acc", "Precision", "Recall", "P/R", "Match F1",
+                                    "LIS ratio", "Ordered Match F1"], rows)
 
 
 def mcc_text(value: float | None, confusion: dict | None) -> str:
@@ -248,6 +267,39 @@ def mcc_text(value: float | None, confusion: dict | None) -> str:
     return f"{value:.3f}"
 
 
+def consistency_text(c: dict | None) -> str:
+    """The text-vs-adaptive-text consistency figure (``howeval.benchmarks.adapt.metrics.mode_consistency``) as
+    shown: ``0.02 (1/42)``, or why it is missing.
+
+    >>> consistency_text({"n": 42, "inconsistent": 1, "rate": 1 / 42}), consistency_text({"n": 0, "rate": None})
+    ('0.02 (1/42)', 'n/a (every adaptive answer called a tool)')
+    """
+    if c is None:
+        return "–"
+    if not c.get("n"):
+        return "n/a (every adaptive answer called a tool)"
+    return f"{c['rate']:.2f} ({c['inconsistent']}/{c['n']})"
+
+
+def coverage_how(adapt: dict) -> str:
+    """How the run's key-step coverage was decided, in words, from each summary's ``coverage_method``.
+
+    >>> coverage_how({"m": {"coverage_method": ["llm:gpt-5@x|process-v1"], "coverage_errors": 2}})
+    'decided by the LLM judge gpt-5@x|process-v1 per key step; 2 judge failures left out'
+    >>> coverage_how({"m": {"coverage_method": ["embedding@0.35"]}})
+    "embedding match of the trajectory's steps against K at τ = 0.35"
+    """
+    methods = sorted({m for s in adapt.values() for m in s.get("coverage_method") or []})
+    errors = sum(s.get("coverage_errors") or 0 for s in adapt.values())
+    words = []
+    for m in methods or ["embedding@0.35"]:
+        if m.startswith("llm:"):
+            words.append(f"decided by the LLM judge {m[4:]} per key step")
+        else:
+            words.append(f"embedding match of the trajectory's steps against K at τ = {m.split('@', 1)[-1]}")
+    return "; ".join(words) + (f"; {errors} judge failures left out" if errors else "")
+
+
 def render_adapt(adapt: dict) -> str:
     """AdaptMMBench tables: accuracy per mode and domain, MCC of tool calling, efficiency."""
     rows, eff = [], []
@@ -257,10 +309,12 @@ def render_adapt(adapt: dict) -> str:
             rows.append([c, mode, str(s["n"].get(mode, 0)), pct(acc.get("all")), doms])
             e = s["efficiency"][mode]
             eff.append([c, mode, *("–" if e[k] is None else f"{e[k]:.1f}" for k in ("tokens", "steps", "tool_calls", "turns")),
-                        pct(s["tool_exec_ok_rate"].get(mode)), pct(s.get("key_step_coverage", {}).get(mode))])
+                        pct(s["tool_exec_ok_rate"].get(mode)), pct((s.get("tool_effectiveness") or {}).get(mode)),
+                        pct(s.get("key_step_coverage", {}).get(mode))])
     mcc = [[c, mcc_text(s["mcc"], s.get("confusion")), mcc_text(s.get("mcc_solvable"), s.get("confusion_solvable")),
             " / ".join(str((s["confusion"] or {}).get(k, "–")) for k in ("tp", "fp", "tn", "fn")),
             " / ".join(str((s["labels"] or {}).get(k, "–")) for k in ("required", "redundant", "unsolved")),
+            consistency_text(s.get("consistency")),
             str(sum(s["errors"].values())), str(s.get("unresolved", 0))] for c, s in adapt.items()]
     return "\n\n".join([
         "## AdaptMMBench: adaptive tool use",
@@ -270,12 +324,15 @@ def render_adapt(adapt: dict) -> str:
         "Mode selection: MCC of 'called a tool' against the model's own labels (ε = 1e-8): Tool-Redundant when "
         "its text-mode answer is correct, Tool-Required otherwise, over every item with an adaptive answer (the "
         "paper's item set: items no mode solves count as Tool-Required). 'MCC, solvable only' leaves those out; "
-        "'unsolved' counts them.",
+        "'unsolved' counts them. 'Inconsistent': the share of items whose text-mode answer and tool-free "
+        "adaptive answer differ in correctness (the labels' consistency check; the paper: 0.02).",
         _table(["config", "MCC (paper)", "MCC, solvable only", "TP / FP / TN / FN", "required / redundant / unsolved",
-                "errors", "unresolved"], mcc),
-        "Efficiency per item, the share of executed tool calls that ran without error, and key-step coverage "
-        "(embedding match of the trajectory's steps against K at τ = 0.35).",
-        _table(["config", "mode", "tokens", "steps", "tool calls", "turns", "tool calls that ran", "key-step coverage"], eff),
+                "inconsistent (text vs adaptive text)", "errors", "unresolved"], mcc),
+        "Efficiency per item, the share of executed tool calls that ran without error, the share the LLM process "
+        "judge found effective (the paper's tool execution effectiveness; '–' without `adapt.process_judge`), and "
+        f"key-step coverage ({coverage_how(adapt)}).",
+        _table(["config", "mode", "tokens", "steps", "tool calls", "turns", "tool calls that ran", "effective (judge)",
+                "key-step coverage"], eff),
     ])
 
 

@@ -165,6 +165,36 @@ def tool_effectiveness(valid: int, total: int) -> float | None:
     return None if total == 0 else valid / total
 
 
+def mode_consistency(text_correct: Mapping[Hashable, bool], adaptive_correct: Mapping[Hashable, bool],
+                     adaptive_called: Mapping[Hashable, bool]) -> dict[str, Any]:
+    """Consistency of text mode with the text part of adaptive mode (AdaptMMBench §4, the check behind its
+    labels: "only 0.02 of items are inconsistent"; docs/metrics.md §4) **(reconstructed)**.
+
+    The text part of adaptive mode is the adaptive answers given without any tool call: the model reasoned in
+    text there, as in text mode. An item is inconsistent when its text-mode and its tool-free adaptive answer
+    differ in correctness (the Tool-Redundant / Tool-Required label would flip). Items enter when both
+    verdicts exist and the adaptive episode called no tool.
+
+    Returns ``{"n": items compared, "inconsistent": count, "rate": inconsistent / n (None when n = 0),
+    "text_only": correct in text mode only, "adaptive_only": correct in the adaptive text part only}``.
+
+    >>> mode_consistency({"a": True, "b": False, "c": True}, {"a": True, "b": True, "c": False},
+    ...                  {"a": False, "b": False, "c": True})
+    {'n': 2, 'inconsistent': 1, 'rate': 0.5, 'text_only': 0, 'adaptive_only': 1}
+    """
+    text_only = adaptive_only = n = 0
+    for k, ok in text_correct.items():
+        if k not in adaptive_correct or adaptive_called.get(k, True):
+            continue
+        n += 1
+        a = bool(adaptive_correct[k])
+        text_only += bool(ok) and not a
+        adaptive_only += a and not ok
+    bad = text_only + adaptive_only
+    return {"n": n, "inconsistent": bad, "rate": bad / n if n else None,
+            "text_only": text_only, "adaptive_only": adaptive_only}
+
+
 # ----------------------------------------------------------------------------- summary
 def _get(r: Any, key: str, default: Any = None) -> Any:
     return r.get(key, default) if isinstance(r, Mapping) else getattr(r, key, default)
@@ -187,7 +217,8 @@ def summarize(results: Sequence[Any], eps: float = 1e-8) -> dict[str, Any]:
          "tool_exec_ok_rate": {mode: executed calls that ran without error / executed calls, or None},
          "labels": {"redundant": n, "required": n, "unsolved": n},
          "confusion": {"tp", "fp", "tn", "fn"}, "mcc": float or None,
-         "confusion_solvable": {...}, "mcc_solvable": float or None}
+         "confusion_solvable": {...}, "mcc_solvable": float or None,
+         "consistency": :func:`mode_consistency` of text vs tool-free adaptive answers, or None}
 
     ``labels``/``confusion``/``mcc`` need text and adaptive results: ``mcc`` is None without both. An
     item is labelled from its text-mode result (redundant when correct, else required; "unsolved"
@@ -241,7 +272,7 @@ def summarize(results: Sequence[Any], eps: float = 1e-8) -> dict[str, Any]:
         out["tool_exec_ok_rate"][mode] = tool_effectiveness(executed - bad, executed)
 
     text, adaptive = by_mode.get("text"), by_mode.get("adaptive")
-    out["labels"], out["confusion"], out["mcc"] = None, None, None
+    out["labels"], out["confusion"], out["mcc"], out["consistency"] = None, None, None, None
     if text and adaptive:
         text_ok = {u: bool(_get(r, "correct")) for u, r in text.items() if r is not None}
         solved = {
@@ -258,12 +289,18 @@ def summarize(results: Sequence[Any], eps: float = 1e-8) -> dict[str, Any]:
         tp2, fp2, tn2, fn2 = confusion(usable, called, unsolved="excluded")
         out["confusion_solvable"] = {"tp": tp2, "fp": fp2, "tn": tn2, "fn": fn2}
         out["mcc_solvable"] = mcc(tp2, fp2, tn2, fn2, eps)
+        adaptive_ok = {u: bool(_get(r, "correct")) for u, r in adaptive.items() if r is not None}
+        out["consistency"] = mode_consistency(text_ok, adaptive_ok, called)
     return out
 
 
 def summarize_rows(rows: list[dict]) -> dict:
     """``howeval.benchmarks.adapt.metrics.summarize`` over stored rows, plus the mean key-step coverage per mode
-    (rows with key steps and no engine error); unresolved verdicts are counted apart."""
+    (rows with key steps and no engine error; a process-judge failure has none), how coverage was decided
+    (``coverage_method``: ``embedding@<tau>`` and/or ``llm:<judge id>``), the judge failures
+    (``coverage_errors``) and ``tool_effectiveness`` per mode (:func:`tool_effectiveness` of the calls the
+    LLM process judge found effective over those it judged; absent without one). Unresolved verdicts are
+    counted apart."""
     scored = [dict(r, uid=r["sample_id"]) for r in rows if r.get("error") or r.get("correct") is not None]
     out = summarize(scored)
     out["unresolved"] = sum(1 for r in rows if not r.get("error") and r.get("correct") is None)
@@ -272,4 +309,13 @@ def summarize_rows(rows: list[dict]) -> dict:
         if r.get("key_step_coverage") is not None:
             cov.setdefault(r["mode"], []).append(r["key_step_coverage"])
     out["key_step_coverage"] = {m: sum(v) / len(v) for m, v in sorted(cov.items())}
+    out["coverage_method"] = sorted({r["coverage_method"] for r in rows if r.get("coverage_method")})
+    out["coverage_errors"] = sum(1 for r in rows if r.get("coverage_error"))
+    # the paper's tool execution effectiveness: calls the process judge found effective / calls it judged
+    eff: dict[str, list[int]] = {}
+    for r in rows:
+        if r.get("n_calls_judged"):
+            e = eff.setdefault(r["mode"], [0, 0])
+            e[0], e[1] = e[0] + (r.get("n_calls_effective") or 0), e[1] + r["n_calls_judged"]
+    out["tool_effectiveness"] = {m: tool_effectiveness(v, t) for m, (v, t) in sorted(eff.items())}
     return out

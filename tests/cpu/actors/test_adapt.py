@@ -91,3 +91,38 @@ def test_dumped_configs_are_refused_not_revalidated(tmp_path):
         AdaptStage(model.model_dump(), settings, ADAPT_SCHEMA)
     with pytest.raises(ValueError, match="tool_format is None"):
         AdaptStage(model, AdaptConfig(modes=["text"]), ADAPT_SCHEMA)
+
+
+def test_process_judge_decides_coverage_and_tool_effectiveness(tmp_path, monkeypatch):
+    """Issue 31: with ``adapt.process_judge`` set, coverage and each executed call's effectiveness come from
+    the LLM judge (the scripted fake OpenAI-compatible server), recorded with the method; without it the
+    embedding match stays the named default."""
+    from fakes.chat_server import ScriptedChatServer
+
+    import howeval.embed
+
+    monkeypatch.setattr(howeval.embed, "StepEmbedder", WordOverlapEmbedder)
+    path = tmp_path / "recorded.jsonl"
+    lines = [{"sample_id": "s1:adaptive:t1", "response": "The sign is small.\nTOOL: zoom_in(box=[0, 0, 16, 12])"},
+             {"sample_id": "s1:adaptive:t2", "response": "It reads STOP.\nAnswer: STOP"}]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    model = ModelConfig(name="rep", engine="replay", options={"path": str(path)}, modes={"NT": {}})
+
+    def script(n, body):
+        user = body["messages"][1]["content"]
+        if "Key steps:" in user:
+            return ("ok", '{"covered": [true, false], "reason": "never reads the word"}')
+        return ("ok", '{"effective": true, "reason": "the box holds the sign"}' if "zoom_in" in user else "?")
+
+    with ScriptedChatServer(script) as srv:
+        settings = AdaptConfig(modes=["adaptive"], process_judge={"model": "gpt-5", "options": {"base_url": srv.base_url}},
+                               process_judge_cache=str(tmp_path / "cache")).for_engine("replay")
+        (r,) = AdaptStage(model, settings, ADAPT_SCHEMA)(pa.Table.from_pylist([_row("s1", "adaptive")])).to_pylist()
+    assert (r["called"], r["n_calls"], r["correct"]) == (True, 1, True)
+    assert r["key_step_coverage"] == 0.5 and r["coverage_method"] == "llm:gpt-5@gpt-5|process-v1"
+    assert r["coverage_error"] is None and (r["n_calls_effective"], r["n_calls_judged"]) == (1, 1)
+    # the same episode without a process judge: the word-overlap stand-in covers both key steps
+    plain = AdaptStage(model, AdaptConfig(modes=["adaptive"]).for_engine("replay"), ADAPT_SCHEMA)
+    (p,) = plain(pa.Table.from_pylist([_row("s1", "adaptive")])).to_pylist()
+    assert p["coverage_method"] == "embedding@0.35" and p["key_step_coverage"] == 1.0
+    assert p["n_calls_judged"] is None

@@ -190,6 +190,10 @@ def test_crystal_and_adapt_summaries_read_as_sentences():
         "AdaptMMBench bad: FAILED: RuntimeError: no engine",
         "AdaptMMBench m: Acc text 14.3% (14) · adaptive 7.7% (13) · oracle – (14); MCC 0.123, 1 engine errors, "
         "2 unresolved"]
+    with_check = {**summary, "consistency": {"n": 42, "inconsistent": 1, "rate": 1 / 42}}  # issue 31: the figure
+    assert adapt_lines({"m": with_check}, {}) == [
+        "AdaptMMBench m: Acc text 14.3% (14) · adaptive 7.7% (13) · oracle – (14); MCC 0.123, text vs adaptive-text "
+        "inconsistent 0.02 (1/42), 1 engine errors, 2 unresolved"]
 
 
 def test_progress_redraws_in_place_on_a_terminal():

@@ -6,7 +6,15 @@ import math
 import pytest
 
 from howeval.benchmarks.adapt.loop import AdaptiveResult, CallRecord
-from howeval.benchmarks.adapt.metrics import confusion, key_step_coverage, mcc, summarize, tool_effectiveness, tool_labels
+from howeval.benchmarks.adapt.metrics import (
+    confusion,
+    key_step_coverage,
+    mcc,
+    mode_consistency,
+    summarize,
+    tool_effectiveness,
+    tool_labels,
+)
 
 EPS = 1e-8
 
@@ -138,6 +146,20 @@ def test_summarize():
     assert eff["tokens"] == pytest.approx((30 + 20 + 10 + 10 + 10) / 5)
     assert eff["tool_calls"] == pytest.approx(4 / 5) and eff["steps"] == pytest.approx((4 + 3 + 2 + 2 + 2) / 5)
     assert s["tool_exec_ok_rate"] == {"text": None, "adaptive": 0.75, "oracle": None}
+    # tool-free adaptive answers: d (text right, adaptive right) and e (wrong, wrong): consistent
+    assert s["consistency"] == {"n": 2, "inconsistent": 0, "rate": 0.0, "text_only": 0, "adaptive_only": 0}
+
+
+def test_mode_consistency_counts_only_tool_free_adaptive_answers():
+    """AdaptMMBench's check (text mode vs the text part of adaptive mode): items whose adaptive episode
+    called a tool, or that lack an adaptive verdict, stay out; a flip either way is inconsistent."""
+    text = {"a": True, "b": True, "c": False, "d": False, "e": True, "f": False}
+    adaptive = {"a": True, "b": False, "c": True, "d": False, "e": False}  # f: no adaptive answer
+    called = {"a": False, "b": False, "c": False, "d": False, "e": True}
+    c = mode_consistency(text, adaptive, called)
+    assert c == {"n": 4, "inconsistent": 2, "rate": 0.5, "text_only": 1, "adaptive_only": 1}
+    assert mode_consistency(text, adaptive, {k: True for k in called})["rate"] is None
+    assert mode_consistency({}, {}, {}) == {"n": 0, "inconsistent": 0, "rate": None, "text_only": 0, "adaptive_only": 0}
 
 
 def test_summarize_without_text_mode_has_no_mcc_and_rejects_unscored():
