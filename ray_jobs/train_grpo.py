@@ -223,7 +223,7 @@ def build_rows_for(cfg: TrainConfig) -> list[dict]:
                                 "it (KubeRay overlays: train.data in hardware.yaml)")
     res = load_benchmark(p, skip_bad_rows=cfg.data.skip_bad_rows)
     samples = train_split(res.samples, cfg.data.train_fraction, cfg.data.split_seed, cfg.data.split)
-    if cfg.reward.kind == "cpr":
+    if cfg.reward.kind in ("cpr", "composite"):
         samples = [s for s in samples if s.get("reference_steps")] or samples  # build_rows names any left without
     if cfg.data.limit is not None:
         samples = samples[: cfg.data.limit]

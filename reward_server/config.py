@@ -37,7 +37,7 @@ class LimitsConfig(StrictModel):
 class OpenRLHFConfig(StrictModel):
     """Defaults for ``POST /get_reward``, whose body carries no kind or answer type."""
 
-    kind: Literal["base", "pattern", "cpr"] = Field("pattern", description="Reward kind for /get_reward items.")
+    kind: Literal["base", "pattern", "cpr", "composite"] = Field("pattern", description="Reward kind for /get_reward items.")
     answer_type: str = Field("free_form", description="Verifier answer type when a label is a plain string.")
 
 

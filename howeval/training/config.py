@@ -57,7 +57,7 @@ class RewardSpec(StrictModel):
     """Which reward and where it is computed."""
 
     source: Literal["server", "inprocess"] = Field("server", description="server = the reward server over HTTP (howeval.rewards.client); inprocess = the same functions in each training worker.")
-    kind: Literal["base", "pattern", "cpr"] = Field(..., description="base = verifier only (BaseRL); pattern = verifier x PatternRM with the Bernoulli gate (PatternRL); cpr = CRYSTAL CPR.")
+    kind: Literal["base", "pattern", "cpr", "composite"] = Field(..., description="base = verifier only (BaseRL); pattern = verifier x PatternRM with the Bernoulli gate (PatternRL); cpr = CRYSTAL CPR; composite = CRYSTAL's additive ablation a_w·1[correct] + s_w·F1 (needs reference_steps like cpr).")
     url_env: str = Field("REWARD_SERVER_URL", description="Env var holding the reward server's URL (server source).")
     url: str | None = Field(None, description="Fallback URL when url_env is unset (e.g. http://127.0.0.1:8000).")
     token_env: str = Field("HOWEVAL_REWARD_TOKEN", description="Env var with the server's bearer token; forwarded to the workers.")
