@@ -138,6 +138,7 @@ class TrainConfig(StrictModel):
     data: DataSpec = Field(default_factory=DataSpec)
     reward: RewardSpec
     curriculum: CurriculumSpec | None = Field(None, description="CPR-Curriculum phases; needs reward.kind=cpr.")
+    pcgrad: bool = Field(False, description="PCGrad (CRYSTAL; Yu et al. 2020) over the reward's components as tasks: accuracy + reasoning (cpr, composite) or accuracy + pattern (pattern); each gets its own GRPO advantage and policy gradient, a gradient conflicting with another (negative dot product) is projected onto its normal plane, and the projected gradients are summed (howeval.training.pcgrad). One training process, no DeepSpeed.")
     scaling: ScalingSpec = Field(default_factory=ScalingSpec)
     storage: StorageSpec = Field(default_factory=StorageSpec)
     ray: RayConfig = Field(default_factory=RayConfig)
@@ -177,6 +178,18 @@ class TrainConfig(StrictModel):
                 raise ValueError("curriculum orders prompts by difficulty: grpo.shuffle_dataset must be false or unset")
             if 0 < args.max_steps <= self.curriculum.switch_step:
                 raise ValueError(f"curriculum.switch_step={self.curriculum.switch_step} must be < grpo.max_steps={args.max_steps} (else phase 2 never runs)")
+        if self.pcgrad:
+            from howeval.rewards.functions import COMPONENTS
+
+            if len(COMPONENTS[self.reward.kind]) < 2:
+                raise ValueError(f"pcgrad: true needs a reward with two or more components (cpr, composite, pattern); "
+                                 f"reward.kind={self.reward.kind!r} has only {list(COMPONENTS[self.reward.kind])}")
+            if self.scaling.elastic or self.scaling.num_workers != 1 or "deepspeed" in self.grpo:
+                raise ValueError("pcgrad: true runs in one training process: set scaling.num_workers: 1 (no "
+                                 "min_workers/max_workers) and no grpo.deepspeed (the per-component gradients bypass "
+                                 "the data-parallel gradient sync)")
+            if "reward_weights" in self.grpo:
+                raise ValueError("pcgrad: true gives TRL one reward function per component with weight 1: remove grpo.reward_weights")
         if args.use_vllm and not self.scaling.use_gpu:
             raise ValueError("grpo.use_vllm=true needs scaling.use_gpu=true (vLLM rollouts are a GPU feature here)")
         if "vllm_mode" in self.grpo and self.grpo["vllm_mode"] == "server" and not args.use_vllm:

@@ -111,6 +111,7 @@ class GRPOReward:
         results = list(self.scorer(items))
         if len(results) != n:
             raise ValueError(f"scorer returned {len(results)} results for {n} items")
+        self.last = (completions, kind, results)  # read by ComponentRewards (PCGrad's per-component rewards)
         rewards = [float(r["reward"]) for r in results]
         bad = [r for r in results if r.get("degraded")]
         if bad:  # issue 21: never silent; reward_parts/degraded below is the per-step share in the training log
@@ -125,6 +126,49 @@ class GRPOReward:
                 for it, r in zip(items, results):
                     f.write(json.dumps({"step": step, **it, "result": dict(r)}) + "\n")
         return rewards
+
+
+class ComponentRewards:
+    """One TRL reward function per component of a reward (PCGrad's tasks; ``howeval.training.pcgrad``).
+
+    ``functions[0]`` scores the batch through ``reward`` (a :class:`GRPOReward`: its logging, rollout log and
+    curriculum unchanged) and returns each row's first component; the others return their component of the
+    same rows (TRL calls a trainer's reward functions in order on the same completions). The components sum
+    to the reward (``howeval.rewards.functions.reward_components``), so TRL's summed ``reward`` is the
+    reward of a run without PCGrad. A component the current kind has not (phase 1 ``base`` of a
+    curriculum has no ``reasoning``) is 0.0.
+
+    Raises (when called):
+        ValueError: a row without ``components`` (a reward server older than the composite kind: update it),
+            or a later function called before the first on these completions.
+    """
+
+    def __init__(self, reward: GRPOReward):
+        from howeval.rewards.functions import COMPONENTS
+
+        self.reward = reward
+        self.names = COMPONENTS[reward.kind]
+        self.functions = [self._function(k, name) for k, name in enumerate(self.names)]
+
+    def _function(self, k: int, name: str) -> Callable[..., list[float]]:
+        def component(prompts: Sequence[Any], completions: Sequence[Any], **kw: Any) -> list[float]:
+            if k == 0:
+                self.reward(prompts, completions, **kw)
+            last = getattr(self.reward, "last", None)
+            if last is None or last[0] is not completions:
+                raise ValueError(f"reward component {name!r} asked before the batch was scored (the first "
+                                 f"component, {self.names[0]!r}, must be the first reward function)")
+            out = []
+            for i, r in enumerate(last[2]):
+                comps = r.get("components")
+                if comps is None:
+                    raise ValueError(f"reward row {i} has no 'components' (pcgrad needs them): the reward server "
+                                     "predates them; update it or use reward.source=inprocess")
+                out.append(float(comps.get(name, 0.0)))
+            return out
+
+        component.__name__ = f"{self.reward.__name__}_{name}"  # TRL logs rewards/<name>/mean
+        return component
 
 
 class InProcessScorer:
