@@ -227,21 +227,23 @@ def assemble(plan: RewardPlan, rm_results: Sequence[Mapping[str, Any]] | str, f1
                     row.update(degraded=True, error=f"{row['error']}; {why}" if row["error"] else why,
                                reward=pattern_reward(s_ver, None, 0))
         else:
-            def step_reward(f1: float) -> float:
-                if kind == "composite":
-                    return composite_reward(correct, f1, cpr.a_w, cpr.s_w)
-                return cpr_reward(correct, f1, cpr.a_w, cpr.s_w, cpr.lam)
-
             if i in plan.step_index and isinstance(f1_results, str):
                 why = f"step scorer: {f1_results}"
                 row.update(degraded=True, error=f"{row['error']}; {why}" if row["error"] else why,
-                           reward=step_reward(0.0))
+                           reward=_step_reward(kind, correct, 0.0, cpr))
             else:
                 f1 = float(f1_by.get(i, 0.0))  # no predicted steps: F1 = 0 (SPEC section 3)
-                row.update(step_f1=f1, reward=step_reward(f1))
+                row.update(step_f1=f1, reward=_step_reward(kind, correct, f1, cpr))
         row["components"] = reward_components(kind, row["reward"], s_ver, cpr.a_w)
         out.append(row)
     return out
+
+
+def _step_reward(kind: str, correct: bool, f1: float, cpr: CPRConfig) -> float:
+    """The reward of a step kind: ``composite`` (additive) or ``cpr`` (multiplicative)."""
+    if kind == "composite":
+        return composite_reward(correct, f1, cpr.a_w, cpr.s_w)
+    return cpr_reward(correct, f1, cpr.a_w, cpr.s_w, cpr.lam)
 
 
 def score_batch(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, cpr: CPRConfig,

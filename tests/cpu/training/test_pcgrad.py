@@ -89,9 +89,9 @@ def test_pcgrad_config_needs_two_components_and_one_process(repo_root):
 def _pcgrad_trainer(tmp_path, reward_funcs, beta=0.0, pcgrad=True):
     import warnings
 
-    from datasets import Dataset
     from transformers import AutoModelForCausalLM
 
+    from datasets import Dataset
     from howeval.engines.tiny_vlm import tiny_lm_checkpoint
     from howeval.training.config import build_grpo_args
     from howeval.training.pcgrad import pcgrad_trainer_class
