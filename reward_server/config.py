@@ -35,10 +35,6 @@ class LimitsConfig(StrictModel):
     retry_after_s: int = Field(1, ge=0, description="Retry-After (seconds) sent with the 503 of degraded=error. Overload 503s come from Serve's backpressure_config.")
 
 
-SERVER_FLAT_DEFAULTS = {"timeout_s": 20.0, "max_tokens": 256}
-"""What a flat ``llm_verifier`` block leaves out: the reward server's budgets (a reward request has 60 s)."""
-
-
 class OpenRLHFConfig(StrictModel):
     """Defaults for ``POST /get_reward``, whose body carries no kind or answer type."""
 
@@ -77,7 +73,7 @@ class RewardServerConfig(StrictModel):
     @field_validator("llm_verifier", mode="before")
     @classmethod
     def _one_verifier_shape(cls, v: Any) -> Any:
-        return llm_verifier_block(v, SERVER_FLAT_DEFAULTS)
+        return llm_verifier_block(v)
 
     @model_validator(mode="before")
     @classmethod

@@ -214,27 +214,30 @@ FLAT_VERIFIER_KEYS = {"base_url": "options.base_url", "api_key_env": "options.ap
                       "max_concurrency": "options.max_concurrency", "timeout_s": "options.timeout_s"}
 """The reward server's flat spelling of an LLM verifier and where each key goes in the shared shape."""
 
+FLAT_VERIFIER_DEFAULTS: dict[str, Any] = {"timeout_s": 20.0, "max_tokens": 256}
+"""What a flat block leaves out, wherever it is given: the reward server's budgets (a reward request has 60 s)."""
 
-def llm_verifier_block(raw: Any, flat_defaults: Mapping[str, Any] | None = None) -> Any:
+
+def llm_verifier_block(raw: Any) -> Any:
     """The one shape of the LLM verifier (PatternRL: "unresolved cases are evaluated by GPT-oss-120B", a second,
     larger LLM after the rules): :class:`JudgeEngineConfig`, ``{model, options: {base_url, api_key_env,
     max_concurrency, timeout_s, ...openai engine options}, max_tokens}``, the same block under the sweep's
     ``judges.verifier.llm_fallback`` and the reward server's ``llm_verifier``.
 
     The reward server's older flat spelling ``{base_url, model, api_key_env?, max_concurrency?, timeout_s?,
-    max_tokens?}`` is accepted and moved into ``options`` (keys of :data:`FLAT_VERIFIER_KEYS`);
-    ``flat_defaults`` fills what a flat block leaves out (the server's own defaults: 20 s, 256 tokens).
+    max_tokens?}`` is accepted and moved into ``options`` (keys of :data:`FLAT_VERIFIER_KEYS`), with
+    :data:`FLAT_VERIFIER_DEFAULTS` (20 s, 256 tokens) for what it leaves out.
     Anything else (None, the nested shape) is returned as it is, for the model to validate.
 
     >>> llm_verifier_block({"base_url": "http://v:8000/v1", "model": "gpt-oss-120b", "timeout_s": 20})
-    {'model': 'gpt-oss-120b', 'options': {'base_url': 'http://v:8000/v1', 'timeout_s': 20}}
+    {'max_tokens': 256, 'model': 'gpt-oss-120b', 'options': {'timeout_s': 20, 'base_url': 'http://v:8000/v1'}}
     """
     if not isinstance(raw, Mapping) or not (set(raw) & set(FLAT_VERIFIER_KEYS)):
         return raw
     if "options" in raw:
         raise ValueError(f"llm verifier: give {sorted(set(raw) & set(FLAT_VERIFIER_KEYS))} inside options "
                          "(the shape {model, options: {base_url, ...}, max_tokens}), not beside it")
-    flat = {**(flat_defaults or {}), **raw}
+    flat = {**FLAT_VERIFIER_DEFAULTS, **raw}
     out: dict[str, Any] = {k: v for k, v in flat.items() if k not in FLAT_VERIFIER_KEYS}
     opts = {k: v for k, v in flat.items() if k in FLAT_VERIFIER_KEYS and v is not None}
     out["options"] = opts

@@ -26,6 +26,7 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, field_vali
 
 from howeval.config import RayConfig, StrictModel, load_yaml_config, resolve_path
 from howeval.config.rewards import CPRConfig, PatternConfig, PatternRMConfig
+from howeval.config.sweep import JudgeEngineConfig, llm_verifier_block
 
 if typing.TYPE_CHECKING:
     from trl import GRPOConfig
@@ -66,7 +67,24 @@ class RewardSpec(StrictModel):
     pattern: PatternConfig = Field(default_factory=PatternConfig, description="Gate p, seed, s_pat mode (inprocess; a server uses its own args).")
     cpr: CPRConfig = Field(default_factory=CPRConfig, description="CPR weights and step matching (inprocess).")
     patternrm: PatternRMConfig = Field(default_factory=PatternRMConfig, description="PatternRM used in-process (default: the embedded trained PatternRM; rules = the rule judge).")
+    on_unresolved: Literal["zero", "llm"] = Field("zero", description="inprocess: answers the verifier's rules cannot decide get s_ver 0 (zero) or go to llm_verifier (llm; PatternRL's fallback, SPEC section 2). A server uses its own on_unresolved.")
+    llm_verifier: JudgeEngineConfig | None = Field(None, description="inprocess, on_unresolved=llm: the LLM verifier, the same block as the sweep's judges.verifier.llm_fallback and the reward server's llm_verifier ({model, options: {base_url, ...}, max_tokens}, or the flat {base_url, model}).")
     rollout_log_dir: str | None = Field(None, description="Local folder: each worker appends every scored rollout (prompt, completion, kind, reward, parts, step) to rollouts.rank<k>.jsonl. Debug/tests.")
+
+
+    @field_validator("llm_verifier", mode="before")
+    @classmethod
+    def _one_verifier_shape(cls, v: Any) -> Any:
+        return llm_verifier_block(v)
+
+    @model_validator(mode="after")
+    def _llm_verifier_inprocess(self) -> RewardSpec:
+        if self.on_unresolved == "llm" and self.llm_verifier is None:
+            raise ValueError("reward.on_unresolved='llm' needs reward.llm_verifier: {model, options: {base_url}}")
+        if self.source == "server" and (self.on_unresolved != "zero" or self.llm_verifier is not None):
+            raise ValueError("reward.on_unresolved / reward.llm_verifier apply to source=inprocess; the reward server "
+                             "takes them in its own args (on_unresolved, llm_verifier: the same block)")
+        return self
 
 
 class CurriculumSpec(StrictModel):

@@ -29,16 +29,18 @@ log = logging.getLogger(__name__)
 
 def score_items(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, cpr: CPRConfig,
                 label_batch: Callable[[list[dict]], list[dict]] | None = None,
-                step_f1: Callable[[list[dict]], list[float]] | None = None) -> list[dict]:
+                step_f1: Callable[[list[dict]], list[float]] | None = None, on_unresolved: str = "zero",
+                llm_verify: Callable[[list[Mapping[str, Any]]], list[dict]] | None = None) -> list[dict]:
     """In-process rewards: ``howeval.rewards.pipeline.score_batch`` (the reward server's own pipeline).
 
     Args:
         label_batch: PatternRM ``[{question, response}] -> [{labels, error}]`` (needed for kind pattern).
         step_f1: ``[{pred, ref}] -> [F1]`` (needed for kind cpr).
+        on_unresolved, llm_verify: as ``score_batch`` (``llm``: the unresolved items go to ``llm_verify``).
     """
     from howeval.rewards.pipeline import score_batch
 
-    return score_batch(items, pattern, cpr, label_batch, step_f1)
+    return score_batch(items, pattern, cpr, label_batch, step_f1, on_unresolved=on_unresolved, llm_verify=llm_verify)
 
 
 def reward_parts(results: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -174,10 +176,25 @@ class ComponentRewards:
 class InProcessScorer:
     """``score_items`` with its PatternRM (``howeval.judges.patternrm.model.PatternRM``) and step embedder made lazily."""
 
-    def __init__(self, spec: RewardSpec):
+    def __init__(self, spec: RewardSpec, engine_builder: Callable[[str, dict], Any] | None = None):
         self.spec = spec
         self._rm = None
         self._emb = None
+        self._llm = None
+        self._engine_builder = engine_builder  # tests; None = the openai engine (howeval.judges.registry)
+
+    def _llm_verify(self, items: list[Mapping[str, Any]]) -> list[dict]:
+        """PatternRL's verifier fallback in-process: the sweep's ``LLMVerifier`` on the unresolved items."""
+        if self._llm is None:
+            from howeval.judges.registry import default_engine_builder
+            from howeval.judges.verify import LLMVerifier
+
+            lv = self.spec.llm_verifier
+            self._llm = LLMVerifier((self._engine_builder or default_engine_builder)(lv.model, lv.options),
+                                    max_tokens=lv.max_tokens)
+        res = self._llm.verify_batch([{"question": it["prompt"], "response": it["response"], "answer": it["answer"],
+                                       "answer_type": it["answer_type"], "options": it.get("options")} for it in items])
+        return [{"correct": r.correct, "method": r.method, "reason": r.reason} for r in res]
 
     def _label_batch(self, items: list[dict]) -> list[dict]:
         if self._rm is None:
@@ -196,4 +213,6 @@ class InProcessScorer:
         return step_f1_batch(self._emb, pairs, self.spec.cpr)
 
     def __call__(self, items: list[dict]) -> list[dict]:
-        return score_items(items, self.spec.pattern, self.spec.cpr, self._label_batch, self._step_f1)
+        llm = self._llm_verify if self.spec.on_unresolved == "llm" else None
+        return score_items(items, self.spec.pattern, self.spec.cpr, self._label_batch, self._step_f1,
+                           on_unresolved=self.spec.on_unresolved, llm_verify=llm)

@@ -44,3 +44,30 @@ def test_bad_verifier_blocks_name_the_fix():
         load_server_config({"on_unresolved": "llm", "llm_verifier": {"model": "m"}})
     with pytest.raises(ValueError, match="on_unresolved='llm' needs llm_verifier"):
         load_server_config({"on_unresolved": "llm"})
+
+
+def test_the_trainer_in_process_takes_the_same_block_and_asks_it_about_unresolved_answers():
+    from howeval.engines.base import Completion
+    from howeval.training.config import RewardSpec
+    from howeval.training.rewards import InProcessScorer
+
+    spec = RewardSpec(source="inprocess", kind="base", on_unresolved="llm", llm_verifier=FLAT)
+    assert spec.llm_verifier == VerifierConfig.model_validate({"llm_fallback": NESTED}).llm_fallback
+    asked = []
+
+    class Judge:  # the OpenAI-compatible verifier, answering "correct"
+        def generate(self, reqs):
+            asked.extend(reqs)
+            return [Completion(text='{"correct": true, "reason": "4 is roughly 4"}') for _ in reqs]
+
+    built = []
+    scorer = InProcessScorer(spec, engine_builder=lambda model, options: built.append((model, options)) or Judge())
+    vague = {"prompt": "2+2?", "response": "I think it is roughly 4 or 5", "answer": "4",
+             "answer_type": "integer_number", "kind": "base"}  # the rules: "no final-answer marker", unresolved
+    rows = scorer([vague, {**vague, "response": "The answer is \\boxed{4}."}])
+    assert [(r["reward"], r["verify_method"]) for r in rows] == [(1.0, "llm"), (1.0, "rule")]
+    assert len(asked) == 1 and built == [("openai/gpt-oss-120b", NESTED["options"])]
+    zero = InProcessScorer(RewardSpec(source="inprocess", kind="base"))([vague])  # no fallback: s_ver 0, flagged
+    assert (zero[0]["reward"], zero[0]["verify_method"]) == (0.0, "unresolved")
+    with pytest.raises(ValueError, match="apply to source=inprocess"):
+        RewardSpec(source="server", kind="base", on_unresolved="llm", llm_verifier=FLAT)
