@@ -27,7 +27,9 @@ Per-step metrics (printed as one JSON line per log step by rank 0, kept in every
 ``trainer_state.json`` and written to ``<run>/metrics.jsonl`` at the end): TRL's ``reward``,
 ``rewards/<kind>/mean``, ``kl`` (beta > 0), ``completions/mean_length``, and ours under
 ``reward_parts/``: ``accuracy``, ``trigger``, ``pattern/<label>``, ``s_pat``, ``z``, ``step_f1``,
-``degraded``, ``phase``.
+``degraded``, ``phase``. With ``pcgrad: true`` (``howeval.training.pcgrad``) TRL logs one
+``rewards/<kind>_<component>/mean`` per component and the step line carries ``pcgrad/conflicts``,
+``pcgrad/cos_before`` and ``pcgrad/cos_after``.
 """
 from __future__ import annotations
 
@@ -182,7 +184,13 @@ def train_loop_per_worker(loop_config: dict) -> None:
             if rank == 0:
                 print(f"[train_grpo] checkpoint at step {resumed_from} >= max_steps {args.max_steps}: done", flush=True)
             return
-        trainer = GRPOTrainer(model=loop_config["model"], reward_funcs=[reward], args=args, train_dataset=dataset,
+        trainer_cls, reward_funcs = GRPOTrainer, [reward]
+        if cfg.pcgrad:  # one reward function per component, PCGrad over their policy gradients
+            from howeval.training.pcgrad import pcgrad_trainer_class
+            from howeval.training.rewards import ComponentRewards
+
+            trainer_cls, reward_funcs = pcgrad_trainer_class(), ComponentRewards(reward).functions
+        trainer = trainer_cls(model=loop_config["model"], reward_funcs=reward_funcs, args=args, train_dataset=dataset,
                               callbacks=[_make_callback()(rank, world, resumed_from, saved_world)])
         trainer.train(resume_from_checkpoint=resume_dir)
     finally:
@@ -223,7 +231,7 @@ def build_rows_for(cfg: TrainConfig) -> list[dict]:
                                 "it (KubeRay overlays: train.data in hardware.yaml)")
     res = load_benchmark(p, skip_bad_rows=cfg.data.skip_bad_rows)
     samples = train_split(res.samples, cfg.data.train_fraction, cfg.data.split_seed, cfg.data.split)
-    if cfg.reward.kind == "cpr":
+    if cfg.reward.kind in ("cpr", "composite"):
         samples = [s for s in samples if s.get("reference_steps")] or samples  # build_rows names any left without
     if cfg.data.limit is not None:
         samples = samples[: cfg.data.limit]

@@ -450,7 +450,7 @@ class RewardIngress:
         if self.cfg.on_unresolved == "llm":
             from howeval.rewards.llm_fallback import LLMFallback
 
-            self.llm = LLMFallback(self.cfg.llm_verifier, failover_s=FAILOVER_S)
+            self.llm = LLMFallback(self.cfg.llm_fallback_config(), failover_s=FAILOVER_S)
 
     @property
     def rm(self) -> DeploymentHandle:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from howeval.config import StrictModel, validate
 
 # The reward parameters are shared with the GRPO trainer: they live in the core.
 from howeval.config.rewards import CPRConfig, PatternConfig, PatternRMConfig  # noqa: F401
+from howeval.config.sweep import JudgeEngineConfig, llm_verifier_block
 from howeval.rewards.llm_fallback import LLMFallbackConfig
 
 
@@ -37,7 +38,7 @@ class LimitsConfig(StrictModel):
 class OpenRLHFConfig(StrictModel):
     """Defaults for ``POST /get_reward``, whose body carries no kind or answer type."""
 
-    kind: Literal["base", "pattern", "cpr"] = Field("pattern", description="Reward kind for /get_reward items.")
+    kind: Literal["base", "pattern", "cpr", "composite"] = Field("pattern", description="Reward kind for /get_reward items.")
     answer_type: str = Field("free_form", description="Verifier answer type when a label is a plain string.")
 
 
@@ -49,7 +50,8 @@ class RewardServerConfig(StrictModel):
     patternrm_app: str = Field("patternrm", description="Serve application name of the PatternRM deployment (deployed apart, so it can be stopped or upgraded alone).")
     degraded: Literal["verifier_only", "error"] = Field("verifier_only", description="A part the reward needs is missing (PatternRM or step scorer down or late, the LLM verifier failing): verifier_only (default) = answer with what is known, the row says degraded=true and why (error), and the TRL adapter logs the share; error = 503 with Retry-After (clients retry; a trainer that cannot get the full reward stops). Legacy spelling: on_patternrm_failure: degrade | error.")
     on_unresolved: Literal["zero", "error", "llm"] = Field("zero", description="The verifier's rules could not decide: zero = s_ver 0 flagged verify_method='unresolved'; error = 422; llm = ask llm_verifier (SPEC section 2), its failure a degraded row.")
-    llm_verifier: LLMFallbackConfig | None = Field(None, description="OpenAI-compatible LLM verifier for on_unresolved=llm (howeval.rewards.llm_fallback).")
+    llm_verifier: JudgeEngineConfig | None = Field(None, description="OpenAI-compatible LLM verifier for on_unresolved=llm (howeval.rewards.llm_fallback; PatternRL: GPT-oss-120B): the sweep's judges.verifier.llm_fallback shape {model, options: {base_url, api_key_env, max_concurrency, timeout_s}, max_tokens}, or the flat {base_url, model, max_concurrency, timeout_s, max_tokens} (timeout 20 s, 256 tokens when a flat block leaves them out).")
+    llm_verifier_cache_size: int = Field(50_000, ge=0, description="Verdicts of the LLM verifier kept per ingress replica (LRU); 0 disables.")
     auth: AuthConfig = Field(default_factory=AuthConfig)
     metrics_public: bool = Field(False, description="Serve GET /metrics without the bearer token (false: it needs the token like the reward routes).")
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
@@ -68,10 +70,48 @@ class RewardServerConfig(StrictModel):
             data["degraded"] = "verifier_only" if old == "degrade" else "error"
         return data
 
+    @field_validator("llm_verifier", mode="before")
+    @classmethod
+    def _one_verifier_shape(cls, v: Any) -> Any:
+        return llm_verifier_block(v)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_cache_size(cls, data: Any) -> Any:
+        lv = data.get("llm_verifier") if isinstance(data, dict) else None
+        if isinstance(lv, dict) and "cache_size" in lv:  # the flat spelling's cache size: a server setting
+            data = {**data, "llm_verifier": {k: v for k, v in lv.items() if k != "cache_size"},
+                    "llm_verifier_cache_size": lv["cache_size"]}
+        return data
+
+    def llm_fallback_config(self) -> LLMFallbackConfig | None:
+        """What ``howeval.rewards.llm_fallback.LLMFallback`` runs with, from :attr:`llm_verifier` (None without one).
+        The API key is sent when ``options.api_key_env`` is set in the environment (like the sweep's openai
+        engine: a local vLLM takes any key)."""
+        import os
+
+        if self.llm_verifier is None:
+            return None
+        from howeval.config.engines import OpenAIOptions
+
+        o = OpenAIOptions.model_validate(self.llm_verifier.options)
+        base_url = o.base_url or (os.environ.get(o.base_url_env) if o.base_url_env else None)
+        if not base_url:
+            raise ValueError("llm_verifier.options.base_url (or a set base_url_env) is required: the verifier's "
+                             "OpenAI-compatible URL ending in /v1")
+        return LLMFallbackConfig(base_url=base_url, model=self.llm_verifier.model,
+                                 api_key_env=o.api_key_env if os.environ.get(o.api_key_env) else None,
+                                 max_concurrency=o.max_concurrency, timeout_s=o.timeout_s,
+                                 max_tokens=self.llm_verifier.max_tokens, cache_size=self.llm_verifier_cache_size)
+
     @model_validator(mode="after")
     def _llm_needs_endpoint(self) -> RewardServerConfig:
         if self.on_unresolved == "llm" and self.llm_verifier is None:
-            raise ValueError("on_unresolved='llm' needs llm_verifier: {base_url, model}")
+            raise ValueError("on_unresolved='llm' needs llm_verifier: {model, options: {base_url}} (or {base_url, model})")
+        o = (self.llm_verifier.options if self.llm_verifier else None) or {}
+        if self.llm_verifier is not None and not (o.get("base_url") or o.get("base_url_env")):
+            raise ValueError("llm_verifier.options.base_url (or base_url_env) is required: the verifier's "
+                             "OpenAI-compatible URL ending in /v1")
         return self
 
     @property

@@ -38,7 +38,7 @@ class RewardItem(BaseModel):
     response: str = Field(..., max_length=MAX_TEXT, description="The user-facing response y_m.")
     answer: str = Field(..., max_length=MAX_TEXT, description="The reference answer g.")
     answer_type: str = Field(..., description="Verifier answer type (howeval.judges.verify.VERIFIERS).")
-    kind: Literal["base", "pattern", "cpr"] = Field("pattern", description="base = verifier only; pattern = PatternRL; cpr = CRYSTAL CPR.")
+    kind: Literal["base", "pattern", "cpr", "composite"] = Field("pattern", description="base = verifier only; pattern = PatternRL; cpr = CRYSTAL CPR; composite = CRYSTAL's additive ablation a_w·1[correct] + s_w·F1.")
     reference_steps: list[str] | None = Field(None, max_length=512, description="Reference steps (cpr only, non-empty).")
     options: list[str] | None = Field(None, max_length=64, description="Option texts in order (multiple choice), optional.")
 
@@ -63,8 +63,8 @@ class RewardItem(BaseModel):
 
     @model_validator(mode="after")
     def _cpr_needs_steps(self) -> RewardItem:
-        if self.kind == "cpr" and not self.reference_steps:
-            raise ValueError("reference_steps: required and non-empty when kind is 'cpr'")
+        if self.kind in ("cpr", "composite") and not self.reference_steps:
+            raise ValueError(f"reference_steps: required and non-empty when kind is {self.kind!r}")
         if self.reference_steps is not None and any(len(s) > MAX_TEXT for s in self.reference_steps):
             raise ValueError(f"reference_steps: each step must be at most {MAX_TEXT} characters")
         return self
@@ -79,12 +79,13 @@ class RewardRequest(BaseModel):
 class RewardResult(BaseModel):
     """One reward; parts a kind does not use are null."""
 
-    reward: float = Field(..., description="The reward (base: s_ver; pattern: s_ver·(0.9+0.1·a); cpr: CPR).")
+    reward: float = Field(..., description="The reward (base: s_ver; pattern: s_ver·(0.9+0.1·a); cpr: CPR; composite: a_w·s_ver + s_w·F1).")
     s_ver: float = Field(..., description="Verifier reward in {0, 1}.")
     labels: dict[str, bool] | None = Field(None, description="PatternRM labels (pattern kind with z = 1 and PatternRM up).")
     s_pat: float | None = Field(None, description="Pattern score from labels.")
     z: int | None = Field(None, description="Bernoulli gate (pattern kind).")
-    step_f1: float | None = Field(None, description="Step F1 (cpr kind).")
+    step_f1: float | None = Field(None, description="Step F1 (cpr and composite kinds).")
+    components: dict[str, float] | None = Field(None, description="The reward split into named parts that sum to it: accuracy, and pattern (pattern kind) or reasoning (cpr, composite); a GRPO trainer with pcgrad treats each as one task.")
     degraded: bool = Field(False, description="PatternRM was needed (z = 1) but down, failing, late or unparseable: verifier-only reward (a = 1).")
     verify_method: str = Field(..., description="'rule'; 'unresolved' (rules could not decide; s_ver = 0 under on_unresolved=zero); 'llm' (the LLM verifier decided, on_unresolved=llm); 'llm_error' (it failed: s_ver = 0, degraded = true, error says why).")
     error: str | None = Field(None, description="Why this row degraded, when it did.")

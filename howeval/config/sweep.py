@@ -212,6 +212,40 @@ class JudgeEngineConfig(StrictModel):
         return ENGINE_OPTIONS["openai"] if field == "options" else None
 
 
+FLAT_VERIFIER_KEYS = {"base_url": "options.base_url", "api_key_env": "options.api_key_env",
+                      "max_concurrency": "options.max_concurrency", "timeout_s": "options.timeout_s"}
+"""The reward server's flat spelling of an LLM verifier and where each key goes in the shared shape."""
+
+FLAT_VERIFIER_DEFAULTS: dict[str, Any] = {"timeout_s": 20.0, "max_tokens": 256}
+"""What a flat block leaves out, wherever it is given: the reward server's budgets (a reward request has 60 s)."""
+
+
+def llm_verifier_block(raw: Any) -> Any:
+    """The one shape of the LLM verifier (PatternRL: "unresolved cases are evaluated by GPT-oss-120B", a second,
+    larger LLM after the rules): :class:`JudgeEngineConfig`, ``{model, options: {base_url, api_key_env,
+    max_concurrency, timeout_s, ...openai engine options}, max_tokens}``, the same block under the sweep's
+    ``judges.verifier.llm_fallback`` and the reward server's ``llm_verifier``.
+
+    The reward server's older flat spelling ``{base_url, model, api_key_env?, max_concurrency?, timeout_s?,
+    max_tokens?}`` is accepted and moved into ``options`` (keys of :data:`FLAT_VERIFIER_KEYS`), with
+    :data:`FLAT_VERIFIER_DEFAULTS` (20 s, 256 tokens) for what it leaves out.
+    Anything else (None, the nested shape) is returned as it is, for the model to validate.
+
+    >>> llm_verifier_block({"base_url": "http://v:8000/v1", "model": "gpt-oss-120b", "timeout_s": 20})
+    {'max_tokens': 256, 'model': 'gpt-oss-120b', 'options': {'timeout_s': 20, 'base_url': 'http://v:8000/v1'}}
+    """
+    if not isinstance(raw, Mapping) or not (set(raw) & set(FLAT_VERIFIER_KEYS)):
+        return raw
+    if "options" in raw:
+        raise ValueError(f"llm verifier: give {sorted(set(raw) & set(FLAT_VERIFIER_KEYS))} inside options "
+                         "(the shape {model, options: {base_url, ...}, max_tokens}), not beside it")
+    flat = {**FLAT_VERIFIER_DEFAULTS, **raw}
+    out: dict[str, Any] = {k: v for k, v in flat.items() if k not in FLAT_VERIFIER_KEYS}
+    opts = {k: v for k, v in flat.items() if k in FLAT_VERIFIER_KEYS and v is not None}
+    out["options"] = opts
+    return out
+
+
 class PatternJudgeBase(StrictModel):
     """Fields every pattern judge has; each kind is one subclass with ``kind: Literal["<kind>"]``, registered
     in :data:`PATTERN_JUDGE_CONFIGS` (the one list of kinds; ``howeval.judges.registry`` builds each)."""
@@ -312,8 +346,13 @@ _PATTERN_JUDGE: TypeAdapter[PatternJudgeBase] = TypeAdapter(PatternJudgeConfig)
 class VerifierConfig(StrictModel):
     """The answer verifier: per-answer-type rules, with an optional LLM fallback for unresolved cases."""
 
-    llm_fallback: JudgeEngineConfig | None = Field(None, description="LLM for what the rules cannot resolve; None keeps them unresolved.")
+    llm_fallback: JudgeEngineConfig | None = Field(None, description="LLM for what the rules cannot resolve (PatternRL: GPT-oss-120B); None keeps them unresolved. The same block as the reward server's llm_verifier (llm_verifier_block: its flat {base_url, model, ...} spelling is accepted too).")
     version: str = "1"
+
+    @field_validator("llm_fallback", mode="before")
+    @classmethod
+    def _one_shape(cls, v: Any) -> Any:
+        return llm_verifier_block(v)
 
 
 class JudgesConfig(StrictModel):

@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["RewardClient", "RewardServiceError", "RewardRequestError"]
 
-KINDS = ("base", "pattern", "cpr")
+KINDS = ("base", "pattern", "cpr", "composite")
 
 
 class RewardServiceError(RuntimeError):

@@ -141,3 +141,65 @@ def cpr_reward(correct: bool, step_f1: float, a_w: float = 0.65, s_w: float = 0.
         if v < 0:
             raise ValueError(f"{name}={v!r} must be >= 0")
     return a_w + s_w * step_f1 if correct else s_w * step_f1 * lam
+
+
+def composite_reward(correct: bool, step_f1: float, a_w: float = 0.65, s_w: float = 0.35) -> float:
+    """CRYSTAL's additive "Composite" reward, the ablation CPR replaces (CRYSTAL arXiv 2603.13099, GRPO
+    ablation table, row "Composite (加法式)": accuracy 44.92 %, Match F1 0.426, "reasoning degrades, NaN after
+    1,500 steps"; section "Causal Process Reward": "an additive reward lets the model score by guessing the
+    answer and ignore the reasoning").
+
+    R = a_w · 1[correct] + s_w · F1_step  (**reconstructed**: the paper names the reward additive and gives
+    no formula; this is CPR's two terms added instead of coupled, with CPR's weights). Range [0, a_w + s_w].
+    Unlike :func:`cpr_reward`, a wrong answer keeps the full step credit s_w · F1 (no λ).
+
+    >>> composite_reward(True, 0.5)
+    0.825
+    >>> composite_reward(False, 0.5)
+    0.175
+    """
+    if not isinstance(correct, (bool, int)) or correct not in (0, 1):
+        raise ValueError(f"correct={correct!r} must be a bool")
+    if not 0.0 <= step_f1 <= 1.0:
+        raise ValueError(f"step_f1={step_f1!r} must lie in [0, 1]")
+    for name, v in (("a_w", a_w), ("s_w", s_w)):
+        if v < 0:
+            raise ValueError(f"{name}={v!r} must be >= 0")
+    return a_w * float(bool(correct)) + s_w * step_f1
+
+
+COMPONENTS: dict[str, tuple[str, ...]] = {
+    "base": ("accuracy",),
+    "pattern": ("accuracy", "pattern"),
+    "cpr": ("accuracy", "reasoning"),
+    "composite": ("accuracy", "reasoning"),
+}
+"""The named parts of each reward kind (:func:`reward_components`); PCGrad treats each as one task."""
+
+
+def reward_components(kind: str, reward: float, s_ver: float, a_w: float = 0.65) -> dict[str, float]:
+    """A reward split into its accuracy part and the rest, the parts summing to ``reward`` exactly.
+
+    The tasks of PCGrad (CRYSTAL: "PCGrad detects and projects conflicting gradients" between the accuracy
+    objective and the reasoning objective; ``howeval.training.pcgrad``):
+
+    - base: ``accuracy`` = R = s_ver;
+    - pattern: ``accuracy`` = 0.9 · s_ver, ``pattern`` = R − 0.9 · s_ver (= 0.1 · a · s_ver, SPEC section 2);
+    - cpr: ``accuracy`` = a_w · s_ver, ``reasoning`` = R − a_w · s_ver (= s_w · F1, or s_w · F1 · λ when wrong);
+    - composite: ``accuracy`` = a_w · s_ver, ``reasoning`` = R − a_w · s_ver (= s_w · F1).
+
+    Args:
+        kind: one of :data:`COMPONENTS`.
+        reward: the row's reward; s_ver: its verifier reward in {0, 1}; a_w: the answer weight it was made with.
+
+    >>> reward_components("cpr", 0.0525, 0.0)
+    {'accuracy': 0.0, 'reasoning': 0.0525}
+    >>> {k: round(v, 6) for k, v in reward_components("pattern", 0.975, 1.0).items()}
+    {'accuracy': 0.9, 'pattern': 0.075}
+    """
+    if kind not in COMPONENTS:
+        raise ValueError(f"kind={kind!r} is not one of {list(COMPONENTS)}")
+    if kind == "base":
+        return {"accuracy": float(reward)}
+    acc = (0.9 if kind == "pattern" else a_w) * float(s_ver)
+    return {"accuracy": acc, COMPONENTS[kind][1]: float(reward) - acc}

@@ -15,9 +15,10 @@ parts concurrently and still share every decision:
 :func:`score_batch` runs the three stages with synchronous callables.
 
 Result row (one per item, in order): ``{reward, s_ver, verify_method, labels, s_pat, z, step_f1,
-degraded, error}``. ``degraded = true`` when a model part was needed but missing (PatternRM or step
+degraded, error, components}`` (``components``: the reward split into its accuracy part and the rest,
+``howeval.rewards.functions.reward_components``, the tasks of PCGrad). ``degraded = true`` when a model part was needed but missing (PatternRM or step
 scorer down, late, or unparseable): pattern rows then get the verifier-only reward (a = 1, as z = 0:
-R = s_ver); cpr rows get the answer part only, ``cpr_reward(correct, 0)`` with ``step_f1 = None``.
+R = s_ver); cpr / composite rows get the answer part only (F1 = 0) with ``step_f1 = None``.
 A degraded row is never a made-up model answer: it carries the reason in ``error``.
 """
 from __future__ import annotations
@@ -29,11 +30,21 @@ from typing import Any
 from howeval.config.rewards import CPRConfig, PatternConfig
 from howeval.engines.messages import message_text
 from howeval.judges.patternrm.format import rollout_key
-from howeval.rewards.functions import bernoulli_gate, cpr_reward, pattern_reward, pattern_score
+from howeval.rewards.functions import (
+    bernoulli_gate,
+    composite_reward,
+    cpr_reward,
+    pattern_reward,
+    pattern_score,
+    reward_components,
+)
 
-__all__ = ["KINDS", "RewardItemError", "RequestAbandoned", "PatternRMUnavailable", "RewardPlan", "prepare", "assemble", "score_batch"]
+__all__ = ["KINDS", "STEP_KINDS", "RewardItemError", "RequestAbandoned", "PatternRMUnavailable", "RewardPlan", "prepare", "assemble", "score_batch"]
 
-KINDS = ("base", "pattern", "cpr")
+KINDS = ("base", "pattern", "cpr", "composite")
+"""Reward kinds: base (verifier), pattern (PatternRL), cpr (CRYSTAL CPR), composite (CRYSTAL's additive ablation)."""
+STEP_KINDS = ("cpr", "composite")
+"""Kinds scored on reasoning steps: they need ``reference_steps`` and the step scorer."""
 
 
 class RewardItemError(ValueError):
@@ -129,12 +140,12 @@ def prepare(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, on_unres
             plan.z[i] = bernoulli_gate(rollout_key(it["prompt"], it["response"]), pattern.p, pattern.seed)
             if plan.z[i] == 1:
                 plan.rm_index.append(i)
-        elif kind == "cpr":
+        elif kind in STEP_KINDS:
             if not it.get("reference_steps"):
-                raise RewardItemError(i, "kind 'cpr' needs non-empty reference_steps")
+                raise RewardItemError(i, f"kind {kind!r} needs non-empty reference_steps")
             steps = response_steps(it["response"])
             if len(steps) > cap:
-                plan.truncated[i] = (f"cpr: {len(steps):,} predicted steps, over max_pred_steps={cap}: the first {cap} "
+                plan.truncated[i] = (f"{kind}: {len(steps):,} predicted steps, over max_pred_steps={cap}: the first {cap} "
                                      f"were embedded, the other {len(steps) - cap:,} count as unmatched")
             plan.n_pred[i] = len(steps)
             plan.steps[i] = steps[:cap]
@@ -219,12 +230,20 @@ def assemble(plan: RewardPlan, rm_results: Sequence[Mapping[str, Any]] | str, f1
             if i in plan.step_index and isinstance(f1_results, str):
                 why = f"step scorer: {f1_results}"
                 row.update(degraded=True, error=f"{row['error']}; {why}" if row["error"] else why,
-                           reward=cpr_reward(correct, 0.0, cpr.a_w, cpr.s_w, cpr.lam))
+                           reward=_step_reward(kind, correct, 0.0, cpr))
             else:
                 f1 = float(f1_by.get(i, 0.0))  # no predicted steps: F1 = 0 (SPEC section 3)
-                row.update(step_f1=f1, reward=cpr_reward(correct, f1, cpr.a_w, cpr.s_w, cpr.lam))
+                row.update(step_f1=f1, reward=_step_reward(kind, correct, f1, cpr))
+        row["components"] = reward_components(kind, row["reward"], s_ver, cpr.a_w)
         out.append(row)
     return out
+
+
+def _step_reward(kind: str, correct: bool, f1: float, cpr: CPRConfig) -> float:
+    """The reward of a step kind: ``composite`` (additive) or ``cpr`` (multiplicative)."""
+    if kind == "composite":
+        return composite_reward(correct, f1, cpr.a_w, cpr.s_w)
+    return cpr_reward(correct, f1, cpr.a_w, cpr.s_w, cpr.lam)
 
 
 def score_batch(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, cpr: CPRConfig,
@@ -329,9 +348,9 @@ def rollout_items(prompts: Sequence[Any], completions: Sequence[Any], answer: Se
         }
         if options is not None and options[i]:
             it["options"] = list(options[i])
-        if kind == "cpr":
+        if kind in STEP_KINDS:
             if reference_steps is None or len(reference_steps) != n or not reference_steps[i]:
-                raise ValueError(f"kind 'cpr' needs a reference_steps column with a non-empty list per completion (completion {i})")
+                raise ValueError(f"kind {kind!r} needs a reference_steps column with a non-empty list per completion (completion {i})")
             it["reference_steps"] = list(reference_steps[i])
         items.append(it)
     return items

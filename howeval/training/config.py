@@ -26,6 +26,7 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, field_vali
 
 from howeval.config import RayConfig, StrictModel, load_yaml_config, resolve_path
 from howeval.config.rewards import CPRConfig, PatternConfig, PatternRMConfig
+from howeval.config.sweep import JudgeEngineConfig, llm_verifier_block
 
 if typing.TYPE_CHECKING:
     from trl import GRPOConfig
@@ -57,7 +58,7 @@ class RewardSpec(StrictModel):
     """Which reward and where it is computed."""
 
     source: Literal["server", "inprocess"] = Field("server", description="server = the reward server over HTTP (howeval.rewards.client); inprocess = the same functions in each training worker.")
-    kind: Literal["base", "pattern", "cpr"] = Field(..., description="base = verifier only (BaseRL); pattern = verifier x PatternRM with the Bernoulli gate (PatternRL); cpr = CRYSTAL CPR.")
+    kind: Literal["base", "pattern", "cpr", "composite"] = Field(..., description="base = verifier only (BaseRL); pattern = verifier x PatternRM with the Bernoulli gate (PatternRL); cpr = CRYSTAL CPR; composite = CRYSTAL's additive ablation a_w·1[correct] + s_w·F1 (needs reference_steps like cpr).")
     url_env: str = Field("REWARD_SERVER_URL", description="Env var holding the reward server's URL (server source).")
     url: str | None = Field(None, description="Fallback URL when url_env is unset (e.g. http://127.0.0.1:8000).")
     token_env: str = Field("HOWEVAL_REWARD_TOKEN", description="Env var with the server's bearer token; forwarded to the workers.")
@@ -66,7 +67,24 @@ class RewardSpec(StrictModel):
     pattern: PatternConfig = Field(default_factory=PatternConfig, description="Gate p, seed, s_pat mode (inprocess; a server uses its own args).")
     cpr: CPRConfig = Field(default_factory=CPRConfig, description="CPR weights and step matching (inprocess).")
     patternrm: PatternRMConfig = Field(default_factory=PatternRMConfig, description="PatternRM used in-process (default: the embedded trained PatternRM; rules = the rule judge).")
+    on_unresolved: Literal["zero", "llm"] = Field("zero", description="inprocess: answers the verifier's rules cannot decide get s_ver 0 (zero) or go to llm_verifier (llm; PatternRL's fallback, SPEC section 2). A server uses its own on_unresolved.")
+    llm_verifier: JudgeEngineConfig | None = Field(None, description="inprocess, on_unresolved=llm: the LLM verifier, the same block as the sweep's judges.verifier.llm_fallback and the reward server's llm_verifier ({model, options: {base_url, ...}, max_tokens}, or the flat {base_url, model}).")
     rollout_log_dir: str | None = Field(None, description="Local folder: each worker appends every scored rollout (prompt, completion, kind, reward, parts, step) to rollouts.rank<k>.jsonl. Debug/tests.")
+
+
+    @field_validator("llm_verifier", mode="before")
+    @classmethod
+    def _one_verifier_shape(cls, v: Any) -> Any:
+        return llm_verifier_block(v)
+
+    @model_validator(mode="after")
+    def _llm_verifier_inprocess(self) -> RewardSpec:
+        if self.on_unresolved == "llm" and self.llm_verifier is None:
+            raise ValueError("reward.on_unresolved='llm' needs reward.llm_verifier: {model, options: {base_url}}")
+        if self.source == "server" and (self.on_unresolved != "zero" or self.llm_verifier is not None):
+            raise ValueError("reward.on_unresolved / reward.llm_verifier apply to source=inprocess; the reward server "
+                             "takes them in its own args (on_unresolved, llm_verifier: the same block)")
+        return self
 
 
 class CurriculumSpec(StrictModel):
@@ -138,6 +156,7 @@ class TrainConfig(StrictModel):
     data: DataSpec = Field(default_factory=DataSpec)
     reward: RewardSpec
     curriculum: CurriculumSpec | None = Field(None, description="CPR-Curriculum phases; needs reward.kind=cpr.")
+    pcgrad: bool = Field(False, description="PCGrad (CRYSTAL; Yu et al. 2020) over the reward's components as tasks: accuracy + reasoning (cpr, composite) or accuracy + pattern (pattern); each gets its own GRPO advantage and policy gradient, a gradient conflicting with another (negative dot product) is projected onto its normal plane, and the projected gradients are summed (howeval.training.pcgrad). One training process, no DeepSpeed.")
     scaling: ScalingSpec = Field(default_factory=ScalingSpec)
     storage: StorageSpec = Field(default_factory=StorageSpec)
     ray: RayConfig = Field(default_factory=RayConfig)
@@ -177,6 +196,18 @@ class TrainConfig(StrictModel):
                 raise ValueError("curriculum orders prompts by difficulty: grpo.shuffle_dataset must be false or unset")
             if 0 < args.max_steps <= self.curriculum.switch_step:
                 raise ValueError(f"curriculum.switch_step={self.curriculum.switch_step} must be < grpo.max_steps={args.max_steps} (else phase 2 never runs)")
+        if self.pcgrad:
+            from howeval.rewards.functions import COMPONENTS
+
+            if len(COMPONENTS[self.reward.kind]) < 2:
+                raise ValueError(f"pcgrad: true needs a reward with two or more components (cpr, composite, pattern); "
+                                 f"reward.kind={self.reward.kind!r} has only {list(COMPONENTS[self.reward.kind])}")
+            if self.scaling.elastic or self.scaling.num_workers != 1 or "deepspeed" in self.grpo:
+                raise ValueError("pcgrad: true runs in one training process: set scaling.num_workers: 1 (no "
+                                 "min_workers/max_workers) and no grpo.deepspeed (the per-component gradients bypass "
+                                 "the data-parallel gradient sync)")
+            if "reward_weights" in self.grpo:
+                raise ValueError("pcgrad: true gives TRL one reward function per component with weight 1: remove grpo.reward_weights")
         if args.use_vllm and not self.scaling.use_gpu:
             raise ValueError("grpo.use_vllm=true needs scaling.use_gpu=true (vLLM rollouts are a GPU feature here)")
         if "vllm_mode" in self.grpo and self.grpo["vllm_mode"] == "server" and not args.use_vllm:

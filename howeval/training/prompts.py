@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from howeval.engines.prompts import question_text
-from howeval.rewards.pipeline import KINDS
+from howeval.rewards.pipeline import KINDS, STEP_KINDS
 
 
 def split_score(sample_id: str, seed: int = 0) -> float:
@@ -67,15 +67,15 @@ def build_rows(samples: Sequence[dict], system_prompt: str | None = None, kind: 
     user message (``trl.data_utils.prepare_multimodal_messages``).
 
     Raises:
-        ValueError: ``kind="cpr"`` and a sample has no reference steps (CPR needs them; names the ids);
+        ValueError: ``kind="cpr"`` (or ``composite``) and a sample has no reference steps (CPR needs them; names the ids);
             ``images=True`` and a sample has no image (names the ids).
     """
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r} is not one of {list(KINDS)}")
-    if kind == "cpr":
+    if kind in STEP_KINDS:
         missing = [s["sample_id"] for s in samples if not s.get("reference_steps")]
         if missing:
-            raise ValueError(f"kind 'cpr' needs reference_steps; {len(missing)} sample(s) lack them: {missing[:5]}")
+            raise ValueError(f"kind {kind!r} needs reference_steps; {len(missing)} sample(s) lack them: {missing[:5]}")
     if images:
         missing = [s["sample_id"] for s in samples if not s.get("images")]
         if missing:

@@ -29,16 +29,18 @@ log = logging.getLogger(__name__)
 
 def score_items(items: Sequence[Mapping[str, Any]], pattern: PatternConfig, cpr: CPRConfig,
                 label_batch: Callable[[list[dict]], list[dict]] | None = None,
-                step_f1: Callable[[list[dict]], list[float]] | None = None) -> list[dict]:
+                step_f1: Callable[[list[dict]], list[float]] | None = None, on_unresolved: str = "zero",
+                llm_verify: Callable[[list[Mapping[str, Any]]], list[dict]] | None = None) -> list[dict]:
     """In-process rewards: ``howeval.rewards.pipeline.score_batch`` (the reward server's own pipeline).
 
     Args:
         label_batch: PatternRM ``[{question, response}] -> [{labels, error}]`` (needed for kind pattern).
         step_f1: ``[{pred, ref}] -> [F1]`` (needed for kind cpr).
+        on_unresolved, llm_verify: as ``score_batch`` (``llm``: the unresolved items go to ``llm_verify``).
     """
     from howeval.rewards.pipeline import score_batch
 
-    return score_batch(items, pattern, cpr, label_batch, step_f1)
+    return score_batch(items, pattern, cpr, label_batch, step_f1, on_unresolved=on_unresolved, llm_verify=llm_verify)
 
 
 def reward_parts(results: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -111,6 +113,7 @@ class GRPOReward:
         results = list(self.scorer(items))
         if len(results) != n:
             raise ValueError(f"scorer returned {len(results)} results for {n} items")
+        self.last = (completions, kind, results)  # read by ComponentRewards (PCGrad's per-component rewards)
         rewards = [float(r["reward"]) for r in results]
         bad = [r for r in results if r.get("degraded")]
         if bad:  # issue 21: never silent; reward_parts/degraded below is the per-step share in the training log
@@ -127,13 +130,71 @@ class GRPOReward:
         return rewards
 
 
+class ComponentRewards:
+    """One TRL reward function per component of a reward (PCGrad's tasks; ``howeval.training.pcgrad``).
+
+    ``functions[0]`` scores the batch through ``reward`` (a :class:`GRPOReward`: its logging, rollout log and
+    curriculum unchanged) and returns each row's first component; the others return their component of the
+    same rows (TRL calls a trainer's reward functions in order on the same completions). The components sum
+    to the reward (``howeval.rewards.functions.reward_components``), so TRL's summed ``reward`` is the
+    reward of a run without PCGrad. A component the current kind has not (phase 1 ``base`` of a
+    curriculum has no ``reasoning``) is 0.0.
+
+    Raises (when called):
+        ValueError: a row without ``components`` (a reward server older than the composite kind: update it),
+            or a later function called before the first on these completions.
+    """
+
+    def __init__(self, reward: GRPOReward):
+        from howeval.rewards.functions import COMPONENTS
+
+        self.reward = reward
+        self.names = COMPONENTS[reward.kind]
+        self.functions = [self._function(k, name) for k, name in enumerate(self.names)]
+
+    def _function(self, k: int, name: str) -> Callable[..., list[float]]:
+        def component(prompts: Sequence[Any], completions: Sequence[Any], **kw: Any) -> list[float]:
+            if k == 0:
+                self.reward(prompts, completions, **kw)
+            last = getattr(self.reward, "last", None)
+            if last is None or last[0] is not completions:
+                raise ValueError(f"reward component {name!r} asked before the batch was scored (the first "
+                                 f"component, {self.names[0]!r}, must be the first reward function)")
+            out = []
+            for i, r in enumerate(last[2]):
+                comps = r.get("components")
+                if comps is None:
+                    raise ValueError(f"reward row {i} has no 'components' (pcgrad needs them): the reward server "
+                                     "predates them; update it or use reward.source=inprocess")
+                out.append(float(comps.get(name, 0.0)))
+            return out
+
+        component.__name__ = f"{self.reward.__name__}_{name}"  # TRL logs rewards/<name>/mean
+        return component
+
+
 class InProcessScorer:
     """``score_items`` with its PatternRM (``howeval.judges.patternrm.model.PatternRM``) and step embedder made lazily."""
 
-    def __init__(self, spec: RewardSpec):
+    def __init__(self, spec: RewardSpec, engine_builder: Callable[[str, dict], Any] | None = None):
         self.spec = spec
         self._rm = None
         self._emb = None
+        self._llm = None
+        self._engine_builder = engine_builder  # tests; None = the openai engine (howeval.judges.registry)
+
+    def _llm_verify(self, items: list[Mapping[str, Any]]) -> list[dict]:
+        """PatternRL's verifier fallback in-process: the sweep's ``LLMVerifier`` on the unresolved items."""
+        if self._llm is None:
+            from howeval.judges.registry import default_engine_builder
+            from howeval.judges.verify import LLMVerifier
+
+            lv = self.spec.llm_verifier
+            self._llm = LLMVerifier((self._engine_builder or default_engine_builder)(lv.model, lv.options),
+                                    max_tokens=lv.max_tokens)
+        res = self._llm.verify_batch([{"question": it["prompt"], "response": it["response"], "answer": it["answer"],
+                                       "answer_type": it["answer_type"], "options": it.get("options")} for it in items])
+        return [{"correct": r.correct, "method": r.method, "reason": r.reason} for r in res]
 
     def _label_batch(self, items: list[dict]) -> list[dict]:
         if self._rm is None:
@@ -152,4 +213,6 @@ class InProcessScorer:
         return step_f1_batch(self._emb, pairs, self.spec.cpr)
 
     def __call__(self, items: list[dict]) -> list[dict]:
-        return score_items(items, self.spec.pattern, self.spec.cpr, self._label_batch, self._step_f1)
+        llm = self._llm_verify if self.spec.on_unresolved == "llm" else None
+        return score_items(items, self.spec.pattern, self.spec.cpr, self._label_batch, self._step_f1,
+                           on_unresolved=self.spec.on_unresolved, llm_verify=llm)

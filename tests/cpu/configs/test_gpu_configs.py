@@ -17,6 +17,7 @@ import yaml
     ("configs/train/patternrl.yaml", "grpo", "GRPOConfig"),
     ("configs/train/baserl.yaml", "grpo", "GRPOConfig"),
     ("configs/train/cpr.yaml", "grpo", "GRPOConfig"),
+    ("configs/train/composite.yaml", "grpo", "GRPOConfig"),
 ])
 def test_gpu_recipe_keys_are_fields_of_the_installed_trl(path, block, cls, repo_root):
     import trl

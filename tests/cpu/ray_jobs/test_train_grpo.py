@@ -237,3 +237,44 @@ def test_killed_run_continues_when_the_same_command_is_run_again(tmp_path, repo_
     assert any(f"(global step {latest})" in x for x in lines), lines  # what the worker restored
     history = read_jsonl(run_dir / "metrics.jsonl")
     assert [h["step"] for h in history if "loss" in h] == [1, 2, 3]  # none lost, none twice
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_pcgrad_smoke_step_logs_the_projection_per_step(tmp_path, repo_root):
+    """Issue 31: a GRPO step with ``pcgrad: true`` through the job (Ray Train + TRL, CPU, the tiny policy): the
+    reward's components are TRL reward functions of their own and every step line carries PCGrad's figures."""
+    import tempfile
+
+    storage = tmp_path / "ckpt"
+    cmd = [sys.executable, "-m", "ray_jobs.train_grpo", "--config", "configs/train/smoke.yaml", "--storage-path",
+           str(storage), "--max-steps", "1", "--model", "embedded:tiny-lm", "reward.source=inprocess",
+           "reward.patternrm.kind=rules", "reward.pattern.p=1.0", "pcgrad=true", "scaling.resources_per_worker.CPU=2"]
+    ray_tmp = tempfile.mkdtemp(prefix="ray-pc-", dir="/tmp")
+    env = {**os.environ, "RAY_TMPDIR": ray_tmp, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "RAY_USAGE_STATS_ENABLED": "0", "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
+    env.pop("RAY_ADDRESS", None)
+    try:
+        res = subprocess.run(cmd, cwd=repo_root, env=env, capture_output=True, text=True, timeout=1200)
+    finally:
+        import shutil
+
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]
+    steps = {}
+    for x in out.splitlines():  # the step line (Ray may echo a worker's line twice)
+        if "[train_grpo] {" in x and '"pcgrad/conflicts"' in x:
+            d = json.loads(x.split("[train_grpo] ", 1)[1])
+            steps[d["step"]] = d
+    assert list(steps) == [1], out[-3000:]
+    line = steps[1]
+    for key in ("pcgrad/conflicts", "pcgrad/cos_before", "pcgrad/cos_after",
+                "rewards/pattern_accuracy/mean", "rewards/pattern_pattern/mean"):
+        assert key in line, (key, sorted(line))
+    assert line["reward"] == pytest.approx(line["rewards/pattern_accuracy/mean"] + line["rewards/pattern_pattern/mean"])
+    # the tiny random policy answers nothing right (every component 0, so no gradient, nothing to project): the
+    # projection itself on real TRL steps is tests/cpu/training/test_pcgrad.py's planted conflict
+    assert 0 <= line["pcgrad/conflicts"] <= 2 and line["pcgrad/cos_after"] >= min(line["pcgrad/cos_before"], 0.0)
+    history = [json.loads(x) for x in open(storage / "grpo-smoke" / "metrics.jsonl")]
+    assert any("pcgrad/conflicts" in h for h in history)

@@ -55,3 +55,14 @@ def test_check_reference_only_raises_value_error(value):
     res, cpu, err = run_in_thread(lambda: check_reference(value, "answer"))
     assert err is None or isinstance(err, ValueError)
     assert cpu < ITEM_BOUND_S
+
+
+def test_composite_kind_is_accepted_with_reference_steps_and_results_carry_components():
+    from reward_server.schemas import RewardResult
+
+    assert item(kind="composite", reference_steps=["add"]).kind == "composite"
+    with pytest.raises(ValidationError, match="reference_steps: required and non-empty when kind is 'composite'"):
+        item(kind="composite")
+    row = {"reward": 0.175, "s_ver": 0.0, "verify_method": "rule", "step_f1": 0.5,
+           "components": {"accuracy": 0.0, "reasoning": 0.175}}
+    assert RewardResult(**row).model_dump()["components"] == {"accuracy": 0.0, "reasoning": 0.175}

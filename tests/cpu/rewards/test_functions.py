@@ -198,3 +198,16 @@ def test_fuzz_bernoulli_gate_any_key(key, p, seed):
 
 def test_bernoulli_gate_surrogate_key_is_stable():
     assert rewards.bernoulli_gate("a\ud800b") == rewards.bernoulli_gate("a\ud800b")
+
+
+def test_composite_reward_values_and_range():
+    from howeval.rewards.functions import composite_reward
+
+    assert composite_reward(True, 1.0) == pytest.approx(1.0)
+    assert composite_reward(True, 0.0) == pytest.approx(0.65)
+    assert composite_reward(False, 1.0) == pytest.approx(0.35)  # CPR gives 0.105 here (λ = 0.3)
+    assert composite_reward(False, 0.2, a_w=0.6, s_w=0.4) == pytest.approx(0.08)
+    with pytest.raises(ValueError, match="step_f1=1.5 must lie in"):
+        composite_reward(True, 1.5)
+    with pytest.raises(ValueError, match="s_w=-0.1 must be >= 0"):
+        composite_reward(True, 0.5, s_w=-0.1)

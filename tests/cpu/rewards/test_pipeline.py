@@ -85,6 +85,37 @@ def test_cpr_rewards_and_dead_step_scorer():
     assert score_batch([item("", kind="cpr", reference_steps=["a"])], PatternConfig(), cc)[0]["reward"] == 0.0
 
 
+def test_composite_reward_is_additive_and_wrong_answers_keep_full_step_credit():
+    """Issue 31: CRYSTAL's additive "Composite" ablation beside CPR: R = a_w·1[correct] + s_w·F1 (no λ)."""
+    cc = CPRConfig()
+    steps = "Step 1: add two and two.\nStep 2: that gives four, so \\boxed{4}."
+    wrong = steps.replace("boxed{4}", "boxed{5}")
+    f1 = lambda pairs: [0.5] * len(pairs)  # noqa: E731
+    rows = score_batch([item(steps, kind="composite", reference_steps=["add", "four"]),
+                        item(wrong, kind="composite", reference_steps=["add", "four"]),
+                        item(wrong, kind="cpr", reference_steps=["add", "four"])], PatternConfig(), cc, step_f1=f1)
+    assert [r["reward"] for r in rows] == pytest.approx([0.825, 0.175, 0.0525])  # 0.65+0.175; 0.35*0.5; *0.3 under CPR
+    assert rows[0]["components"] == pytest.approx({"accuracy": 0.65, "reasoning": 0.175})
+    assert rows[1]["components"] == pytest.approx({"accuracy": 0.0, "reasoning": 0.175})
+    assert rows[2]["components"] == pytest.approx({"accuracy": 0.0, "reasoning": 0.0525})
+    with pytest.raises(RewardItemError, match="items.0: kind 'composite' needs non-empty reference_steps"):
+        prepare([item(kind="composite")], PatternConfig())
+    assert rollout_items(["p"], ["c"], ["1"], ["free_form"], "composite", [["a"]])[0]["reference_steps"] == ["a"]
+
+
+def test_every_row_carries_components_that_sum_to_its_reward():
+    pc, cc = PatternConfig(p=1.0), CPRConfig(a_w=0.6, s_w=0.4)
+    rows = score_batch([item(), item(kind="base"), item(response="\\boxed{5}")], pc, cc, labeller())
+    assert rows[0]["components"] == pytest.approx({"accuracy": 0.9, "pattern": 0.075})
+    assert rows[1]["components"] == {"accuracy": 1.0}
+    assert rows[2]["components"] == {"accuracy": 0.0, "pattern": 0.0}
+    cpr = score_batch([item("Step 1: add.\nSo \\boxed{4}.", kind="cpr", reference_steps=["add"])], pc, cc,
+                      step_f1=lambda pairs: [1.0] * len(pairs))[0]
+    assert cpr["components"] == pytest.approx({"accuracy": 0.6, "reasoning": 0.4})  # the config's a_w, not 0.65
+    for r in (*rows, cpr):
+        assert sum(r["components"].values()) == pytest.approx(r["reward"])
+
+
 def test_bad_items_name_the_index():
     with pytest.raises(RewardItemError, match="items.1: kind"):
         prepare([item(), item(kind="nope")], PatternConfig())

@@ -7,7 +7,7 @@ import pytest
 
 from howeval.training.config import ScalingSpec, TrainConfig, load_train_config
 
-RECIPES = ["smoke", "baserl", "patternrl", "cpr", "cpr-curriculum"]
+RECIPES = ["smoke", "baserl", "patternrl", "cpr", "cpr-curriculum", "composite"]
 
 
 def cfg(**kw):
@@ -21,7 +21,8 @@ def test_recipes_validate(recipe, repo_root):
     c = load_train_config(str(repo_root / "configs" / "train" / f"{recipe}.yaml"))
     assert c.name == recipe.replace("smoke", "grpo-smoke")
     assert c.data.path.endswith("datasets/demo/manifest.jsonl")
-    kinds = {"smoke": "pattern", "baserl": "base", "patternrl": "pattern", "cpr": "cpr", "cpr-curriculum": "cpr"}
+    kinds = {"smoke": "pattern", "baserl": "base", "patternrl": "pattern", "cpr": "cpr", "cpr-curriculum": "cpr",
+             "composite": "composite"}
     assert c.reward.kind == kinds[recipe]
     assert (c.curriculum is not None) == (recipe == "cpr-curriculum")
     if recipe != "smoke":

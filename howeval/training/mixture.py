@@ -1,0 +1,224 @@
+"""The RL data mixture of PatternRL: a training manifest drawn from several source manifests in set proportions.
+
+PatternRL paper (000, section 5, "Training setup"): "a multimodal RL mixture of 44,200 prompts, approximately
+balanced across multimodal math, multimodal logic, and document understanding. Most samples are drawn from
+OpenMMReasoner-RL-74K, excluding its virl39k subset, and are supplemented with data from WeMath, MMK12,
+ThinkLite-VL-Hard-11K, PuzzleVQA, AlgoPuzzleVQA, TextbookQA, ChartQA, and InfographicVQA."
+
+The paper gives no per-source counts, so the defaults are what it states: 44,200 prompts, a third per domain
+(:data:`PAPER_DOMAINS`), the domain of each named source (:data:`PAPER_SOURCES`), ``virl39k`` left out of
+OpenMMReasoner, and within a domain each source contributing in proportion to the rows it has (so the large
+OpenMMReasoner set gives "most samples"). Each source is a manifest in the project's format
+(``datasets/README.md``: ``uid``, ``question``, ``answer``, ``answer_type``, ``image``...), read from a path the
+user gives; converting a set's released files into that format is the user's step (this module does not know
+the nine released layouts). The draw is deterministic: rows are ranked by SHA-256 of ``seed:uid``.
+
+:func:`build_mixture` is pure apart from reading the sources; :func:`write_mixture` writes the manifest and the
+composition (prompts per domain and source).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from howeval.config.base import StrictModel
+
+__all__ = ["PAPER_SOURCES", "PAPER_DOMAINS", "MixtureSource", "MixtureConfig", "build_mixture", "write_mixture"]
+
+PAPER_SOURCES: dict[str, str] = {
+    "OpenMMReasoner-RL-74K": "math", "WeMath": "math", "MMK12": "math", "ThinkLite-VL-Hard-11K": "math",
+    "PuzzleVQA": "logic", "AlgoPuzzleVQA": "logic",
+    "TextbookQA": "document", "ChartQA": "document", "InfographicVQA": "document",
+}
+"""The paper's nine sources and the domain each is counted in (a row's own ``domain`` column overrides it)."""
+
+PAPER_DOMAINS: dict[str, float] = {"math": 1 / 3, "logic": 1 / 3, "document": 1 / 3}
+"""'approximately balanced across multimodal math, multimodal logic, and document understanding'."""
+
+PAPER_EXCLUDE: dict[str, dict[str, list[str]]] = {"OpenMMReasoner-RL-74K": {"subset": ["virl39k"]}}
+"""'excluding its virl39k subset': rows whose ``subset`` column is ``virl39k`` are left out by default."""
+
+
+class MixtureSource(StrictModel):
+    """One source set: its manifest and where its rows count."""
+
+    name: str = Field(..., description="Source name (one of PAPER_SOURCES for the paper's mixture, or any name with domain given).")
+    path: str = Field(..., description="Manifest JSONL in the project's format; relative image paths resolve against its folder.")
+    domain: str | None = Field(None, description="Domain its rows count in; None = PAPER_SOURCES[name]. A row's own `domain` column wins.")
+    exclude: dict[str, list[str]] | None = Field(None, description="Rows to leave out: column -> values; None = PAPER_EXCLUDE for the name (virl39k for OpenMMReasoner).")
+
+    @model_validator(mode="after")
+    def _known_domain(self) -> MixtureSource:
+        if self.domain is None and self.name not in PAPER_SOURCES:
+            raise ValueError(f"sources: {self.name!r} is not one of the paper's sources {sorted(PAPER_SOURCES)}: give its domain")
+        return self
+
+    @property
+    def resolved_domain(self) -> str:
+        return self.domain or PAPER_SOURCES[self.name]
+
+    @property
+    def resolved_exclude(self) -> dict[str, list[str]]:
+        return self.exclude if self.exclude is not None else PAPER_EXCLUDE.get(self.name, {})
+
+
+class MixtureConfig(StrictModel):
+    """The mixture: how many prompts, each domain's share, the sources, the seed of the draw."""
+
+    total: int = Field(44_200, ge=1, description="Prompts in the mixture (paper: 44,200).")
+    domains: dict[str, float] = Field(default_factory=lambda: dict(PAPER_DOMAINS), description="Domain -> share of total (normalized to sum 1); paper: a third each.")
+    sources: list[MixtureSource] = Field(..., min_length=1, description="Source manifests.")
+    seed: int = Field(0, description="Seed of the hash ranking that picks each source's rows.")
+
+    @model_validator(mode="after")
+    def _domains_cover_sources(self) -> MixtureConfig:
+        if any(v < 0 for v in self.domains.values()) or sum(self.domains.values()) <= 0:
+            raise ValueError(f"domains: shares must be >= 0 and not all 0, got {self.domains}")
+        missing = sorted({s.resolved_domain for s in self.sources} - set(self.domains))
+        if missing:
+            raise ValueError(f"sources count in domain(s) {missing} that domains does not list ({sorted(self.domains)})")
+        return self
+
+
+def _rank(seed: int, uid: str) -> bytes:
+    return hashlib.sha256(f"{seed}:{uid}".encode()).digest()
+
+
+def _read_source(src: MixtureSource) -> list[dict[str, Any]]:
+    folder = Path(src.path).resolve().parent
+    rows = []
+    with open(src.path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if not isinstance(row, dict) or not row.get("uid"):
+                raise ValueError(f"{src.path}:{n}: a manifest row needs a uid (source {src.name})")
+            if any(row.get(col) in set(vals) for col, vals in src.resolved_exclude.items()):
+                continue
+            for key in ("image", "images"):  # make image paths independent of the output's folder
+                v = row.get(key)
+                if isinstance(v, str) and v and "://" not in v and not os.path.isabs(v):
+                    row[key] = str(folder / v)
+                elif isinstance(v, list):
+                    row[key] = [str(folder / x) if isinstance(x, str) and "://" not in x and not os.path.isabs(x) else x
+                                for x in v]
+            rows.append(row)
+    return rows
+
+
+def _split(total: int, weights: Mapping[str, float]) -> dict[str, int]:
+    """``total`` split by ``weights`` with largest remainders (the parts sum to ``total``)."""
+    s = sum(weights.values())
+    exact = {k: total * w / s for k, w in weights.items()}
+    out = {k: int(v) for k, v in exact.items()}
+    for k in sorted(exact, key=lambda k: (out[k] - exact[k], k))[: total - sum(out.values())]:
+        out[k] += 1
+    return out
+
+
+def build_mixture(cfg: MixtureConfig) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The mixture's rows and its composition.
+
+    Each domain gets ``total × share`` prompts (largest remainders); within a domain each source gets a part
+    proportional to its rows left after ``exclude``, capped at what it has (a source short of its part hands
+    the rest to the others of its domain). Each source's rows are taken in order of SHA-256(``seed:uid``).
+    Rows get ``mixture_source`` and ``mixture_domain``; a uid met twice is kept once (the first source).
+
+    Returns:
+        (rows, composition): composition = ``{total, requested, by_domain: {d: n}, by_source: {s: n},
+        available: {s: n}, shortfall: {d: n}}`` (shortfall: prompts a domain could not fill).
+
+    Raises:
+        ValueError: a row without uid, an unknown source without domain, shares that do not cover the sources.
+        FileNotFoundError: a source path that does not exist (names the source).
+    """
+    pools: dict[str, dict[str, list[dict]]] = {d: {} for d in cfg.domains}
+    seen: set[str] = set()
+    available: dict[str, int] = {}
+    for src in cfg.sources:
+        if not os.path.exists(src.path):
+            raise FileNotFoundError(f"sources.{src.name}.path: {src.path!r} does not exist")
+        rows = []
+        for row in _read_source(src):
+            if row["uid"] in seen:
+                continue
+            seen.add(row["uid"])
+            d = row.get("domain") or src.resolved_domain
+            if d not in cfg.domains:
+                raise ValueError(f"{src.name} row {row['uid']}: domain {d!r} is not in domains {sorted(cfg.domains)}")
+            rows.append({**row, "mixture_source": src.name, "mixture_domain": d})
+        available[src.name] = len(rows)
+        for row in rows:
+            pools[row["mixture_domain"]].setdefault(src.name, []).append(row)
+    quotas = _split(cfg.total, cfg.domains)
+    out: list[dict[str, Any]] = []
+    by_source: Counter = Counter()
+    shortfall = {}
+    for d, quota in quotas.items():
+        srcs = {s: sorted(rs, key=lambda r: _rank(cfg.seed, r["uid"])) for s, rs in pools[d].items()}
+        take = {s: 0 for s in srcs}
+        left = quota
+        while left > 0:  # proportional parts, capped; what a capped source cannot give goes round again
+            open_ = {s: len(rs) - take[s] for s, rs in srcs.items() if len(rs) > take[s]}
+            if not open_:
+                break
+            part = _split(min(left, sum(open_.values())), open_)
+            for s, n in part.items():
+                n = min(n, open_[s])
+                take[s] += n
+                left -= n
+        if left:
+            shortfall[d] = left
+        for s, rs in srcs.items():
+            out.extend(rs[: take[s]])
+            by_source[s] += take[s]
+    comp = {"total": len(out), "requested": cfg.total, "by_domain": dict(Counter(r["mixture_domain"] for r in out)),
+            "by_source": dict(by_source), "available": available, "shortfall": shortfall}
+    return out, comp
+
+
+def write_mixture(cfg: MixtureConfig, out_path: str) -> dict[str, Any]:
+    """:func:`build_mixture`, written as ``out_path`` (JSONL manifest) and ``<out_path>.composition.json``;
+    returns the composition."""
+    rows, comp = build_mixture(cfg)
+    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+    with open(out_path, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    Path(str(out_path) + ".composition.json").write_text(json.dumps(comp, indent=1) + "\n", encoding="utf-8")
+    return comp
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m howeval.training.mixture --config mixture.yaml --out /data/train/mixture.jsonl``"""
+    import argparse
+
+    import yaml
+
+    from howeval.config.base import validate
+
+    p = argparse.ArgumentParser(prog="python -m howeval.training.mixture", description=__doc__.split("\n")[0])
+    p.add_argument("--config", required=True, help="YAML: total, domains, seed, sources: [{name, path, domain?, exclude?}]")
+    p.add_argument("--out", required=True, help="the mixture manifest (JSONL); its composition beside it")
+    a = p.parse_args(argv)
+    with open(a.config, encoding="utf-8") as f:
+        raw = yaml.safe_load(f) or {}
+    folder = Path(a.config).resolve().parent
+    for s in raw.get("sources") or []:  # a source path relative to the config file's folder
+        if isinstance(s, dict) and isinstance(s.get("path"), str) and not os.path.isabs(s["path"]):
+            s["path"] = str(folder / s["path"])
+    comp = write_mixture(validate(MixtureConfig, raw, "mixture config"), a.out)
+    print(json.dumps(comp))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
