@@ -210,7 +210,7 @@ def extract_claims(text: str) -> list[Claim]:
     newlines = [m.start() for m in re.finditer("\n", text)]
     answer_words = [(m.start(), m.end()) for m in _ANSWER_WORD.finditer(text)]
     answer_starts = [a for a, _ in answer_words]
-    for i, (a, b, content) in enumerate(boxes):
+    for i, (a, _end, content) in enumerate(boxes):
         # the box's sentence: after the last ". " ending by ``a`` or the last newline before ``a``
         d = dots[bisect_right(dots, a - 2) - 1] if dots and dots[0] <= a - 2 else -1
         n = newlines[bisect_right(newlines, a - 1) - 1] if newlines and newlines[0] <= a - 1 else -1

@@ -8,17 +8,27 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from howeval.parsing.text import NUMBER_WORDS, boxed_spans
 from howeval.judges.base import JudgeItem, as_judge_items
-from howeval.judges.claims import Claim, as_number, disagreeing_pair, extract_claims, options_from_list, parse_options
-from howeval.judges.sentences import Sentence, clip_text, mask_code_and_quotes, mask_template, norm_sentence, normalize_newlines, split_sentences, word_tokens
 from howeval.judges.budget import DEFAULT_ITEM_BUDGET_S, BudgetExceeded, CpuDeadline
-from howeval.parsing.limits import InputTooLarge, check_text
+from howeval.judges.claims import Claim, as_number, disagreeing_pair, extract_claims, options_from_list, parse_options
+from howeval.judges.sentences import (
+    Sentence,
+    clip_text,
+    mask_code_and_quotes,
+    mask_template,
+    norm_sentence,
+    normalize_newlines,
+    split_sentences,
+    word_tokens,
+)
 from howeval.judges.verdict import LABELS, PatternVerdict, make_verdict
+from howeval.parsing.limits import InputTooLarge, check_text
+from howeval.parsing.text import NUMBER_WORDS, boxed_spans
 
 RULES_VERSION = "rules-1.1"
 """Bump when a cue or threshold changes: verdicts of different versions are not comparable."""
@@ -286,7 +296,7 @@ class RuleJudge:
             t = mask_template(s.text)
             if len(t.split()) >= self.min_template_words:
                 groups.setdefault(t, []).append(s)
-        for t, ss in groups.items():
+        for ss in groups.values():
             if len(ss) >= self.min_template_repeats:
                 return f"same sentence template x{len(ss)}: {clip_text(ss[0].text, 160)} | {clip_text(ss[1].text, 160)}"
         toks = word_tokens(re.sub(r"\\boxed\s*\{[^{}]*\}", " ", text))

@@ -6,7 +6,14 @@ import math
 import pytest
 
 from howeval.benchmarks.adapt.loop import AdaptiveResult, CallRecord
-from howeval.benchmarks.adapt.metrics import confusion, key_step_coverage, mcc, summarize, tool_effectiveness, tool_labels
+from howeval.benchmarks.adapt.metrics import (
+    confusion,
+    key_step_coverage,
+    mcc,
+    summarize,
+    tool_effectiveness,
+    tool_labels,
+)
 
 EPS = 1e-8
 
