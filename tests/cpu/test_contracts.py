@@ -119,3 +119,19 @@ def test_a_planted_import_breaks_the_contract(tmp_path, contract, why, extra):
     assert "Contracts: 0 kept, 1 broken." in r.stdout, r.stdout + r.stderr
     planted = next(iter(extra.values())).split()[-1]  # the imported module shows in the broken chain
     assert planted in r.stdout, r.stdout
+
+
+def test_the_library_names_no_path_in_the_test_tree():
+    """The library never reads ``tests/`` (issue 30: the PatternRM head once found its hand labels in
+    ``tests/fixtures``; they are package data now): no source file spells a path into it."""
+    import re
+
+    # a path segment or a path inside a string literal; prose in docstrings (``tests/cpu/...``) is not a path
+    pattern = re.compile(r"""["'](?:tests|fixtures)["']|["'][^"'\s`]*tests/""")
+    offenders = [f"{p.relative_to(ROOT)}:{i}" for pkg in ("howeval", "actors", "ray_jobs", "reward_server")
+                 for p in sorted((ROOT / pkg).rglob("*.py"))
+                 for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
+    assert offenders == []
+    assert pattern.search('REPO / "tests" / "fixtures" / "x.jsonl"')  # what it would catch
+    assert pattern.search('open("../tests/fixtures/x.jsonl")')
+    assert not pattern.search("checked by ``tests/cpu/engines/test_hf_options.py``")
