@@ -40,7 +40,7 @@ import json
 import math
 import random
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,38 +112,63 @@ def load_bases(data_root: str | Path, human_labels: str | Path, demo_manifest: s
             body = body + "\n" + rng.choice(_ANSWER_LINES).format(a=ans)
         out.append(Base(uid, q, body, ans, origin, dict(CLEAN)))
 
+    for src in _base_sources(root, demo_manifest):
+        if isinstance(src, Base):
+            out.append(src)
+        else:
+            add_clean(*src)
+    out += _bare_answers(out, rng)
+    out += _model_response_carriers(root, held)
+    return out
+
+
+def _base_sources(root: Path, demo_manifest: str | Path | None) -> Iterator[Base | tuple[str, str, str, str, str]]:
+    """In :func:`load_bases`'s order: ``(uid, question, body, answer, origin)`` of each clean worked solution
+    (TabMWP, MATH-Vision, PuzzleVQA, GSM8K references, CRYSTAL reference steps, the demo manifest's steps),
+    and, as a ready :class:`Base`, each wrong GSM8K chain (PR by construction, other labels unknown)."""
     for r in read_jsonl(root / "vqa" / "tabmwp_subset.jsonl"):
         q = r["question"] + ("\n" + r["table_text"] if r.get("table_text") else "")
-        add_clean(f"tabmwp:{r['id']}", q, r.get("solution") or "", str(r["answer"]), "tabmwp_solution")
+        yield f"tabmwp:{r['id']}", q, r.get("solution") or "", str(r["answer"]), "tabmwp_solution"
     for r in read_jsonl(root / "vqa" / "mathv_testmini_subset.jsonl"):
         if r.get("solution") not in (None, "None", ""):
-            add_clean(f"mathv:{r['id']}", r["question"], r["solution"], str(r["answer"]), "mathv_solution")
+            yield f"mathv:{r['id']}", r["question"], r["solution"], str(r["answer"]), "mathv_solution"
     for r in read_jsonl(root / "vqa" / "puzzlevqa_subset.jsonl"):
         body = "\n".join(str(r.get(k) or "") for k in ("caption", "explanation", "deduction"))
-        add_clean(f"puzzlevqa:{r['id']}", r["question"], body, str(r["answer"]), "puzzlevqa_chain")
+        yield f"puzzlevqa:{r['id']}", r["question"], body, str(r["answer"]), "puzzlevqa_chain"
     gsm = read_jsonl(root / "steps" / "mr_gsm8k_labeled_wrong_solutions.jsonl")
     for r in gsm:
-        add_clean(f"gsm8k:{r['uuid']}", r["question"], r["reference_solution"], str(r["reference_answer"]), "gsm8k_reference")
+        yield f"gsm8k:{r['uuid']}", r["question"], r["reference_solution"], str(r["reference_answer"]), "gsm8k_reference"
         steps = _listish(r.get("model_output_steps"))
         if steps and str(r.get("solution_correctness")) == "wrong":
-            out.append(Base(f"gsm8k-wrong:{r['uuid']}", r["question"], "\n".join(steps), "", "gsm8k_wrong_chain",
-                            {"cot": None, "rep": None, "con": None, "pr": 1}))
+            yield Base(f"gsm8k-wrong:{r['uuid']}", r["question"], "\n".join(steps), "", "gsm8k_wrong_chain",
+                       {"cot": None, "rep": None, "con": None, "pr": 1})
     crystal = json.loads((root / "steps" / "crystal_examples.json").read_text(encoding="utf-8"))
     for i, ex in enumerate(crystal):
         steps = _listish(ex.get("reference_steps")) if isinstance(ex, dict) else []
         if steps:
-            add_clean(f"crystal:{i}", str(ex.get("question") or ""), "\n".join(steps), str(ex.get("answer") or ""), "crystal_reference")
+            yield f"crystal:{i}", str(ex.get("question") or ""), "\n".join(steps), str(ex.get("answer") or ""), "crystal_reference"
     if demo_manifest is not None:
         for r in read_jsonl(Path(demo_manifest)):
             steps = _listish(r.get("reference_steps"))
             if steps:
-                add_clean(r["uid"], r["question"], " ".join(steps), str(r["answer"]), "demo_reference")
-    # bare answers: clean by construction (nothing to repeat, contradict or leave unsupported)
-    answers = [b for b in out if b.answer and b.clean]
+                yield r["uid"], r["question"], " ".join(steps), str(r["answer"]), "demo_reference"
+
+
+def _bare_answers(bases: list[Base], rng: random.Random) -> list[Base]:
+    """Up to 60 bare answers ("The answer is 7.", a box, ...) of clean bases with an answer: clean by
+    construction (nothing to repeat, contradict or leave unsupported)."""
+    answers = [b for b in bases if b.answer and b.clean]
+    out = []
     for b in rng.sample(answers, min(60, len(answers))):
         form = rng.choice(["{a}", "The answer is {a}.", "\\boxed{{{a}}}", "Answer: {a}", "There are {a}.", "It is {a}."])
         out.append(Base(b.uid + ":bare", b.question, form.format(a=b.answer), b.answer, "bare_answer", dict(CLEAN)))
-    # real model responses, evaluation set left out: carriers only (labels unknown)
+    return out
+
+
+def _model_response_carriers(root: Path, held: set[str]) -> list[Base]:
+    """The real model responses of ``root/responses``, the evaluation set (``held``) left out: carriers only
+    (labels unknown)."""
+    out = []
     for fname in ("mathv_model_responses.jsonl", "tabmwp_gpt3_cot_responses.jsonl"):
         for r in read_jsonl(root / "responses" / fname):
             if f"{fname}|{r['id']}|{r.get('model') or ''}" in held:
