@@ -507,16 +507,8 @@ def build_offline_corpus(bases: Sequence[Base], per_base: int = 3, pair_rate: fl
     def pick() -> str | None:
         return lay.choice(LAYOUTS) if layouts else None
 
-    def twin_base(b: Base) -> Base | None:
-        if b.clean:
-            return b
-        if not v3:
-            return None
-        own = clean_by_item.get(_item_key(b) or "")
-        return own if own is not None else clean_by_item[rng.choice(clean_pool)] if clean_pool else None
-
     def add_twin(b: Base, text: str, layout: str | None) -> None:
-        tb = twin_base(b) if twins else None
+        tb = _twin_base(b, v3, clean_by_item, clean_pool, rng) if twins else None
         if tb is None:
             return
         twin = clean_twin(tb, len(text), rng)
@@ -533,25 +525,49 @@ def build_offline_corpus(bases: Sequence[Base], per_base: int = 3, pair_rate: fl
         kinds = list(LABELS)
         rng.shuffle(kinds)
         for j in range(per_base):
-            first = kinds[j % len(kinds)]
-            got = INJECTORS[first](b, rng)
+            got = _inject_variant(b, kinds[j % len(kinds)], pair_rate, rng)
             if got is None:
                 continue
-            text, set1 = got
-            labels = {**b.labels, **set1}
-            recipe = first
-            if rng.random() < pair_rate:
-                second = rng.choice([k for k in LABELS if k != first and k != "pr"])
-                got2 = INJECTORS[second](Base(b.uid, b.question, text, b.answer, b.origin, labels), rng)
-                if got2 is not None:
-                    text, set2 = got2
-                    labels = {**labels, **{k: v for k, v in set2.items() if v == 1 or labels.get(k) is None}}
-                    recipe = f"{first}+{second}"
+            text, labels, recipe = got
             lay_v = pick()
             out.append(_record(b, text, labels, recipe, lay_v))
             if b.clean or v3:
                 add_twin(b, out[-1]["response"], lay_v)
     return balance_cells(out, seed=seed) if balance else out
+
+
+def _twin_base(b: Base, v3: bool, clean_by_item: Mapping[str, Base], clean_pool: Sequence[str],
+               rng: random.Random) -> Base | None:
+    """The clean base a twin of ``b`` is cut from: ``b`` itself when clean; else (v3 only) the clean base of
+    the same item, else one drawn from ``clean_pool``; None when there is none."""
+    if b.clean:
+        return b
+    if not v3:
+        return None
+    own = clean_by_item.get(_item_key(b) or "")
+    return own if own is not None else clean_by_item[rng.choice(clean_pool)] if clean_pool else None
+
+
+def _inject_variant(b: Base, first: str, pair_rate: float, rng: random.Random
+                    ) -> tuple[str, dict[str, int | None], str] | None:
+    """One injected variant of ``b``: ``(text, labels, recipe)`` with pattern ``first`` injected and, with
+    probability ``pair_rate``, a second one (not ``pr``) on top (``recipe`` "first+second"); the labels start
+    from the base's and take what the injections set (the second's 1s, and the labels still unknown). None
+    when ``first`` does not apply to ``b``."""
+    got = INJECTORS[first](b, rng)
+    if got is None:
+        return None
+    text, set1 = got
+    labels = {**b.labels, **set1}
+    recipe = first
+    if rng.random() < pair_rate:
+        second = rng.choice([k for k in LABELS if k != first and k != "pr"])
+        got2 = INJECTORS[second](Base(b.uid, b.question, text, b.answer, b.origin, labels), rng)
+        if got2 is not None:
+            text, set2 = got2
+            labels = {**labels, **{k: v for k, v in set2.items() if v == 1 or labels.get(k) is None}}
+            recipe = f"{first}+{second}"
+    return text, labels, recipe
 
 
 def corpus_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
