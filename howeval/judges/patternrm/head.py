@@ -445,12 +445,22 @@ def choose_head_recipe(X: np.ndarray, records: Sequence[Mapping[str, Any]], H: n
     W = np.ones((len(records) + len(human), len(LABELS)), dtype=np.float64)
     for j, k in enumerate(LABELS):
         W[len(records):, j] = chosen[k][0]
-    name = lambda c: f"{c[0]:g}/{c[1]}"  # noqa: E731
-    info = {"human_weight": {k: chosen[k][0] for k in LABELS}, "criterion": {k: chosen[k][1] for k in LABELS},
+    info = _recipe_info(cands, f1, macro, chosen, per_label, folds)
+    return W, {k: chosen[k][1] for k in LABELS}, info
+
+
+def _recipe_info(cands: Sequence[tuple[float, str]], f1: Mapping[tuple[float, str], Sequence[float | None]],
+                 macro: Mapping[tuple[float, str], float], chosen: Mapping[str, tuple[float, str]], per_label: bool,
+                 folds: int) -> dict[str, Any]:
+    """:func:`choose_head_recipe`'s ``info``: the chosen weight and criterion per label, and each candidate's
+    (named "weight/criterion") inner F1 per label and macro F1, rounded to 4 places."""
+    def name(c: tuple[float, str]) -> str:
+        return f"{c[0]:g}/{c[1]}"
+
+    return {"human_weight": {k: chosen[k][0] for k in LABELS}, "criterion": {k: chosen[k][1] for k in LABELS},
             "per_label": per_label, "folds": folds, "candidates": [name(c) for c in cands],
             "inner_f1": {name(c): {k: (None if v is None else round(v, 4)) for k, v in zip(LABELS, f1[c])} for c in cands},
             "inner_macro_f1": {name(c): round(macro[c], 4) for c in cands}}
-    return W, {k: chosen[k][1] for k in LABELS}, info
 
 
 class HeadPatternRM:
