@@ -15,8 +15,8 @@ from howeval.benchmarks.adapt.loop import run_adaptive_batch
 from howeval.benchmarks.adapt.metrics import key_step_coverage
 from howeval.config import AdaptConfig, ModelConfig, check_config
 from howeval.engines.registry import build_engine
-from howeval.records import check_columns, conform
 from howeval.judges.verify import verify
+from howeval.records import check_columns, conform
 
 REQUIRED_COLUMNS = {"sample_id": "item id", "images": "image bytes", "question": "question", "answer": "gold",
                     "answer_type": "verifier type", "evidence_boxes": "gold boxes", "adapt_mode": "text|adaptive|oracle",
@@ -117,7 +117,7 @@ class AdaptStage:
                 results = run_adaptive_batch(self.engine, items, mode, self.settings.max_turns,
                                              tool_format=self.settings.tool_format,
                                              max_tokens=self.settings.max_tokens, temperature=0.0)
-            except Exception as e:  # the whole batch failed in the engine: recorded on each row
+            except Exception as e:  # noqa: BLE001 - the whole batch failed in the engine: recorded on each row
                 out += [{"sample_id": r["sample_id"], "config": self.model.name, "mode": mode,
                          "error": f"{type(e).__name__}: {e}"} for r in sel]
                 continue

@@ -11,8 +11,8 @@ import pyarrow as pa
 from howeval.config import ModelConfig, check_config
 from howeval.engines.base import Completion
 from howeval.engines.messages import count_images, prompt_record
-from howeval.engines.registry import build_engine
 from howeval.engines.prompts import build_request
+from howeval.engines.registry import build_engine
 from howeval.records import RESPONSE_SCHEMA, check_columns, conform, response_hash
 
 INPUT_ERROR = "input_error"
@@ -73,7 +73,7 @@ class PolicyStage:
             comps = self.engine.generate(reqs) if reqs else []
             if len(comps) != len(reqs):
                 raise RuntimeError(f"engine returned {len(comps)} completions for {len(reqs)} requests")
-        except Exception as e:  # the whole call failed: record on every row, keep going
+        except Exception as e:  # noqa: BLE001 - the whole call failed: record on every row, keep going
             comps = [Completion(text="", finish_reason="error", error=f"engine: {type(e).__name__}: {e}") for _ in reqs]
         done = {id(r): (q, c) for r, q, c in zip(rows, reqs, comps)}
         out = []

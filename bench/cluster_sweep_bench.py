@@ -36,12 +36,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from fakes.judge_server import FakeJudgeServer  # noqa: E402
-
 from howeval.benchmarks.loaders import load_samples  # noqa: E402
 from howeval.config import BenchmarkConfig, SweepConfig, load_sweep_config  # noqa: E402
 from howeval.records import RESPONSE_SCHEMA  # noqa: E402
 from howeval.store import join, read_jsonl, read_table  # noqa: E402
+
+from fakes.judge_server import FakeJudgeServer  # noqa: E402
 
 
 def write_inputs(d: Path, n: int, configs: int, images: bool = True) -> tuple[Path, list[Path]]:

@@ -178,11 +178,23 @@ def existing_keys(table: pa.Table, columns: tuple[str, ...]) -> set[tuple]:
     return set(zip(*cols))
 
 
-def write_json(uri: str, text: str) -> None:
+def write_text(uri: str, text: str) -> None:
+    """Write ``text`` at ``uri`` (any fsspec URI), creating its folder; an existing file is replaced.
+
+    For every text artifact of a run: Markdown, HTML, CSV, LaTeX, JSON Lines. Not atomic (see ``write_table``).
+    """
     fs, path = fs_and_path(uri)
     fs.makedirs(posixpath.dirname(path), exist_ok=True)
     with fs.open(path, "w") as f:
         f.write(text)
+
+
+def write_json(uri: str, text: str) -> None:
+    """Write one JSON document, already serialized (``json.dumps``, ``model_dump_json``), at ``uri``.
+
+    The same bytes as ``write_text``; the name says what the file holds. Other text goes through ``write_text``.
+    """
+    write_text(uri, text)
 
 
 def write_bytes(uri: str, data: bytes) -> None:

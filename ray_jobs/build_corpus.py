@@ -46,18 +46,12 @@ def _heldout(row: dict, share: float, seed: int) -> bool:
     return int.from_bytes(h[:8], "big") / 2.0**64 < share
 
 
-def build_corpus(run: str, judges: list[str] | None, out: str, targets: tuple[str, ...] = TARGETS,
-                 min_rate: float = 0.1, max_copies: int = 3, holdout: float = 0.0, seed: int = 0,
-                 max_chars: int | None = 4000) -> dict[str, Any]:
-    """Build the corpus; returns the counts of every step (also written to ``<out>/counts.json``)."""
-    counts: dict[str, Any] = {}
-    judgments, bad_j = read_table(join(run, "judgments"), JUDGMENT_SCHEMA)
-    responses, bad_r = read_table(join(run, "responses"), RESPONSE_SCHEMA)
-    jrows = judgments.to_pylist()
-    found = sorted({j["judge"] for j in jrows})
-    counts["read"] = {"judgments": len(jrows), "responses": responses.num_rows, "judges_found": found,
-                      "quarantined_files": len(bad_j) + len(bad_r)}
-    _say("read", counts["read"])
+def _three_judges(judges: list[str] | None, found: list[str], run: str) -> list[str]:
+    """The three judges the corpus is built from: ``judges``, or all of ``found`` when there are three.
+
+    Raises:
+        ValueError: not given and the run has other than 3; not exactly 3; one has no judgments in ``run``.
+    """
     if judges is None:
         if len(found) != 3:
             raise ValueError(f"--judges not given and the run has {len(found)} judges {found}; name the three to use")
@@ -67,12 +61,14 @@ def build_corpus(run: str, judges: list[str] | None, out: str, targets: tuple[st
     unknown = [j for j in judges if j not in found]
     if unknown:
         raise ValueError(f"judges {unknown} have no judgments in {run}; found {found}")
+    return judges
 
-    kept, c = unanimous_rows(jrows, judges)
-    counts["consensus"] = c
-    _say("consensus (whole 4-label vector, 3 judges)", c)
 
-    text = {tuple(r[k] for k in ROW_KEY): r for r in responses.to_pylist()}
+def _join_responses(kept: list[dict[str, Any]], responses: list[dict[str, Any]]
+                    ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The unanimous rows with their question and response text, and the counts of those left out (no
+    response row, an engine error, truncated, empty) and ``kept``."""
+    text = {tuple(r[k] for k in ROW_KEY): r for r in responses}
     joined, c = [], {"no_response_row": 0, "engine_error": 0, "truncated": 0, "empty_response": 0}
     for row in kept:
         r = text.get(tuple(row[k] for k in ROW_KEY))
@@ -87,6 +83,50 @@ def build_corpus(run: str, judges: list[str] | None, out: str, targets: tuple[st
         else:
             joined.append({**row, "question": r["question"] or "", "response": r["response"]})
     c["kept"] = len(joined)
+    return joined, c
+
+
+def _write_corpus(outp: Path, targets: tuple[str, ...], sampled: list[dict[str, Any]], held: list[dict[str, Any]],
+                  max_chars: int | None) -> dict[str, int]:
+    """Write ``sft_<target>.jsonl`` per target (the oversampled training rows) and ``heldout.jsonl`` under
+    ``outp``; returns the rows written per file."""
+    written: dict[str, int] = {}
+    for target in targets:
+        path = outp / f"sft_{target}.jsonl"
+        with path.open("w") as f:
+            for r in sampled:
+                meta = {"sample_id": r["sample_id"], "config": r["config"], "mode": r["mode"], "copy": r["copy"]}
+                rec = sft_record(r["question"], r["response"], r["labels"], target, r["evidence"], max_chars, meta)
+                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        written[f"sft_{target}.jsonl"] = len(sampled)
+    with (outp / "heldout.jsonl").open("w") as f:
+        for r in held:
+            f.write(json.dumps({"sample_id": r["sample_id"], "config": r["config"], "mode": r["mode"],
+                                "question": r["question"], "response": r["response"], "labels": r["labels"]},
+                               ensure_ascii=False) + "\n")
+    written["heldout.jsonl"] = len(held)
+    return written
+
+
+def build_corpus(run: str, judges: list[str] | None, out: str, targets: tuple[str, ...] = TARGETS,
+                 min_rate: float = 0.1, max_copies: int = 3, holdout: float = 0.0, seed: int = 0,
+                 max_chars: int | None = 4000) -> dict[str, Any]:
+    """Build the corpus; returns the counts of every step (also written to ``<out>/counts.json``)."""
+    counts: dict[str, Any] = {}
+    judgments, bad_j = read_table(join(run, "judgments"), JUDGMENT_SCHEMA)
+    responses, bad_r = read_table(join(run, "responses"), RESPONSE_SCHEMA)
+    jrows = judgments.to_pylist()
+    found = sorted({j["judge"] for j in jrows})
+    counts["read"] = {"judgments": len(jrows), "responses": responses.num_rows, "judges_found": found,
+                      "quarantined_files": len(bad_j) + len(bad_r)}
+    _say("read", counts["read"])
+    judges = _three_judges(judges, found, run)
+
+    kept, c = unanimous_rows(jrows, judges)
+    counts["consensus"] = c
+    _say("consensus (whole 4-label vector, 3 judges)", c)
+
+    joined, c = _join_responses(kept, responses.to_pylist())
     counts["joined"] = c
     _say("joined with response text", c)
 
@@ -102,21 +142,7 @@ def build_corpus(run: str, judges: list[str] | None, out: str, targets: tuple[st
 
     outp = Path(out)
     outp.mkdir(parents=True, exist_ok=True)
-    counts["written"] = {}
-    for target in targets:
-        path = outp / f"sft_{target}.jsonl"
-        with path.open("w") as f:
-            for r in sampled:
-                meta = {"sample_id": r["sample_id"], "config": r["config"], "mode": r["mode"], "copy": r["copy"]}
-                rec = sft_record(r["question"], r["response"], r["labels"], target, r["evidence"], max_chars, meta)
-                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-        counts["written"][f"sft_{target}.jsonl"] = len(sampled)
-    with (outp / "heldout.jsonl").open("w") as f:
-        for r in held:
-            f.write(json.dumps({"sample_id": r["sample_id"], "config": r["config"], "mode": r["mode"],
-                                "question": r["question"], "response": r["response"], "labels": r["labels"]},
-                               ensure_ascii=False) + "\n")
-    counts["written"]["heldout.jsonl"] = len(held)
+    counts["written"] = _write_corpus(outp, targets, sampled, held, max_chars)
     counts["judges"] = list(judges)
     _say("written", counts["written"])
     (outp / "counts.json").write_text(json.dumps(counts, indent=2))

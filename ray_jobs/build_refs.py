@@ -25,7 +25,7 @@ from howeval.engines.base import ChatRequest
 from howeval.engines.prompts import CRYSTAL_INSTRUCTION
 from howeval.parsing.steps import response_steps
 from howeval.records import RESPONSE_SCHEMA
-from howeval.store import join, read_table, write_json
+from howeval.store import join, read_table, write_json, write_text
 from ray_jobs.common import init_ray, log
 
 
@@ -96,7 +96,7 @@ def run(cfg: BuildRefsConfig) -> list[dict]:
     init_ray(cfg.ray)
     records = merge(cfg, samples, write_chains(cfg, samples))
     check(cfg, records)
-    write_json(join(cfg.output_uri, "reference_steps.jsonl"),
+    write_text(join(cfg.output_uri, "reference_steps.jsonl"),
                "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     return records
 

@@ -38,7 +38,7 @@ from howeval.judges.calibration import (
 )
 from howeval.judges.verdict import PatternVerdict, make_verdict
 from howeval.records import JUDGMENT_SCHEMA
-from howeval.store import join, read_jsonl, read_table, write_json
+from howeval.store import join, read_jsonl, read_table, write_json, write_text
 
 log = logging.getLogger("howeval")
 
@@ -136,7 +136,7 @@ def calibrate(labels: str, out: str, run: str | None = None, predictions: str | 
     scores = calibration_scores(human, preds)
     scores["inputs"] = source
     write_json(join(out, "calibration.json"), json.dumps(scores, indent=2, sort_keys=True))
-    write_json(join(out, "calibration.md"), "# Judge calibration\n\n" + calibration_table(scores) + "\n")
+    write_text(join(out, "calibration.md"), "# Judge calibration\n\n" + calibration_table(scores) + "\n")
     return scores
 
 
@@ -157,7 +157,7 @@ def sample(n: int, out: str, run: str | None = None, predictions: str | None = N
         for k, labs in items.items():
             by_item.setdefault(k, {})[judge] = _verdict(judge, labs)
     res = sample_calibration_set(by_item, n, consensus_ratio=ratio, target_trigger=target_trigger, seed=seed)
-    write_json(join(out, "calibration_set.jsonl"), "".join(json.dumps(it) + "\n" for it in res["items"]))
+    write_text(join(out, "calibration_set.jsonl"), "".join(json.dumps(it) + "\n" for it in res["items"]))
     summary = {k: v for k, v in res.items() if k != "items"} | {"judges": sorted(preds)}
     write_json(join(out, "calibration_set.json"), json.dumps(summary, indent=2))
     return res

@@ -228,7 +228,7 @@ def run_pipelines(pipelines: list[Pipeline], *, on_counts: Callable | None = Non
             ds = dataset(p, counts, env, max_restarts, max_task_retries)
             for _ in ds.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=0):
                 pass
-        except BaseException as e:  # any failure of this Dataset is this pipeline's, reported on the driver
+        except BaseException as e:  # noqa: BLE001 - any failure of this Dataset is this pipeline's, reported on the driver
             errors[p.name] = e
 
     threads = [threading.Thread(target=consume, args=(p,), name=f"pipeline:{p.name}", daemon=True) for p in todo]

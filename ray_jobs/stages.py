@@ -23,12 +23,21 @@ import pyarrow as pa
 
 from howeval.config import AdaptConfig, JudgesConfig, ModelConfig, SweepConfig
 from howeval.judges.pipeline import judge_id, verifier_id
-from howeval.records import (JUDGMENT_SCHEMA, KEY, RESPONSE_KEY, RESPONSE_SCHEMA, SAMPLE_SCHEMA, VERIFY_TYPE, conform,
-                             key_of, latest_attempts)
+from howeval.records import (
+    JUDGMENT_SCHEMA,
+    KEY,
+    RESPONSE_KEY,
+    RESPONSE_SCHEMA,
+    SAMPLE_SCHEMA,
+    VERIFY_TYPE,
+    conform,
+    key_of,
+    latest_attempts,
+)
+from howeval.report.tables import consistency_text, mcc_text
 from howeval.store import compact, join, read_table, remove_temp_files
 from ray_jobs.execute import run_pipelines
 from ray_jobs.plan import Pipeline, Stage, Tally, generate_stage, judge_stage
-from howeval.report.tables import consistency_text, mcc_text
 from ray_jobs.progress import Progress, duration
 
 log = logging.getLogger("howeval")

@@ -204,13 +204,21 @@ def extract_claims(text: str) -> list[Claim]:
     >>> [(c.letter, c.value) for c in extract_claims(r"So \\boxed{3}. The answer is (B).")]
     [(None, '3'), ('B', None)]
     """
-    claims: list[Claim] = []
     boxes = [b for b in boxed_spans(text) if b[2].strip() not in ("", "?")]
+    claims = _box_claims(text, boxes) + _statement_claims(text, boxes)
+    claims.sort(key=lambda c: c.pos)
+    return claims
+
+
+def _box_claims(text: str, boxes: list[tuple[int, int, str]]) -> list[Claim]:
+    """The claims of ``boxes`` (``(start, end, content)``, in text order): the last box, and every other box
+    whose sentence (after the last ". " or newline before it) has the word "answer" before the box."""
+    claims: list[Claim] = []
     dots = [m.start() for m in re.finditer(r"\. ", text)]
     newlines = [m.start() for m in re.finditer("\n", text)]
     answer_words = [(m.start(), m.end()) for m in _ANSWER_WORD.finditer(text)]
     answer_starts = [a for a, _ in answer_words]
-    for i, (a, b, content) in enumerate(boxes):
+    for i, (a, _end, content) in enumerate(boxes):
         # the box's sentence: after the last ". " ending by ``a`` or the last newline before ``a``
         d = dots[bisect_right(dots, a - 2) - 1] if dots and dots[0] <= a - 2 else -1
         n = newlines[bisect_right(newlines, a - 1) - 1] if newlines and newlines[0] <= a - 1 else -1
@@ -221,6 +229,13 @@ def extract_claims(text: str) -> list[Claim]:
             c = _parse_claim(content, a)
             if c:
                 claims.append(c)
+    return claims
+
+
+def _statement_claims(text: str, boxes: list[tuple[int, int, str]]) -> list[Claim]:
+    """The claims of "the answer is X" / "answer: X" statements outside every box of ``boxes``; not "the
+    answer to ..." (and the like), a boxed value, or a value of more than 12 words."""
+    claims: list[Claim] = []
     box_starts = [a for a, _, _ in boxes]
     reach: list[int] = []  # reach[i]: the furthest end of boxes[0..i] (boxes may nest)
     for _, b, _ in boxes:
@@ -238,5 +253,4 @@ def extract_claims(text: str) -> list[Claim]:
         c = _parse_claim(val, vpos)
         if c:
             claims.append(c)
-    claims.sort(key=lambda c: c.pos)
     return claims

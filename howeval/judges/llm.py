@@ -131,12 +131,8 @@ class LLMPatternJudge:
         items = as_judge_items(items)
         if not items:
             return []
-        verdicts: list[PatternVerdict | None] = [None] * len(items)
-        for i, it in enumerate(items):  # the rules judge's and the verifier's limit: no engine call for a book
-            for field, text in (("question", it.question or ""), ("response", it.response)):
-                if len(text) > MAX_TEXT_CHARS and verdicts[i] is None:
-                    verdicts[i] = PatternVerdict.failed(self.name, self.version, f"judge_error: input too large: {field} "
-                                                        f"has {len(text):,} characters (limit {MAX_TEXT_CHARS:,})")
+        # the rules judge's and the verifier's limit: no engine call for a book
+        verdicts: list[PatternVerdict | None] = [self._oversize_verdict(it) for it in items]
         todo = [i for i in range(len(items)) if verdicts[i] is None]
         msgs = [self.messages_for(it) if verdicts[i] is None else [] for i, it in enumerate(items)]
         first_todo = self._first_pass([msgs[i] for i in todo]) if todo else []
@@ -160,28 +156,46 @@ class LLMPatternJudge:
 
         if to_repair:
             log.info("judge %s: repairing %d of %d outputs", self.name, len(to_repair), len(items))
-            reqs = [
-                self._request(build_repair_messages(msgs[i], bad, err), f"pat-{i}-repair")
-                for i, bad, err in to_repair
-            ]
-            second = self._generate(reqs)
-            for (i, bad, err), c in zip(to_repair, second):
-                if c.error is not None:
-                    verdicts[i] = PatternVerdict.failed(
-                        self.name, self.version, f"judge_error: engine: {c.error} (on repair after: {err})", bad
-                    )
-                    continue
-                try:
-                    labels, evidence = parse_pattern_output(c.text)
-                except JudgeParseError as e2:
-                    log.warning("judge %s: item %d unparseable after repair: %s", self.name, i, e2)
-                    verdicts[i] = PatternVerdict.failed(
-                        self.name, self.version, f"judge_error: {e2}", f"{bad}{RAW_SEPARATOR}{c.text}"
-                    )
-                    continue
-                verdicts[i] = make_verdict(labels, evidence, self.name, self.version, raw=c.text)
+            for i, v in self._repair(msgs, to_repair):
+                verdicts[i] = v
         assert all(v is not None for v in verdicts), "every item gets a verdict"
         return verdicts  # type: ignore[return-value]
+
+    def _oversize_verdict(self, it: JudgeItem) -> PatternVerdict | None:
+        """The failed verdict of an item whose question or response (the first over) is longer than
+        ``MAX_TEXT_CHARS``; None when both fit."""
+        for field, text in (("question", it.question or ""), ("response", it.response)):
+            if len(text) > MAX_TEXT_CHARS:
+                return PatternVerdict.failed(self.name, self.version, f"judge_error: input too large: {field} "
+                                             f"has {len(text):,} characters (limit {MAX_TEXT_CHARS:,})")
+        return None
+
+    def _repair(self, msgs: list[list[dict[str, Any]]], to_repair: list[tuple[int, str, str]]
+                ) -> list[tuple[int, PatternVerdict]]:
+        """One repair request per ``(index, bad output, parse error)`` in one engine call: ``(index, verdict)``
+        each, a failed verdict when the engine fails or the second output does not parse either."""
+        reqs = [
+            self._request(build_repair_messages(msgs[i], bad, err), f"pat-{i}-repair")
+            for i, bad, err in to_repair
+        ]
+        second = self._generate(reqs)
+        out: list[tuple[int, PatternVerdict]] = []
+        for (i, bad, err), c in zip(to_repair, second):
+            if c.error is not None:
+                out.append((i, PatternVerdict.failed(
+                    self.name, self.version, f"judge_error: engine: {c.error} (on repair after: {err})", bad
+                )))
+                continue
+            try:
+                labels, evidence = parse_pattern_output(c.text)
+            except JudgeParseError as e2:
+                log.warning("judge %s: item %d unparseable after repair: %s", self.name, i, e2)
+                out.append((i, PatternVerdict.failed(
+                    self.name, self.version, f"judge_error: {e2}", f"{bad}{RAW_SEPARATOR}{c.text}"
+                )))
+                continue
+            out.append((i, make_verdict(labels, evidence, self.name, self.version, raw=c.text)))
+        return out
 
     def judge(self, question: str, response: str, image_data_url: str | None = None) -> PatternVerdict:
         """One item (a batch of one)."""

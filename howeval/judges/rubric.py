@@ -154,8 +154,24 @@ def parse_pattern_output(text: str) -> tuple[dict[str, bool], dict[str, str | No
         raise JudgeParseError(f"no complete JSON object (unbalanced braces; truncated output?), ends {text.strip()[-60:]!r}")
     if not cands:
         raise JudgeParseError(f"no JSON object in output (starts {text.strip()[:60]!r})")
+    lowered = {str(k).strip().lower(): v for k, v in _labelled_object(cands).items()}
+    missing = [k for k in LABELS if k not in lowered]
+    if missing:
+        raise JudgeParseError(f"missing keys {missing}; present keys {sorted(lowered)}")
+    labels: dict[str, bool] = {}
+    evidence: dict[str, str | None] = {}
+    for k in LABELS:
+        labels[k], evidence[k] = _label_entry(k, lowered[k])
+    return labels, evidence
+
+
+def _labelled_object(cands: list[str]) -> dict:
+    """The first candidate that parses as a JSON object holding at least one label key.
+
+    Raises:
+        JudgeParseError: the last candidate's reason (invalid JSON, or none of the label keys).
+    """
     last_err: str | None = None
-    obj: dict | None = None
     for c in cands:
         try:
             val = json.loads(c)
@@ -163,35 +179,31 @@ def parse_pattern_output(text: str) -> tuple[dict[str, bool], dict[str, str | No
             last_err = f"invalid JSON: {e.msg} at char {e.pos}"
             continue
         if isinstance(val, dict) and any(k in val for k in LABELS):
-            obj = val
-            break
+            return val
         last_err = f"JSON object has none of the keys {list(LABELS)} (keys: {sorted(val)[:8] if isinstance(val, dict) else type(val).__name__})"
-    if obj is None:
-        raise JudgeParseError(last_err or "no JSON object with the label keys")
-    lowered = {str(k).strip().lower(): v for k, v in obj.items()}
-    missing = [k for k in LABELS if k not in lowered]
-    if missing:
-        raise JudgeParseError(f"missing keys {missing}; present keys {sorted(lowered)}")
-    labels: dict[str, bool] = {}
-    evidence: dict[str, str | None] = {}
-    for k in LABELS:
-        entry = lowered[k]
-        if isinstance(entry, bool):
-            labels[k], evidence[k] = entry, None
-            continue
-        if not isinstance(entry, dict):
-            raise JudgeParseError(f"{k!r} must be an object {{label, evidence}} or a boolean, got {type(entry).__name__}")
-        if "label" not in entry:
-            raise JudgeParseError(f"{k!r} has no 'label' field (fields: {sorted(entry)})")
-        lab = entry["label"]
-        if not isinstance(lab, bool):
-            raise JudgeParseError(f"{k}.label must be a JSON boolean, got {lab!r}")
-        ev = entry.get("evidence")
-        if ev is not None and not isinstance(ev, str):
-            ev = json.dumps(ev, ensure_ascii=False)
-        labels[k] = lab
-        evidence[k] = ev if lab else None
-    return labels, evidence
+    raise JudgeParseError(last_err or "no JSON object with the label keys")
+
+
+def _label_entry(k: str, entry: object) -> tuple[bool, str | None]:
+    """``(label, evidence)`` of one label's entry: a bare boolean (no evidence) or ``{label, evidence}``
+    (evidence kept only when the label is true; a non-string evidence as its JSON text).
+
+    Raises:
+        JudgeParseError: the entry is neither, has no ``label``, or its label is not a JSON boolean.
+    """
+    if isinstance(entry, bool):
+        return entry, None
+    if not isinstance(entry, dict):
+        raise JudgeParseError(f"{k!r} must be an object {{label, evidence}} or a boolean, got {type(entry).__name__}")
+    if "label" not in entry:
+        raise JudgeParseError(f"{k!r} has no 'label' field (fields: {sorted(entry)})")
+    lab = entry["label"]
+    if not isinstance(lab, bool):
+        raise JudgeParseError(f"{k}.label must be a JSON boolean, got {lab!r}")
+    ev = entry.get("evidence")
+    if ev is not None and not isinstance(ev, str):
+        ev = json.dumps(ev, ensure_ascii=False)
+    return lab, ev if lab else None
 
 
 REPAIR_TEMPLATE = """\

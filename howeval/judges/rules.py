@@ -8,17 +8,27 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from howeval.parsing.text import NUMBER_WORDS, boxed_spans
 from howeval.judges.base import JudgeItem, as_judge_items
-from howeval.judges.claims import Claim, as_number, disagreeing_pair, extract_claims, options_from_list, parse_options
-from howeval.judges.sentences import Sentence, clip_text, mask_code_and_quotes, mask_template, norm_sentence, normalize_newlines, split_sentences, word_tokens
 from howeval.judges.budget import DEFAULT_ITEM_BUDGET_S, BudgetExceeded, CpuDeadline
-from howeval.parsing.limits import InputTooLarge, check_text
+from howeval.judges.claims import Claim, as_number, disagreeing_pair, extract_claims, options_from_list, parse_options
+from howeval.judges.sentences import (
+    Sentence,
+    clip_text,
+    mask_code_and_quotes,
+    mask_template,
+    norm_sentence,
+    normalize_newlines,
+    split_sentences,
+    word_tokens,
+)
 from howeval.judges.verdict import LABELS, PatternVerdict, make_verdict
+from howeval.parsing.limits import InputTooLarge, check_text
+from howeval.parsing.text import NUMBER_WORDS, boxed_spans
 
 RULES_VERSION = "rules-1.1"
 """Bump when a cue or threshold changes: verdicts of different versions are not comparable."""
@@ -286,7 +296,7 @@ class RuleJudge:
             t = mask_template(s.text)
             if len(t.split()) >= self.min_template_words:
                 groups.setdefault(t, []).append(s)
-        for t, ss in groups.items():
+        for ss in groups.values():
             if len(ss) >= self.min_template_repeats:
                 return f"same sentence template x{len(ss)}: {clip_text(ss[0].text, 160)} | {clip_text(ss[1].text, 160)}"
         toks = word_tokens(re.sub(r"\\boxed\s*\{[^{}]*\}", " ", text))
@@ -344,52 +354,73 @@ class RuleJudge:
     # -- PR -------------------------------------------------------------------------------------------
 
     def _pr(self, text: str, sents: list[Sentence], trace: _Trace, msents: list[Sentence] | None = None) -> str | None:
-        """PR cues. ``text``/``msents``: code and quotes blanked (cues and claims are read there);
-        ``sents``: the original sentences (concrete support, quotes included, is read there)."""
+        """PR cues, the first that fires: (1) staged analysis then a bare conclusion, (2) an assertive wrapper
+        with no support, (3) a numeric conclusion nothing produces. ``text``/``msents``: code and quotes
+        blanked (cues and claims are read there); ``sents``: the original sentences (concrete support, quotes
+        included, is read there)."""
         kept = [s for s in sents if s.idx not in trace.sentences and s.start >= trace.think_end]
         if not kept:
             return None
         cue_text = {s.idx: s.text for s in (msents or sents)}
+        return (self._pr_staged(kept, cue_text) or _pr_wrapper(kept, cue_text)
+                or _pr_underived_conclusion(text, kept, cue_text, trace.superseded_before))
 
-        def cue(s: Sentence) -> str:
-            return cue_text[s.idx]
-
-        def is_answer_sentence(s: Sentence) -> bool:
-            return bool(re.search(r"\\boxed|\banswer\b", s.text, re.IGNORECASE)) or len(word_tokens(s.text)) <= 2
-
-        # (1) staged analysis, then a bare conclusion
+    def _pr_staged(self, kept: list[Sentence], cue_text: dict[int, str]) -> str | None:
+        """PR cue (1): the first staged-analysis sentence ("First, ... Then, ...") followed by at most
+        ``max_bare_body_sentences`` body sentences, none of them with concrete support."""
         for i, s in enumerate(kept):
-            if _STAGED.search(cue(s)):
-                body = [b for b in kept[i + 1 :] if not is_answer_sentence(b) and not _ASSERTIVE.search(cue(b))]
+            if _STAGED.search(cue_text[s.idx]):
+                body = [b for b in kept[i + 1 :] if not _is_answer_sentence(b) and not _ASSERTIVE.search(cue_text[b.idx])]
                 if len(body) <= self.max_bare_body_sentences and not any(_has_support(b.text) for b in body):
                     return f"staged analysis with no content: {clip_text(s.text)}"
                 break
-        # (2) assertive wrapper with no concrete support in its sentence or the preceding context
-        for i, s in enumerate(kept):
-            if _ASSERTIVE.search(cue(s)) and not _STAGED.search(cue(s)):
-                context = [p for p in kept[max(0, i - 3) : i] if p.para >= s.para - 1]
-                if not _has_support(s.text) and not any(_has_support(p.text) for p in context):
-                    return f"reasoning wrapper without support: {clip_text(s.text)}"
-        # (3) a numeric conclusion that nothing in the reasoning produces
-        claims = [c for c in extract_claims(text) if c.pos >= trace.superseded_before]
-        if claims:
-            final = claims[-1]
-            val = as_number(final.value) if final.letter is None else None
-            concl = next((s for s in kept if s.start <= final.pos < s.start + len(s.text) + 1), None)
-            body = [s for s in kept if s is not concl and not (s.start <= final.pos < s.start + len(s.text) + 1)]
-            body = [s for s in body if not is_answer_sentence(s)]
-            if (
-                val is not None
-                and concl is not None
-                and _CONCLUSION.search(cue(concl))
-                and len(body) >= 2
-                and not any(_ARITH.search(s.text) for s in body)
-            ):
-                nums = [x for s in body for x in _numbers(s.text)]
-                nums.append(float(sum(bool(_LIST_ITEM.match(s.text)) for s in body)))  # items enumerated
-                if not _derivable(val, nums):
-                    return f"conclusion {final.source!r} is not derived from any quantity given: {clip_text(concl.text)}"
         return None
+
+
+def _is_answer_sentence(s: Sentence) -> bool:
+    """A sentence that states the answer (a box, the word "answer") or is two words or fewer."""
+    return bool(re.search(r"\\boxed|\banswer\b", s.text, re.IGNORECASE)) or len(word_tokens(s.text)) <= 2
+
+
+def _pr_wrapper(kept: list[Sentence], cue_text: dict[int, str]) -> str | None:
+    """PR cue (2): an assertive wrapper (not a staged one) with no concrete support in its sentence or in the
+    (up to 3) preceding sentences of its paragraph or the one before."""
+    for i, s in enumerate(kept):
+        cue = cue_text[s.idx]
+        if _ASSERTIVE.search(cue) and not _STAGED.search(cue):
+            context = [p for p in kept[max(0, i - 3) : i] if p.para >= s.para - 1]
+            if not _has_support(s.text) and not any(_has_support(p.text) for p in context):
+                return f"reasoning wrapper without support: {clip_text(s.text)}"
+    return None
+
+
+def _pr_underived_conclusion(text: str, kept: list[Sentence], cue_text: dict[int, str],
+                             superseded_before: int) -> str | None:
+    """PR cue (3): the last claim (at or after ``superseded_before``) is a number concluded in a conclusion
+    sentence, after 2+ body sentences with no arithmetic, and no quantity of the body (nor the count of
+    enumerated items) gives it by one operation (:func:`_derivable`)."""
+    claims = [c for c in extract_claims(text) if c.pos >= superseded_before]
+    if not claims:
+        return None
+    final = claims[-1]
+    val = as_number(final.value) if final.letter is None else None
+    if val is None:
+        return None
+
+    def holds_final(s: Sentence) -> bool:
+        return s.start <= final.pos < s.start + len(s.text) + 1
+
+    concl = next((s for s in kept if holds_final(s)), None)
+    body = [s for s in kept if s is not concl and not holds_final(s) and not _is_answer_sentence(s)]
+    if concl is None or not _CONCLUSION.search(cue_text[concl.idx]) or len(body) < 2:
+        return None
+    if any(_ARITH.search(s.text) for s in body):
+        return None
+    nums = [x for s in body for x in _numbers(s.text)]
+    nums.append(float(sum(bool(_LIST_ITEM.match(s.text)) for s in body)))  # items enumerated
+    if _derivable(val, nums):
+        return None
+    return f"conclusion {final.source!r} is not derived from any quantity given: {clip_text(concl.text)}"
 
 
 def _repeated_ngram(toks: list[str], n: int, need: int) -> str | None:

@@ -248,13 +248,25 @@ def _sentence_value(sent: str) -> str | None:
     plain = _UNIT_POWER_RE.sub("", plain_main) if "\\frac" not in main else main.replace("$", "")
     chain = list(_ARITH_CHAIN_RE.finditer(plain))
     if chain:
-        rest = plain[: chain[-1].start()] + " " + plain[chain[-1].end():]
-        if not _VALUE_RE.search(rest) and not _PAREN_LETTER_RE.search(rest):
-            return chain[-1].group("v").strip()
-        return None
+        return _chain_value(plain, chain[-1])
     named = {m.upper() for m in _OPTION_WORD_RE.findall(plain)}
     if named:  # "Option C is correct.": the option it names, whatever numbers stand beside it; two: None
         return f"({named.pop()})" if len(named) == 1 else None
+    return _lone_value(plain)
+
+
+def _chain_value(plain: str, last: re.Match) -> str | None:
+    """The value after the ``=`` of the arithmetic chain ``last`` ("4 + 3 = 7" -> "7") when no other value or
+    option letter stands beside the chain in ``plain``; else None."""
+    rest = plain[: last.start()] + " " + plain[last.end():]
+    if not _VALUE_RE.search(rest) and not _PAREN_LETTER_RE.search(rest):
+        return last.group("v").strip()
+    return None
+
+
+def _lone_value(plain: str) -> str | None:
+    """The one value of a clause with no arithmetic chain and no "option X": a parenthesised letter alone, a
+    number alone (a year in a time phrase beside it dropped), or, with no digit at all, one number word."""
     letters = set(_PAREN_LETTER_RE.findall(plain))
     no_letters = _PAREN_LETTER_RE.sub(" ", plain)
     values = [m.group(0) for m in _VALUE_RE.finditer(no_letters)]
@@ -393,29 +405,14 @@ def find_final_answer(text: str) -> tuple[str, str] | None:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__}: {text!r}")
-    boxes = [b for b in boxed_contents(text) if b]
-    if boxes:
-        return boxes[-1], SOURCE_BOXED
-    js = _json_answer(text)
-    if js:
-        inner = [b for b in boxed_contents(js) if b]
-        return (inner[-1] if inner else js), SOURCE_JSON
-    marks = [m.group("ans").strip() for m in _GSM8K_RE.finditer(text)]
-    if marks and marks[-1]:
-        return marks[-1], SOURCE_GSM8K
+    marked = _marked_answer(text)
+    if marked:
+        return marked
     body = strip_closing(text)
     plain = body.replace("**", "").replace("__", "")
-    phrases = list(_ANSWER_PHRASE_RE.finditer(plain))
-    # an "answer" phrase outranks a "result" phrase ("The answer is (B). The result is that the left pan
-    # sinks."); among each kind the last one wins, on one line as on several
-    is_answer = ["answer" in m.group(0).lower() for m in phrases]
-    ranked = [m for m, a in zip(phrases, is_answer, strict=True) if a][::-1]
-    ranked += [m for m, a in zip(phrases, is_answer, strict=True) if not a][::-1]
-    for m in ranked:
-        eol = plain.find("\n", m.end())
-        ans = _clean_line_answer(plain[m.end(): eol if eol >= 0 else len(plain)])
-        if ans:
-            return ans, SOURCE_ANSWER_LINE
+    line = _answer_line(plain)
+    if line:
+        return line, SOURCE_ANSWER_LINE
     bold = _bold_answer(body)
     if bold and _bold_stands(re.split(r"\n\s*\n", body.strip())[-1], whole_text=False):
         return bold, SOURCE_BOLD
@@ -428,6 +425,40 @@ def find_final_answer(text: str) -> tuple[str, str] | None:
     earlier = _bold_answer(body, whole_text=True)
     if earlier and _BARE_VALUE_RE.fullmatch(earlier) and _bold_stands(body, whole_text=True):
         return earlier, SOURCE_BOLD  # "It fell below 5 in **2003**.\n\nNo other year is under 5."
+    return None
+
+
+def _marked_answer(text: str) -> tuple[str, str] | None:
+    """The answer a marker states, read from the whole text: the last non-empty ``\\boxed{}``, else the
+    "answer" field of a JSON response (a box inside it unwrapped), else the last ``#### X`` line; with its
+    source, or None."""
+    boxes = [b for b in boxed_contents(text) if b]
+    if boxes:
+        return boxes[-1], SOURCE_BOXED
+    js = _json_answer(text)
+    if js:
+        inner = [b for b in boxed_contents(js) if b]
+        return (inner[-1] if inner else js), SOURCE_JSON
+    marks = [m.group("ans").strip() for m in _GSM8K_RE.finditer(text)]
+    if marks and marks[-1]:
+        return marks[-1], SOURCE_GSM8K
+    return None
+
+
+def _answer_line(plain: str) -> str | None:
+    """The answer after the final-answer phrase of ``plain`` (bold marks removed), cut at its line's end and
+    cleaned (:func:`_clean_line_answer`), or None. An "answer" phrase outranks a "result" phrase ("The answer
+    is (B). The result is that the left pan sinks."); among each kind the last one wins, on one line as on
+    several; a phrase followed by nothing usable gives way to the one before it."""
+    phrases = list(_ANSWER_PHRASE_RE.finditer(plain))
+    is_answer = ["answer" in m.group(0).lower() for m in phrases]
+    ranked = [m for m, a in zip(phrases, is_answer, strict=True) if a][::-1]
+    ranked += [m for m, a in zip(phrases, is_answer, strict=True) if not a][::-1]
+    for m in ranked:
+        eol = plain.find("\n", m.end())
+        ans = _clean_line_answer(plain[m.end(): eol if eol >= 0 else len(plain)])
+        if ans:
+            return ans
     return None
 
 

@@ -270,13 +270,13 @@ def compare_markdown(c: dict, max_flips: int = 20) -> str:
 def write_comparison(out_dir: str, comparison: dict) -> list[str]:
     """Write ``compare.json``, ``compare.md`` and ``compare.html`` under ``out_dir``; returns their URIs."""
     from howeval.report.html import render_html
-    from howeval.store import join, write_json
+    from howeval.store import join, write_text
 
     md = compare_markdown(comparison)
     files = {"compare.json": json.dumps(comparison, indent=2, default=str), "compare.md": md,
              "compare.html": render_html([("md", md)], {}, md.splitlines()[0].lstrip("# "))}
     uris = []
     for name, text in files.items():
-        write_json(join(out_dir, name), text)
+        write_text(join(out_dir, name), text)
         uris.append(join(out_dir, name))
     return uris

@@ -276,7 +276,7 @@ def write_tables(run_dir: str, metrics: dict, vision: dict[str, str] | None = No
 
     Returns the URIs written. ``vision``: config -> how images reached it (``howeval.report.meta``).
     """
-    from howeval.store import join, write_json
+    from howeval.store import join, write_text
 
     files = {"patterneval.md": main_markdown(metrics, vision) + "\n", "patterneval.csv": main_csv(metrics, vision),
              "patterneval.tex": main_tex(metrics, vision), "patterneval_categories.md": category_markdown(metrics) + "\n",
@@ -284,6 +284,6 @@ def write_tables(run_dir: str, metrics: dict, vision: dict[str, str] | None = No
     uris = []
     for name, text in files.items():
         uri = join(run_dir, "tables", name)
-        write_json(uri, text)
+        write_text(uri, text)
         uris.append(uri)
     return uris

@@ -43,7 +43,7 @@ from howeval.report.plots import all_plots
 from howeval.report.provenance import provenance_section, relative_to_run, run_provenance
 from howeval.report.samples import write_samples
 from howeval.report.tables import render_adapt, render_agreement, render_crystal
-from howeval.store import fs_and_path, join, read_table, write_bytes, write_json
+from howeval.store import fs_and_path, join, read_table, write_bytes, write_json, write_text
 
 JUDGMENT_COLUMNS = ("correct", "extracted", "verify_method", "verify_reason", "cot", "rep", "con", "pr",
                     "judge_error", "judge")
@@ -240,9 +240,9 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
                          figures=[f for f in ("radar_NT.png", "radar_T.png", "length_scatter.png",
                                               "length_sextiles.png") if f in pngs],
                          extra_sections=[*extra, provenance_section(metrics["run"]["provenance"])], bad_rows=bad_rows)
-    write_json(join(out, "report.md"), to_markdown(doc))
+    write_text(join(out, "report.md"), to_markdown(doc))
     done(join(out, "report.md"))
-    write_json(join(out, "index.html"), render_html(doc, pngs, title))
+    write_text(join(out, "index.html"), render_html(doc, pngs, title))
     done(join(out, "index.html"))
     for uri in write_samples(out, responses, judgments, jid):
         done(uri)

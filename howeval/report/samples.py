@@ -105,11 +105,11 @@ def write_samples(run_dir: str, responses: list[dict], judgments: list[dict], pr
     """Write ``<run_dir>/samples.jsonl`` and ``<run_dir>/samples.parquet``; returns their URIs."""
     import pyarrow.parquet as pq
 
-    from howeval.store import fs_and_path, join, write_json
+    from howeval.store import fs_and_path, join, write_text
 
     recs = sample_records(responses, judgments, primary)
     jl = join(run_dir, "samples.jsonl")
-    write_json(jl, to_jsonl(recs))
+    write_text(jl, to_jsonl(recs))
     pqu = join(run_dir, "samples.parquet")
     fs, path = fs_and_path(pqu)
     with fs.open(path, "wb") as f:

@@ -109,3 +109,13 @@ def test_iter_jsonl_names_a_line_that_is_not_utf8_and_can_skip_it(tmp_path):
     bad: list = []
     assert list(iter_jsonl(str(p), on_error=bad.append)) == [(1, {"a": 1}), (3, {"a": 3})]
     assert [(b.line, b.what) for b in bad] == [(2, "not UTF-8")]
+
+
+def test_write_text_and_write_json_write_their_text_and_make_the_folder(tmp_path):
+    md, js = tmp_path / "a" / "report.md", tmp_path / "b" / "metrics.json"
+    store.write_text(str(md), "# Run\n\nä | 1\n")
+    store.write_json(str(js), '{"n": 1}')
+    assert md.read_text(encoding="utf-8") == "# Run\n\nä | 1\n"
+    assert js.read_text() == '{"n": 1}'
+    store.write_text(str(md), "x")  # replaced, not appended
+    assert md.read_text() == "x"

@@ -19,9 +19,9 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 
 @dataclass
@@ -55,7 +55,7 @@ class ScriptedChatServer:
         self._stop = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
 
-    def __enter__(self) -> "ScriptedChatServer":
+    def __enter__(self) -> ScriptedChatServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):

@@ -101,7 +101,7 @@ class FakeJudgeServer:
     # -- fault plan ---------------------------------------------------------------------------------
     def fault_for(self, text: str | None, repair: bool, retry_count: int) -> str | None:
         """The fault of a request (None: a valid answer). Deterministic in (seed, text, repair, retry count)."""
-        digest = hashlib.sha256(f"{self.seed}|{repair}|{retry_count}|{text}".encode("utf-8")).hexdigest()
+        digest = hashlib.sha256(f"{self.seed}|{repair}|{retry_count}|{text}".encode()).hexdigest()
         rng = random.Random(digest)
         if rng.random() >= self.fault_rate:
             return None
@@ -150,7 +150,7 @@ class FakeJudgeServer:
             self._httpd.server_close()
             self._httpd = None
 
-    def __enter__(self) -> "FakeJudgeServer":
+    def __enter__(self) -> FakeJudgeServer:
         self.start()
         return self
 

@@ -40,7 +40,7 @@ import json
 import math
 import random
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,38 +112,63 @@ def load_bases(data_root: str | Path, human_labels: str | Path, demo_manifest: s
             body = body + "\n" + rng.choice(_ANSWER_LINES).format(a=ans)
         out.append(Base(uid, q, body, ans, origin, dict(CLEAN)))
 
+    for src in _base_sources(root, demo_manifest):
+        if isinstance(src, Base):
+            out.append(src)
+        else:
+            add_clean(*src)
+    out += _bare_answers(out, rng)
+    out += _model_response_carriers(root, held)
+    return out
+
+
+def _base_sources(root: Path, demo_manifest: str | Path | None) -> Iterator[Base | tuple[str, str, str, str, str]]:
+    """In :func:`load_bases`'s order: ``(uid, question, body, answer, origin)`` of each clean worked solution
+    (TabMWP, MATH-Vision, PuzzleVQA, GSM8K references, CRYSTAL reference steps, the demo manifest's steps),
+    and, as a ready :class:`Base`, each wrong GSM8K chain (PR by construction, other labels unknown)."""
     for r in read_jsonl(root / "vqa" / "tabmwp_subset.jsonl"):
         q = r["question"] + ("\n" + r["table_text"] if r.get("table_text") else "")
-        add_clean(f"tabmwp:{r['id']}", q, r.get("solution") or "", str(r["answer"]), "tabmwp_solution")
+        yield f"tabmwp:{r['id']}", q, r.get("solution") or "", str(r["answer"]), "tabmwp_solution"
     for r in read_jsonl(root / "vqa" / "mathv_testmini_subset.jsonl"):
         if r.get("solution") not in (None, "None", ""):
-            add_clean(f"mathv:{r['id']}", r["question"], r["solution"], str(r["answer"]), "mathv_solution")
+            yield f"mathv:{r['id']}", r["question"], r["solution"], str(r["answer"]), "mathv_solution"
     for r in read_jsonl(root / "vqa" / "puzzlevqa_subset.jsonl"):
         body = "\n".join(str(r.get(k) or "") for k in ("caption", "explanation", "deduction"))
-        add_clean(f"puzzlevqa:{r['id']}", r["question"], body, str(r["answer"]), "puzzlevqa_chain")
+        yield f"puzzlevqa:{r['id']}", r["question"], body, str(r["answer"]), "puzzlevqa_chain"
     gsm = read_jsonl(root / "steps" / "mr_gsm8k_labeled_wrong_solutions.jsonl")
     for r in gsm:
-        add_clean(f"gsm8k:{r['uuid']}", r["question"], r["reference_solution"], str(r["reference_answer"]), "gsm8k_reference")
+        yield f"gsm8k:{r['uuid']}", r["question"], r["reference_solution"], str(r["reference_answer"]), "gsm8k_reference"
         steps = _listish(r.get("model_output_steps"))
         if steps and str(r.get("solution_correctness")) == "wrong":
-            out.append(Base(f"gsm8k-wrong:{r['uuid']}", r["question"], "\n".join(steps), "", "gsm8k_wrong_chain",
-                            {"cot": None, "rep": None, "con": None, "pr": 1}))
+            yield Base(f"gsm8k-wrong:{r['uuid']}", r["question"], "\n".join(steps), "", "gsm8k_wrong_chain",
+                       {"cot": None, "rep": None, "con": None, "pr": 1})
     crystal = json.loads((root / "steps" / "crystal_examples.json").read_text(encoding="utf-8"))
     for i, ex in enumerate(crystal):
         steps = _listish(ex.get("reference_steps")) if isinstance(ex, dict) else []
         if steps:
-            add_clean(f"crystal:{i}", str(ex.get("question") or ""), "\n".join(steps), str(ex.get("answer") or ""), "crystal_reference")
+            yield f"crystal:{i}", str(ex.get("question") or ""), "\n".join(steps), str(ex.get("answer") or ""), "crystal_reference"
     if demo_manifest is not None:
         for r in read_jsonl(Path(demo_manifest)):
             steps = _listish(r.get("reference_steps"))
             if steps:
-                add_clean(r["uid"], r["question"], " ".join(steps), str(r["answer"]), "demo_reference")
-    # bare answers: clean by construction (nothing to repeat, contradict or leave unsupported)
-    answers = [b for b in out if b.answer and b.clean]
+                yield r["uid"], r["question"], " ".join(steps), str(r["answer"]), "demo_reference"
+
+
+def _bare_answers(bases: list[Base], rng: random.Random) -> list[Base]:
+    """Up to 60 bare answers ("The answer is 7.", a box, ...) of clean bases with an answer: clean by
+    construction (nothing to repeat, contradict or leave unsupported)."""
+    answers = [b for b in bases if b.answer and b.clean]
+    out = []
     for b in rng.sample(answers, min(60, len(answers))):
         form = rng.choice(["{a}", "The answer is {a}.", "\\boxed{{{a}}}", "Answer: {a}", "There are {a}.", "It is {a}."])
         out.append(Base(b.uid + ":bare", b.question, form.format(a=b.answer), b.answer, "bare_answer", dict(CLEAN)))
-    # real model responses, evaluation set left out: carriers only (labels unknown)
+    return out
+
+
+def _model_response_carriers(root: Path, held: set[str]) -> list[Base]:
+    """The real model responses of ``root/responses``, the evaluation set (``held``) left out: carriers only
+    (labels unknown)."""
+    out = []
     for fname in ("mathv_model_responses.jsonl", "tabmwp_gpt3_cot_responses.jsonl"):
         for r in read_jsonl(root / "responses" / fname):
             if f"{fname}|{r['id']}|{r.get('model') or ''}" in held:
@@ -482,16 +507,8 @@ def build_offline_corpus(bases: Sequence[Base], per_base: int = 3, pair_rate: fl
     def pick() -> str | None:
         return lay.choice(LAYOUTS) if layouts else None
 
-    def twin_base(b: Base) -> Base | None:
-        if b.clean:
-            return b
-        if not v3:
-            return None
-        own = clean_by_item.get(_item_key(b) or "")
-        return own if own is not None else clean_by_item[rng.choice(clean_pool)] if clean_pool else None
-
     def add_twin(b: Base, text: str, layout: str | None) -> None:
-        tb = twin_base(b) if twins else None
+        tb = _twin_base(b, v3, clean_by_item, clean_pool, rng) if twins else None
         if tb is None:
             return
         twin = clean_twin(tb, len(text), rng)
@@ -508,25 +525,49 @@ def build_offline_corpus(bases: Sequence[Base], per_base: int = 3, pair_rate: fl
         kinds = list(LABELS)
         rng.shuffle(kinds)
         for j in range(per_base):
-            first = kinds[j % len(kinds)]
-            got = INJECTORS[first](b, rng)
+            got = _inject_variant(b, kinds[j % len(kinds)], pair_rate, rng)
             if got is None:
                 continue
-            text, set1 = got
-            labels = {**b.labels, **set1}
-            recipe = first
-            if rng.random() < pair_rate:
-                second = rng.choice([k for k in LABELS if k != first and k != "pr"])
-                got2 = INJECTORS[second](Base(b.uid, b.question, text, b.answer, b.origin, labels), rng)
-                if got2 is not None:
-                    text, set2 = got2
-                    labels = {**labels, **{k: v for k, v in set2.items() if v == 1 or labels.get(k) is None}}
-                    recipe = f"{first}+{second}"
+            text, labels, recipe = got
             lay_v = pick()
             out.append(_record(b, text, labels, recipe, lay_v))
             if b.clean or v3:
                 add_twin(b, out[-1]["response"], lay_v)
     return balance_cells(out, seed=seed) if balance else out
+
+
+def _twin_base(b: Base, v3: bool, clean_by_item: Mapping[str, Base], clean_pool: Sequence[str],
+               rng: random.Random) -> Base | None:
+    """The clean base a twin of ``b`` is cut from: ``b`` itself when clean; else (v3 only) the clean base of
+    the same item, else one drawn from ``clean_pool``; None when there is none."""
+    if b.clean:
+        return b
+    if not v3:
+        return None
+    own = clean_by_item.get(_item_key(b) or "")
+    return own if own is not None else clean_by_item[rng.choice(clean_pool)] if clean_pool else None
+
+
+def _inject_variant(b: Base, first: str, pair_rate: float, rng: random.Random
+                    ) -> tuple[str, dict[str, int | None], str] | None:
+    """One injected variant of ``b``: ``(text, labels, recipe)`` with pattern ``first`` injected and, with
+    probability ``pair_rate``, a second one (not ``pr``) on top (``recipe`` "first+second"); the labels start
+    from the base's and take what the injections set (the second's 1s, and the labels still unknown). None
+    when ``first`` does not apply to ``b``."""
+    got = INJECTORS[first](b, rng)
+    if got is None:
+        return None
+    text, set1 = got
+    labels = {**b.labels, **set1}
+    recipe = first
+    if rng.random() < pair_rate:
+        second = rng.choice([k for k in LABELS if k != first and k != "pr"])
+        got2 = INJECTORS[second](Base(b.uid, b.question, text, b.answer, b.origin, labels), rng)
+        if got2 is not None:
+            text, set2 = got2
+            labels = {**labels, **{k: v for k, v in set2.items() if v == 1 or labels.get(k) is None}}
+            recipe = f"{first}+{second}"
+    return text, labels, recipe
 
 
 def corpus_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

@@ -124,6 +124,19 @@ def consistency_features(question: str, response: str, steps: Sequence[str]) -> 
     (True, 1.0)
     """
     text = "\n".join(steps)
+    checked, wrong = _arith_counts(text)
+    final_vs_derived, unsupported = _final_checks(question, text)
+    conflicts = _quantity_conflicts(text)
+    yn = {m.group(1).lower() for m in _YES_NO.finditer(text)}
+    new, total = _new_numbers(question, steps)
+    return [math.log1p(wrong), wrong / checked if checked else 0.0, final_vs_derived, unsupported, float(min(conflicts, 5)),
+            float(min(len(_flip_pairs(steps)), 5)), float(len(yn) > 1), math.log1p(len(_CONTRAST.findall(text))),
+            new / total if total else 0.0, math.log1p(total)]
+
+
+def _arith_counts(text: str) -> tuple[int, int]:
+    """``(checked, wrong)``: the "a op b = c" equations of ``text`` whose three numbers parse and whose
+    operation computes, and how many of them are wrong."""
     checked = wrong = 0
     for m in _ARITH.finditer(text):
         a, b, c = _num(m.group(1)), _num(m.group(3)), _num(m.group(4))
@@ -134,6 +147,12 @@ def consistency_features(question: str, response: str, steps: Sequence[str]) -> 
             continue
         checked += 1
         wrong += not _close(v, c)
+    return checked, wrong
+
+
+def _final_checks(question: str, text: str) -> tuple[float, float]:
+    """``(final_vs_derived, unsupported)``, each 0.0 or 1.0: the last stated final value differs from the last
+    "= X" result; the final value is no number of the question or of the text before it."""
     finals = [m.group(1).lower() for m in _FINAL.finditer(text)]
     final = finals[-1] if finals else None
     derived = [m.group(1) for m in _EQ_RESULT.finditer(text)]
@@ -145,14 +164,23 @@ def consistency_features(question: str, response: str, steps: Sequence[str]) -> 
         cut = text.lower().rfind(final)
         before = (question + "\n" + text[:max(0, cut)]).replace(",", "")
         unsupported = float(not any(_num(n) is not None and _close(_num(n), fv) for n in _NUM.findall(before)))
+    return final_vs_derived, unsupported
+
+
+def _quantity_conflicts(text: str) -> int:
+    """How many two-word quantities ("N bricks per layer") ``text`` gives two or more values of."""
     qty: dict[str, set[float]] = {}
     for m in _QTY.finditer(text):
         v = _num(m.group(1))
         key = (m.group(2) + " " + (m.group(3) or "")).lower().strip()
         if v is not None:
             qty.setdefault(key, set()).add(v)
-    conflicts = sum(len(v) > 1 for k, v in qty.items() if " " in k)  # "N bricks per layer" with two values of N
-    yn = {m.group(1).lower() for m in _YES_NO.finditer(text)}
+    return sum(len(v) > 1 for k, v in qty.items() if " " in k)
+
+
+def _new_numbers(question: str, steps: Sequence[str]) -> tuple[int, int]:
+    """``(new, total)``: the numbers of the steps, and those that are neither a result of their own step, nor
+    close to a number of the question or of an earlier step, nor one of 0, 1, 2, 10, 100."""
     known = [_num(n) for n in _NUM.findall(question)]
     new = total = 0
     for s in steps:
@@ -165,9 +193,7 @@ def consistency_features(question: str, response: str, steps: Sequence[str]) -> 
             if v not in results and not any(k is not None and _close(k, v) for k in known) and abs(v) not in (0, 1, 2, 10, 100):
                 new += 1
             known.append(v)
-    return [math.log1p(wrong), wrong / checked if checked else 0.0, final_vs_derived, unsupported, float(min(conflicts, 5)),
-            float(min(len(_flip_pairs(steps)), 5)), float(len(yn) > 1), math.log1p(len(_CONTRAST.findall(text))),
-            new / total if total else 0.0, math.log1p(total)]
+    return new, total
 
 
 def pair_features(step_emb: np.ndarray, q_emb: np.ndarray | None, steps: Sequence[str]) -> list[float]:
@@ -222,29 +248,14 @@ def featurize_v5(encoder: Any, items: Sequence[Mapping[str, Any]], blocks: Seque
         ValueError: an unknown block, or ``pairs``/``doc`` asked for with no encoder.
     """
 
-    bad = [b for b in blocks if b not in BLOCKS]
-    if bad:
-        raise ValueError(f"blocks {bad}: expected names from {BLOCKS}")
-    need_enc = any(b in blocks for b in ("pairs", "doc"))
-    if need_enc and encoder is None:
-        raise ValueError("feature blocks 'pairs'/'doc' need the sentence encoder (encoder=None given)")
-    for i, it in enumerate(items):
-        if not isinstance(it.get("response"), str):
-            raise TypeError(f"items[{i}]['response'] must be str, got {type(it.get('response')).__name__}")
+    need_enc = _check_featurize_args(encoder, items, blocks)
     plains = [plain_text(it["response"]) for it in items]
     steps = [split_steps(it["response"], it.get("steps")) or ["(empty)"] for it in items]
     qs = [str(it.get("question") or "") for it in items]
     emb_doc = emb_q = None
     emb_steps: list[np.ndarray] = []
     if need_enc:
-        texts = [p or "(empty)" for p in plains] + [q or "(none)" for q in qs] + [s for st in steps for s in st]
-        E = encoder.encode(texts) if texts else np.zeros((0, DOC_DIM), dtype=np.float32)
-        n = len(items)
-        emb_doc, emb_q = E[:n], E[n:2 * n]
-        at = 2 * n
-        for st in steps:
-            emb_steps.append(E[at:at + len(st)])
-            at += len(st)
+        emb_doc, emb_q, emb_steps = _encode_batch(encoder, plains, qs, steps)
     rows = []
     for i in range(len(items)):
         row: list[float] = []
@@ -259,6 +270,36 @@ def featurize_v5(encoder: Any, items: Sequence[Mapping[str, Any]], blocks: Seque
         rows.append(row)
     width = len(block_columns(blocks))
     return np.array(rows, dtype=np.float32).reshape(len(items), width)
+
+
+def _check_featurize_args(encoder: Any, items: Sequence[Mapping[str, Any]], blocks: Sequence[str]) -> bool:
+    """Whether ``blocks`` need the encoder; raises :func:`featurize_v5`'s errors (unknown block, no encoder
+    for ``pairs``/``doc``, a response that is not a str)."""
+    bad = [b for b in blocks if b not in BLOCKS]
+    if bad:
+        raise ValueError(f"blocks {bad}: expected names from {BLOCKS}")
+    need_enc = any(b in blocks for b in ("pairs", "doc"))
+    if need_enc and encoder is None:
+        raise ValueError("feature blocks 'pairs'/'doc' need the sentence encoder (encoder=None given)")
+    for i, it in enumerate(items):
+        if not isinstance(it.get("response"), str):
+            raise TypeError(f"items[{i}]['response'] must be str, got {type(it.get('response')).__name__}")
+    return need_enc
+
+
+def _encode_batch(encoder: Any, plains: list[str], qs: list[str], steps: list[list[str]]
+                  ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """One ``encode`` call for the batch: ``(documents (n, d), questions (n, d), per item its steps (k_i, d))``;
+    an empty document or question is encoded as "(empty)" / "(none)"."""
+    texts = [p or "(empty)" for p in plains] + [q or "(none)" for q in qs] + [s for st in steps for s in st]
+    E = encoder.encode(texts) if texts else np.zeros((0, DOC_DIM), dtype=np.float32)
+    n = len(plains)
+    emb_steps: list[np.ndarray] = []
+    at = 2 * n
+    for st in steps:
+        emb_steps.append(E[at:at + len(st)])
+        at += len(st)
+    return E[:n], E[n:2 * n], emb_steps
 
 
 def cot_rule(responses: Sequence[str]) -> np.ndarray:

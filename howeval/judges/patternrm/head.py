@@ -279,15 +279,7 @@ def train_head(features: np.ndarray, records: Sequence[Mapping[str, Any]], weigh
         ValueError: features and records differ in length, an unknown ``thresholds`` mode, or a label
             has no positive record (the corpus cannot teach it).
     """
-    if len(features) != len(records):
-        raise ValueError(f"{len(features)} feature rows for {len(records)} records")
-    if thresholds not in ("oof", "fixed"):
-        raise ValueError(f"thresholds={thresholds!r}: expected 'oof' or 'fixed'")
-    crit = {k: criterion for k in LABELS} if isinstance(criterion, str) else {k: criterion.get(k, "f1") for k in LABELS}
-    if any(c not in THRESHOLD_CRITERIA for c in crit.values()):
-        raise ValueError(f"criterion={criterion!r}: expected one of {THRESHOLD_CRITERIA} (or a label -> criterion mapping)")
-    if chooser not in ("human", "all"):
-        raise ValueError(f"chooser={chooser!r}: expected 'human' or 'all'")
+    crit = _check_train_args(features, records, thresholds, criterion, chooser)
     t0 = time.perf_counter()
     y, m = _label_matrix(records)
     w = np.ones(len(records), dtype=np.float64) if weights is None else np.asarray(weights, dtype=np.float64)
@@ -303,15 +295,7 @@ def train_head(features: np.ndarray, records: Sequence[Mapping[str, Any]], weigh
     Z = (features - mean) / std
 
     def fit_all(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        coef = np.zeros((len(LABELS), Z.shape[1]), dtype=np.float32)
-        icpt = np.zeros(len(LABELS), dtype=np.float32)
-        for j in range(len(LABELS)):
-            keep = idx[m[idx, j] == 1]
-            if len(set(y[keep, j])) < 2:
-                icpt[j] = 10.0 if y[keep, j].mean() > 0.5 else -10.0
-                continue
-            coef[j], icpt[j] = _fit(Z[keep], y[keep, j], W[keep, j], C, balanced)
-        return coef, icpt
+        return _fit_heads(Z, y, m, W, idx, C, balanced)
 
     coef, icpt = fit_all(np.arange(len(records)))
     th = {k: 0.5 for k in LABELS}
@@ -327,14 +311,8 @@ def train_head(features: np.ndarray, records: Sequence[Mapping[str, Any]], weigh
                 o[te] = 1.0 / (1.0 + np.exp(-(Z[te] @ c.T + b)))
             oofs.append(o)
         oof = np.concatenate(oofs)  # each record once per repeat: the threshold sees every split's predictions
-        y, m, w = np.tile(y, (repeats, 1)), np.tile(m, (repeats, 1)), np.tile(w, repeats)
-        heavy = w > 1
-        for j, k in enumerate(LABELS):
-            # the real (weighted) responses choose where they hold a positive of the label; else all records
-            use_heavy = chooser == "human" and (heavy & (m[:, j] == 1) & (y[:, j] == 1)).any()
-            sel = (heavy if use_heavy else np.ones(len(heavy), dtype=bool)) & (m[:, j] == 1)
-            if sel.any() and y[sel, j].any():
-                th[k], oof_f1[k] = _best_threshold(oof[sel, j], y[sel, j], criterion=crit[k])
+        th, oof_f1 = _oof_thresholds(oof, np.tile(y, (repeats, 1)), np.tile(m, (repeats, 1)), np.tile(w, repeats),
+                                     chooser, crit, th, oof_f1)
     head = {"mean": mean.astype(np.float32), "std": std.astype(np.float32), "coef": coef, "intercept": icpt,
             "thresholds": np.array([th[k] for k in LABELS], dtype=np.float32)}
     meta = {"head_version": HEAD_VERSION, "thresholds": th, "oof_f1": oof_f1, "n_train": len(records),
@@ -342,6 +320,54 @@ def train_head(features: np.ndarray, records: Sequence[Mapping[str, Any]], weigh
             "threshold_chooser": chooser, "oof_repeats": repeats, "seed": seed,
             "train_seconds": round(time.perf_counter() - t0, 2)}
     return head, meta
+
+
+def _check_train_args(features: np.ndarray, records: Sequence[Mapping[str, Any]], thresholds: str,
+                      criterion: str | Mapping[str, str], chooser: str) -> dict[str, str]:
+    """The threshold criterion per label; raises :func:`train_head`'s argument errors (lengths differ, an
+    unknown ``thresholds`` mode, criterion or chooser)."""
+    if len(features) != len(records):
+        raise ValueError(f"{len(features)} feature rows for {len(records)} records")
+    if thresholds not in ("oof", "fixed"):
+        raise ValueError(f"thresholds={thresholds!r}: expected 'oof' or 'fixed'")
+    crit = {k: criterion for k in LABELS} if isinstance(criterion, str) else {k: criterion.get(k, "f1") for k in LABELS}
+    if any(c not in THRESHOLD_CRITERIA for c in crit.values()):
+        raise ValueError(f"criterion={criterion!r}: expected one of {THRESHOLD_CRITERIA} (or a label -> criterion mapping)")
+    if chooser not in ("human", "all"):
+        raise ValueError(f"chooser={chooser!r}: expected 'human' or 'all'")
+    return crit
+
+
+def _fit_heads(Z: np.ndarray, y: np.ndarray, m: np.ndarray, W: np.ndarray, idx: np.ndarray, C: float,
+               balanced: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(coef (4, d), intercept (4,))`` of the per-label heads fitted on rows ``idx`` of ``Z`` (labels ``y``,
+    mask ``m``, weights ``W``, each ``(n, 4)``); a label with one class only among them gets a constant head
+    (intercept +-10)."""
+    coef = np.zeros((len(LABELS), Z.shape[1]), dtype=np.float32)
+    icpt = np.zeros(len(LABELS), dtype=np.float32)
+    for j in range(len(LABELS)):
+        keep = idx[m[idx, j] == 1]
+        if len(set(y[keep, j])) < 2:
+            icpt[j] = 10.0 if y[keep, j].mean() > 0.5 else -10.0
+            continue
+        coef[j], icpt[j] = _fit(Z[keep], y[keep, j], W[keep, j], C, balanced)
+    return coef, icpt
+
+
+def _oof_thresholds(oof: np.ndarray, y: np.ndarray, m: np.ndarray, w: np.ndarray, chooser: str,
+                    crit: Mapping[str, str], th: dict[str, float], oof_f1: dict[str, float | None]
+                    ) -> tuple[dict[str, float], dict[str, float | None]]:
+    """Per label, the threshold (and its score) chosen on the out-of-fold predictions ``oof`` by
+    :func:`_best_threshold`: the real (weight > 1) responses choose where they hold a positive of the label
+    (``chooser="human"``), else all records; a label no chooser holds a positive of keeps ``th``/``oof_f1``."""
+    heavy = w > 1
+    th, oof_f1 = dict(th), dict(oof_f1)
+    for j, k in enumerate(LABELS):
+        use_heavy = chooser == "human" and (heavy & (m[:, j] == 1) & (y[:, j] == 1)).any()
+        sel = (heavy if use_heavy else np.ones(len(heavy), dtype=bool)) & (m[:, j] == 1)
+        if sel.any() and y[sel, j].any():
+            th[k], oof_f1[k] = _best_threshold(oof[sel, j], y[sel, j], criterion=crit[k])
+    return th, oof_f1
 
 
 def stratified_folds(records: Sequence[Mapping[str, Any]], k: int) -> np.ndarray:
@@ -419,12 +445,22 @@ def choose_head_recipe(X: np.ndarray, records: Sequence[Mapping[str, Any]], H: n
     W = np.ones((len(records) + len(human), len(LABELS)), dtype=np.float64)
     for j, k in enumerate(LABELS):
         W[len(records):, j] = chosen[k][0]
-    name = lambda c: f"{c[0]:g}/{c[1]}"  # noqa: E731
-    info = {"human_weight": {k: chosen[k][0] for k in LABELS}, "criterion": {k: chosen[k][1] for k in LABELS},
+    info = _recipe_info(cands, f1, macro, chosen, per_label, folds)
+    return W, {k: chosen[k][1] for k in LABELS}, info
+
+
+def _recipe_info(cands: Sequence[tuple[float, str]], f1: Mapping[tuple[float, str], Sequence[float | None]],
+                 macro: Mapping[tuple[float, str], float], chosen: Mapping[str, tuple[float, str]], per_label: bool,
+                 folds: int) -> dict[str, Any]:
+    """:func:`choose_head_recipe`'s ``info``: the chosen weight and criterion per label, and each candidate's
+    (named "weight/criterion") inner F1 per label and macro F1, rounded to 4 places."""
+    def name(c: tuple[float, str]) -> str:
+        return f"{c[0]:g}/{c[1]}"
+
+    return {"human_weight": {k: chosen[k][0] for k in LABELS}, "criterion": {k: chosen[k][1] for k in LABELS},
             "per_label": per_label, "folds": folds, "candidates": [name(c) for c in cands],
             "inner_f1": {name(c): {k: (None if v is None else round(v, 4)) for k, v in zip(LABELS, f1[c])} for c in cands},
             "inner_macro_f1": {name(c): round(macro[c], 4) for c in cands}}
-    return W, {k: chosen[k][1] for k in LABELS}, info
 
 
 class HeadPatternRM:

@@ -172,8 +172,23 @@ def verify_options(response: str, answer: str, options: Sequence[str], rel_tol: 
         ValueError: the gold is neither an option letter nor one of the options.
     """
     gold = _gold_option_index(answer, options, rel_tol)
-    cand, src = find_candidate(response)
     yes_no = is_yes_no(options)
+    cand, src = _option_candidate(response, options, yes_no)
+    if cand is None:
+        return _no_option_candidate(response, src, yes_no)
+    idx, how = _pick_option(cand, options, rel_tol)
+    gold_desc = f"gold {option_letter(gold)} ({options[gold]})"
+    if idx is None:
+        return _names_no_option(cand, src, how, gold_desc)
+    ok = idx == gold or norm_text(options[idx]) == norm_text(options[gold])
+    return VerifyResult(ok, cand, METHOD_RULE, f"picked {option_letter(idx)} ({options[idx]}) by {how} ({src}); {gold_desc}")
+
+
+def _option_candidate(response: str, options: Sequence[str], yes_no: bool) -> tuple[str | None, str]:
+    """``(candidate answer or None, where it came from)`` of a response to an item with options: the
+    final-answer finder's, else a leading yes/no (yes/no items), the whole response when it is one option,
+    or a concluding sentence whose main clause names exactly one option by its text."""
+    cand, src = find_candidate(response)
     if yes_no and src not in MARKED_SOURCES and src not in ("empty", "refusal", "artefact"):
         lead = leading_yes_no(response)  # "No, the blue bar is shorter ..." (issue 33, class 6)
         if lead is not None:
@@ -192,31 +207,36 @@ def verify_options(response: str, answer: str, options: Sequence[str], rel_tol: 
         main = main_clause(last) if last else None
         one_sentence = "\n" not in response.strip() and strip_trailing(last) == strip_trailing(response)
         if main and (CONCLUDES_RE.search(main) or one_sentence):
-            j, how_j = _option_text_inside(norm_text(main), options)
+            j, _how = _option_text_inside(norm_text(main), options)
             if j is not None:
                 cand, src = strip_trailing(last), SOURCE_FINAL_SENTENCE
-    if cand is None:
-        named = echoed_letters(last_sentence(response))
-        if src == "no final-answer marker" and len(named) > 1:
-            return VerifyResult(None, None, METHOD_RULE, f"unresolved: ambiguous: names options {', '.join(named)} "
-                                "(an echoed option list)")
-        if yes_no and src == "no final-answer marker":
-            return VerifyResult(None, None, METHOD_RULE, "unresolved: a yes/no item answered by a statement with no "
-                                "yes or no (deciding it needs the question: LLM fallback)")
-        return missing_answer(response, src)
-    idx, how = _pick_option(cand, options, rel_tol)
-    gold_desc = f"gold {option_letter(gold)} ({options[gold]})"
-    if idx is None:
-        if how.startswith("ambiguous"):
-            return VerifyResult(None, cand, METHOD_RULE, f"unresolved: {how}; {gold_desc}")
-        if src in PROSE_SOURCES:  # a value read from a sentence may answer another question than the options'
-            return VerifyResult(None, cand, METHOD_RULE, f"unresolved: the value a sentence states ({src}) names "
-                                f"no option; {gold_desc}")
-        if len(cand.split()) <= 8 or parse_number(cand) or looks_math(cand):
-            return VerifyResult(False, cand, METHOD_RULE, f"answer ({src}) names no option; {gold_desc}")
-        return VerifyResult(None, cand, METHOD_RULE, f"unresolved: long answer ({src}) names no option; {gold_desc}")
-    ok = idx == gold or norm_text(options[idx]) == norm_text(options[gold])
-    return VerifyResult(ok, cand, METHOD_RULE, f"picked {option_letter(idx)} ({options[idx]}) by {how} ({src}); {gold_desc}")
+    return cand, src
+
+
+def _no_option_candidate(response: str, src: str, yes_no: bool) -> VerifyResult:
+    """The verdict when no candidate answer was found (``src``: why): an echoed option list or a yes/no item
+    answered by a statement is unresolved (ambiguous); otherwise :func:`missing_answer`."""
+    named = echoed_letters(last_sentence(response))
+    if src == "no final-answer marker" and len(named) > 1:
+        return VerifyResult(None, None, METHOD_RULE, f"unresolved: ambiguous: names options {', '.join(named)} "
+                            "(an echoed option list)")
+    if yes_no and src == "no final-answer marker":
+        return VerifyResult(None, None, METHOD_RULE, "unresolved: a yes/no item answered by a statement with no "
+                            "yes or no (deciding it needs the question: LLM fallback)")
+    return missing_answer(response, src)
+
+
+def _names_no_option(cand: str, src: str, how: str, gold_desc: str) -> VerifyResult:
+    """The verdict on a candidate ``cand`` that picks no option (``how``: why): unresolved when ambiguous, read
+    from prose, or long; False for a short, numeric or math answer."""
+    if how.startswith("ambiguous"):
+        return VerifyResult(None, cand, METHOD_RULE, f"unresolved: {how}; {gold_desc}")
+    if src in PROSE_SOURCES:  # a value read from a sentence may answer another question than the options'
+        return VerifyResult(None, cand, METHOD_RULE, f"unresolved: the value a sentence states ({src}) names "
+                            f"no option; {gold_desc}")
+    if len(cand.split()) <= 8 or parse_number(cand) or looks_math(cand):
+        return VerifyResult(False, cand, METHOD_RULE, f"answer ({src}) names no option; {gold_desc}")
+    return VerifyResult(None, cand, METHOD_RULE, f"unresolved: long answer ({src}) names no option; {gold_desc}")
 
 
 @register_verifier("multiple_choice")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import Field, ValidationError
 
 from howeval.config import (
     AdaptConfig,
@@ -28,8 +28,8 @@ def test_every_config_class_derives_from_the_one_base():
     from howeval.config.engines import ENGINE_OPTIONS
     from howeval.config.rewards import PatternConfig
     from howeval.training.config import TrainConfig
-    from reward_server.config import RewardServerConfig
     from ray_jobs.train_patternrm import TrainPatternRMConfig
+    from reward_server.config import RewardServerConfig
 
     # vllm's options are vLLM's own EngineArgs passed through (open by design, checked against EngineArgs)
     engines = [cls for name, cls in ENGINE_OPTIONS.items() if name != "vllm"]
@@ -44,8 +44,8 @@ def test_strict_base_forbids_unknown_keys_and_is_frozen():
                             "  n: Input should be greater than or equal to 1 (got 0)\n"
                             "  colour: unknown key (got 'red'); Accepted: n, name, sub")
     t = _Tiny()
-    with pytest.raises(Exception):
-        t.n = 3  # frozen
+    with pytest.raises(ValidationError, match="frozen"):
+        t.n = 3
 
 
 def test_loader_reads_yaml_merges_overrides_one_level_and_names_the_file(tmp_path):

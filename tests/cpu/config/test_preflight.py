@@ -186,6 +186,7 @@ def test_the_2x4_overlay_refuses_the_tp8_configs_of_the_25_config_sweep(repo_roo
     reports as node groups): 1x8 runs all 25, 2x4 refuses exactly the tensor-parallel-8 ones."""
     from howeval.config import load_sweep_config
     from howeval.config.preflight import check_cluster_fit
+
     from kube import load_rendered, quantity
 
     cfg = load_sweep_config(repo_root / "configs" / "sweeps" / "patterneval-25.yaml")

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 

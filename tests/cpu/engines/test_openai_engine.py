@@ -11,12 +11,13 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from fakes.chat_server import ScriptedChatServer
 
+from howeval.config.engines import OpenAIOptions
 from howeval.engines.base import ChatRequest
 from howeval.engines.openai_engine import OpenAIEngine, RateLimiter, retry_after_s
-from howeval.config.engines import OpenAIOptions
 from howeval.engines.registry import build_engine
+
+from fakes.chat_server import ScriptedChatServer
 
 
 class FakeTime:
@@ -265,8 +266,8 @@ def test_openai_engine_unset_env_is_a_clear_error(monkeypatch):
 
 def test_openai_engine_without_its_key_fails_at_start_naming_the_variable(monkeypatch):
     # issue 12: a judge (or the verifier's LLM fallback) whose key variable is unset fails when built
-    from howeval.judges.registry import build_pattern_judge
     from howeval.config import LLMJudgeConfig
+    from howeval.judges.registry import build_pattern_judge
 
     monkeypatch.delenv("HOWEVAL_TEST_NO_KEY", raising=False)
     opts = {"base_url": "https://judge.example.com/v1", "api_key_env": "HOWEVAL_TEST_NO_KEY"}

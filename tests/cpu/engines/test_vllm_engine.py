@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from howeval.engines.base import ChatRequest
 from howeval.config.engines import VLLMOptions
+from howeval.engines.base import ChatRequest
 from howeval.engines.registry import build_engine
 
 

@@ -2,14 +2,16 @@
 degenerate corpus and on hypothesis-generated text (issue 12)."""
 from __future__ import annotations
 
-import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from functools import partial
 
-from degenerate import CORPUS, ITEM_BOUND_S, run_in_thread
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
 from howeval.judges import budget
 from howeval.judges.rules import RuleJudge
 from howeval.judges.verify import METHOD_BUDGET, verify
+
+from degenerate import CORPUS, ITEM_BOUND_S, run_in_thread
 
 # ------------------------------------------------------------------------------------------ runner
 
@@ -110,7 +112,7 @@ TYPES = [
 @pytest.mark.parametrize("name,text", CORPUS, ids=[c[0] for c in CORPUS])
 def test_corpus_verify_every_type(name, text):
     for answer_type, gold, options in TYPES:
-        res, cpu, err = run_in_thread(lambda: verify(text, gold, answer_type, options))
+        res, cpu, err = run_in_thread(partial(verify, text, gold, answer_type, options))
         assert err is None, f"{answer_type}: {err!r}"
         assert res.correct in (True, False, None)
         timed_out = res.method == METHOD_BUDGET and res.reason.startswith("timeout after")
@@ -172,7 +174,7 @@ def test_rule_judge_at_the_size_limit_stays_inside_its_cpu_budget(name, text):
 @pytest.mark.parametrize("name,text", AT_LIMIT, ids=[c[0] for c in AT_LIMIT])
 def test_verify_at_the_size_limit_stays_inside_its_cpu_budget(name, text):
     for answer_type, gold, options in TYPES:
-        res, cpu, err = run_in_thread(lambda: verify(text, gold, answer_type, options))
+        res, cpu, err = run_in_thread(partial(verify, text, gold, answer_type, options))
         assert err is None, f"{answer_type}: {err!r}"
         assert cpu < ITEM_BOUND_S, f"{answer_type}: {cpu:.2f} s CPU"
 

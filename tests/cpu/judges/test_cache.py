@@ -5,13 +5,14 @@ import threading
 from concurrent.futures import Future
 
 import pytest
-from fakes.judge_server import FakeJudgeServer, expected_labels
 
 from howeval.config import JudgesConfig
 from howeval.engines.base import ChatRequest, Completion
 from howeval.judges.cache import CachingEngine, JudgeCache, judge_cache_dir, request_key
 from howeval.judges.pipeline import Judger
 from howeval.records import LABELS, response_hash
+
+from fakes.judge_server import FakeJudgeServer, expected_labels
 
 
 def req(text: str, rid: str = "r") -> ChatRequest:

@@ -3,8 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from howeval.judges.calibration import (calibration_scores, calibration_table, item_key, labels_of,
-                                 predicted_trigger, sample_calibration_set)
+from howeval.judges.calibration import (
+    calibration_scores,
+    calibration_table,
+    item_key,
+    labels_of,
+    predicted_trigger,
+    sample_calibration_set,
+)
 from howeval.judges.verdict import PatternVerdict, make_verdict
 from howeval.records import LABELS
 

@@ -7,7 +7,6 @@ import json
 import re
 
 import pytest
-from fakes.judge_server import FakeJudgeServer, expected_labels
 from PIL import Image
 
 from howeval.benchmarks.loaders import BadRowError, load_benchmark
@@ -16,6 +15,8 @@ from howeval.judges.base import JudgeItem
 from howeval.judges.images import BadImage, check_image, judge_image_url, judge_image_urls
 from howeval.judges.llm import LLMPatternJudge
 from howeval.judges.rubric import RESPONSE_FORMAT
+
+from fakes.judge_server import FakeJudgeServer, expected_labels
 
 
 def image_bytes(fmt: str, size=(4, 3), color=(200, 10, 10)) -> bytes:

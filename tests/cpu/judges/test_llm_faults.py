@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from fakes.judge_server import FAULTS, FakeJudgeServer, expected_labels
 
 from howeval.config import JudgesConfig
 from howeval.judges.pipeline import Judger
 from howeval.records import LABELS, response_hash
+
+from fakes.judge_server import FAULTS, FakeJudgeServer, expected_labels
 
 MAX_RETRIES = 2
 

@@ -128,7 +128,7 @@ def test_claims_and_options():
 
 @pytest.fixture(scope="module")
 def real(shared_data):
-    manifest = {json.loads(l)["uid"]: json.loads(l) for l in (shared_data / "manifest.jsonl").open()}
+    manifest = {json.loads(line)["uid"]: json.loads(line) for line in (shared_data / "manifest.jsonl").open()}
     rows = {}
     for fname, src in [("mathv_model_responses.jsonl", "math-vision"), ("tabmwp_gpt3_cot_responses.jsonl", "tabmwp")]:
         for line in (shared_data / "responses" / fname).open():

@@ -10,15 +10,30 @@ from __future__ import annotations
 import copy
 import re
 import shlex
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
 
-from kube import (KUBERAY_VERSION, OVERLAYS, RAY_KINDS, K8sValidator, cel_errors, cel_rules, cluster_spec,
-                  crd_v1_schema, hardware_values, k8s_to_jsonschema, kustomize, load_rendered, pod_specs, quantity,
-                  rendered_path, schema_errors)
+from kube import (
+    KUBERAY_VERSION,
+    OVERLAYS,
+    RAY_KINDS,
+    K8sValidator,
+    cel_errors,
+    cel_rules,
+    cluster_spec,
+    crd_v1_schema,
+    hardware_values,
+    k8s_to_jsonschema,
+    kustomize,
+    load_rendered,
+    pod_specs,
+    quantity,
+    rendered_path,
+    schema_errors,
+)
 
 RAY_VERSION = "2.60.0"
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")

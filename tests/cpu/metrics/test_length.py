@@ -5,8 +5,16 @@ import math
 
 import pytest
 
-from howeval.metrics.length import (excluded_counts, length_analysis, length_bins, length_correlation, length_edges,
-                                    pearson, response_length, small_groups)
+from howeval.metrics.length import (
+    excluded_counts,
+    length_analysis,
+    length_bins,
+    length_correlation,
+    length_edges,
+    pearson,
+    response_length,
+    small_groups,
+)
 
 
 def _row(cfg, mode, correct, trig, nwords, **kw):

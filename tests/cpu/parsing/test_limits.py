@@ -2,15 +2,15 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from degenerate import CORPUS, ITEM_BOUND_S, run_in_thread
 from howeval.parsing.answers import extract_option_letter, find_final_answer
 from howeval.parsing.limits import InputTooLarge, check_text, longest_digit_run, nesting_depth
 from howeval.parsing.reasoning import split_reasoning
 from howeval.parsing.steps import response_steps
 from howeval.parsing.text import boxed_spans, json_objects, strip_latex
+
+from degenerate import CORPUS, ITEM_BOUND_S, run_in_thread
 
 
 def test_nesting_depth_and_digits():

@@ -4,10 +4,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from fakes.judged_run import JUDGES, make_run
 
 from howeval.judges.patternrm.format import parse_label_output
 from ray_jobs.build_corpus import build_corpus, main
+
+from fakes.judged_run import JUDGES, make_run
 
 
 def test_counts_and_records(tmp_path, capsys):

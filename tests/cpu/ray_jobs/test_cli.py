@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import tomllib
 
 import pytest
+import tomllib
 
 JOBS = ["adapt", "build_corpus", "build_refs", "calibrate", "compare", "crystal", "judge", "local_head", "report",
         "sweep", "train_elastic", "train_patternrm"]

@@ -288,10 +288,11 @@ def test_a_line_written_to_fd_2_by_native_code_lands_above_the_block(capfd):
 @pytest.fixture(scope="module")
 def ray_local():
     import ray
-    from fakes import stages as fake_stages
 
     from howeval.config import RayConfig
     from ray_jobs.common import init_ray
+
+    from fakes import stages as fake_stages
 
     ray.cloudpickle.register_pickle_by_value(fake_stages)
     init_ray(RayConfig(num_cpus=2), verbose=False)

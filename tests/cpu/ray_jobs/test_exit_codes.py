@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fakes.chat_server import ScriptedChatServer
 
 from ray_jobs.outcome import EXIT_ALL_ROWS_FAILED, EXIT_NOT_STARTED, all_judge_calls_failed, all_rows_failed, exit_code
+
+from fakes.chat_server import ScriptedChatServer
 
 
 def _deny(n, body):

@@ -259,8 +259,9 @@ def test_failing_config_does_not_stop_the_others_and_errors_are_retried(tmp_path
     """One config's engine does not start (bad replay file), one answers only half the samples (engine
     errors on the rest), one is fine: exit 4 (a config never started) naming it and its reason, the others written
     and judged; reruns retry the error rows up to --max-attempts, each key stored once."""
-    from fakes.judge_server import FakeJudgeServer
     from ray_jobs.sweep import main
+
+    from fakes.judge_server import FakeJudgeServer
 
     rows = _demo_rows(repo_root, 6)
     good, half, bad = tmp_path / "good.jsonl", tmp_path / "half.jsonl", tmp_path / "bad.jsonl"

@@ -14,7 +14,6 @@ import pytest
 
 from fakes.reward_server import running_reward_server
 
-
 TOKEN_ENV = "HOWEVAL_TEST_REWARD_TOKEN"
 TOKEN = "grpo-smoke-token"
 URL_ENV = "HOWEVAL_TEST_REWARD_URL"
@@ -140,9 +139,9 @@ def reward_server():
 @pytest.mark.ray
 @pytest.mark.slow
 def test_grpo_smoke_server_checkpoint_resume(reward_server, tmp_path, repo_root):
+    from howeval.rewards.client import RewardClient
     from howeval.training.config import load_train_config
     from howeval.training.rewards import InProcessScorer
-    from howeval.rewards.client import RewardClient
     from ray_jobs.train_grpo import run
 
     logs = tmp_path / "rollouts"

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from fakes.runs import make_run
 
 from howeval.config import ConfigError, load_sweep_config
 from howeval.config.sweep import INTERNVL_THINKING_PROMPT, SweepConfig
 from howeval.report.run import write_report
+
+from fakes.runs import make_run
 
 
 def _split_run(root: Path) -> Path:

@@ -8,11 +8,12 @@ import os
 import subprocess
 
 import pytest
-from fakes.runs import make_run
 
 from howeval.config import SweepConfig, load_run_config
 from howeval.report.provenance import capture, git_state, record_provenance, relative_to_run
 from howeval.report.run import write_report
+
+from fakes.runs import make_run
 
 
 def test_metrics_and_report_carry_provenance_and_no_absolute_path(tmp_path, repo_root):

@@ -8,10 +8,11 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from fakes.runs import make_run, outcome
 from howeval.config import load_run_config
 from howeval.records import LABELS, MODES
 from howeval.report.run import write_report
+
+from fakes.runs import make_run, outcome
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fakes.reward_server import running_reward_server
 
@@ -182,10 +182,10 @@ LOAD_SECONDS = float(__import__("os").environ.get("HOWEVAL_LOAD_TEST_SECONDS", "
 
 def expected_reward(it: dict, got: dict) -> float:
     """The reward by the pure functions, in the test process: verify + gate + s_pat of the labels answered."""
+    from howeval.judges.patternrm.format import rollout_key
     from howeval.judges.rules import RuleJudge
     from howeval.judges.verify import verify
     from howeval.rewards.functions import bernoulli_gate, pattern_reward, pattern_score
-    from howeval.judges.patternrm.format import rollout_key
 
     s_ver = 1.0 if verify(it["response"], it["answer"], it["answer_type"]).correct else 0.0
     if it["kind"] == "base":
@@ -511,9 +511,8 @@ def test_on_unresolved_llm_scores_through_the_fake_verifier_and_its_outage_degra
     assert fake.arrivals == 4  # the repeated item came from the cache
 
 
-def _partial_body(url: str, token: bool) -> "socket.socket":
+def _partial_body(url: str, token: bool) -> socket.socket:
     """A connection that sent its headers (Content-Length 100,000) and 11 bytes of body, and stalls."""
-    import socket
     from urllib.parse import urlparse
 
     u = urlparse(url)

@@ -4,12 +4,12 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from pydantic import ValidationError
 
-from degenerate import CORPUS, ITEM_BOUND_S, run_in_thread
 from reward_server.schemas import MAX_ANSWER, OpenRLHFRequest, RewardItem, check_reference
+
+from degenerate import CORPUS, ITEM_BOUND_S, run_in_thread
 
 
 def item(**kw):

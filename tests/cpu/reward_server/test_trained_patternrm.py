@@ -13,8 +13,8 @@ TOKEN = "trained-rm-token"
 
 
 def test_grpo_reward_equals_server_reward_with_trained_patternrm():
-    from howeval.rewards.client import RewardClient
     from howeval.judges.patternrm.head import embedded_patternrm
+    from howeval.rewards.client import RewardClient
     from howeval.training.config import RewardSpec
     from howeval.training.rewards import GRPOReward, InProcessScorer
 

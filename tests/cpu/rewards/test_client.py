@@ -192,13 +192,12 @@ class TrickleServer:
         self.thread.start()
 
     def _serve(self) -> None:
-        import socket
 
         conns = []
         while not self.stop.is_set():
             try:
                 c, _ = self.sock.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             self.connections += 1
             conns.append(c)

@@ -11,11 +11,11 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from fakes.reward_server import free_port
-
-from howeval.rewards.client import RewardClient
 from howeval.config.rewards import CPRConfig, PatternConfig
+from howeval.rewards.client import RewardClient
 from howeval.rewards.pipeline import score_batch
+
+from fakes.reward_server import free_port
 
 ITEMS = [
     {"prompt": "What is 2+2?", "response": "2 plus 2 is 4, so the answer is \\boxed{4}.", "answer": "4",

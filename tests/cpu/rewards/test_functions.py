@@ -162,8 +162,11 @@ def test_doctests():
 
 # ------------------------------------------------------------------ fuzz (issue 12): only ValueError escapes
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import (  # noqa: E402
+    given,
+    settings,
+    strategies as st,  # noqa: E402
+)
 
 _any_number = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**30, 10**30), st.booleans())
 

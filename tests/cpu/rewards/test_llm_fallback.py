@@ -9,10 +9,11 @@ import threading
 
 import pytest
 
-from fakes.chat_server import ScriptedChatServer
 from howeval.config.rewards import CPRConfig, PatternConfig
 from howeval.rewards.llm_fallback import LLMFallback, LLMFallbackConfig, verdict_key
 from howeval.rewards.pipeline import PatternRMUnavailable, prepare, score_batch
+
+from fakes.chat_server import ScriptedChatServer
 
 P0 = PatternConfig(p=0.0)  # no PatternRM: the verifier alone decides the reward
 # two sentences, no answer verb: the rules leave it open (one sentence would be read for its value since issue 33)

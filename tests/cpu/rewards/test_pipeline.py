@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from howeval.config.rewards import CPRConfig, PatternConfig
-from howeval.rewards.functions import bernoulli_gate
 from howeval.judges.patternrm.format import rollout_key
+from howeval.rewards.functions import bernoulli_gate
 from howeval.rewards.pipeline import (
     PatternRMUnavailable,
     RewardItemError,

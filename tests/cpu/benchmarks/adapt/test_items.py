@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from howeval.benchmarks.adapt.items import AdaptItem, load_adapt_items
+from howeval.benchmarks.adapt.items import load_adapt_items
 
 
 @pytest.fixture

@@ -3,7 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from howeval.benchmarks.adapt.toolcalls import parse_openai_tool_calls, parse_text_tool_calls, parse_tool_calls, strip_tool_calls
+from howeval.benchmarks.adapt.toolcalls import (
+    parse_openai_tool_calls,
+    parse_text_tool_calls,
+    parse_tool_calls,
+    strip_tool_calls,
+)
 
 
 def test_parse_openai_tool_calls():
