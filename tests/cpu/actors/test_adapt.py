@@ -97,9 +97,9 @@ def test_process_judge_decides_coverage_and_tool_effectiveness(tmp_path, monkeyp
     """Issue 31: with ``adapt.process_judge`` set, coverage and each executed call's effectiveness come from
     the LLM judge (the scripted fake OpenAI-compatible server), recorded with the method; without it the
     embedding match stays the named default."""
-    from fakes.chat_server import ScriptedChatServer
-
     import howeval.embed
+
+    from fakes.chat_server import ScriptedChatServer
 
     monkeypatch.setattr(howeval.embed, "StepEmbedder", WordOverlapEmbedder)
     path = tmp_path / "recorded.jsonl"

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from fakes.chat_server import ScriptedChatServer
 
 from howeval.config.engines import OpenAIOptions
 from howeval.engines.openai_engine import OpenAIEngine
 from howeval.judges.cache import CachingEngine, JudgeCache
 from howeval.judges.process import LLMProcessJudge, parse_coverage_output, process_readable
 from howeval.judges.verdict import JudgeParseError
+
+from fakes.chat_server import ScriptedChatServer
 
 
 def _engine(srv):

@@ -8,11 +8,12 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-from fakes.runs import make_run, outcome
 
 from howeval.config import load_run_config
 from howeval.records import ADAPT_SCHEMA, STEPS_SCHEMA, conform
 from howeval.report.run import write_report
+
+from fakes.runs import make_run, outcome
 
 
 def _step(sid, cfg, mode, h, p, r):
