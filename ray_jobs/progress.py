@@ -326,7 +326,8 @@ class _FdTap:
     ``console.print``, i.e. above the live block. :meth:`close` points ``fd`` back at what it was; the
     thread keeps reading until every writer has let go of the pipe (a child process started meanwhile
     holds it as its stderr), forwarding to ``fd`` from then on, so no writer ever blocks on a full pipe
-    and no line is lost."""
+    and no line is lost. A process killed by a signal while the block is live loses what was still in the
+    pipe; Ray's own lines are also in the session's logs (``python-core-driver-*.log``)."""
 
     def __init__(self, fd: int, console) -> None:
         self.fd, self.console = fd, console
