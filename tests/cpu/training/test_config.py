@@ -7,7 +7,7 @@ import pytest
 
 from howeval.training.config import ScalingSpec, TrainConfig, load_train_config
 
-RECIPES = ["smoke", "baserl", "patternrl", "cpr", "cpr-curriculum", "composite"]
+RECIPES = ["smoke", "baserl", "patternrl", "cpr", "cpr-curriculum", "composite", "crystal"]
 
 
 def cfg(**kw):
@@ -22,10 +22,14 @@ def test_recipes_validate(recipe, repo_root):
     assert c.name == recipe.replace("smoke", "grpo-smoke")
     assert c.data.path.endswith("datasets/demo/manifest.jsonl")
     kinds = {"smoke": "pattern", "baserl": "base", "patternrl": "pattern", "cpr": "cpr", "cpr-curriculum": "cpr",
-             "composite": "composite"}
+             "composite": "composite", "crystal": "cpr"}
     assert c.reward.kind == kinds[recipe]
-    assert (c.curriculum is not None) == (recipe == "cpr-curriculum")
-    if recipe != "smoke":
+    assert (c.curriculum is not None) == (recipe in ("cpr-curriculum", "crystal"))
+    assert c.pcgrad == (recipe == "crystal")
+    if recipe == "crystal":  # the paper's recipe: Qwen2.5-VL-3B, 2,800 steps, PCGrad in one process (no DeepSpeed)
+        assert "Qwen2.5-VL-3B" in c.model and c.grpo["max_steps"] == 2800 and c.scaling.num_workers == 1
+        assert c.scaling.use_gpu and c.grpo["use_vllm"] and "deepspeed" not in c.grpo
+    elif recipe != "smoke":
         assert c.scaling.use_gpu and c.grpo["use_vllm"] and (repo_root / c.grpo["deepspeed"]).exists()
         json.loads((repo_root / c.grpo["deepspeed"]).read_text())
 
