@@ -92,17 +92,38 @@ def _numbers_in(s: str) -> list[str]:
 
 
 _POWER_RE = re.compile(r"\^|\*\*")
+_INT_POWER_RE = re.compile(r"\s*(-?)\s*(\d{1,6})\s*(?:\^\s*(?:\{\s*(\d{1,2})\s*\}|(\d{1,2}))|\*\*\s*(\d{1,2}))\s*\.?\s*")
+MAX_POWER_EXPONENT = 64
+
+
+def int_power(s: str) -> Fraction | None:
+    """The value of a whole phrase that is one integer power, ``a^{b}``, ``a^b`` or ``a**b`` (a <= 6 digits,
+    0 <= b <= :data:`MAX_POWER_EXPONENT`; a leading minus negates the power, ``-2^{2}`` = -4, as in
+    mathematics), exactly; None for anything else (a tower, a product, a variable).
+
+    >>> int_power("2^{3}"), int_power(" -2^2 "), int_power("10**6"), int_power("10^{10^{10}}"), int_power("x^2")
+    (Fraction(8, 1), Fraction(-4, 1), Fraction(1000000, 1), None, None)
+    """
+    m = _INT_POWER_RE.fullmatch(s)
+    if not m:
+        return None
+    exp = int(m.group(3) or m.group(4) or m.group(5))
+    if exp > MAX_POWER_EXPONENT:
+        return None
+    v = Fraction(int(m.group(2))) ** exp
+    return -v if m.group(1) else v
 
 
 def lenient_number(s: str) -> tuple[Fraction, str, int] | None:
     """A number from an answer phrase: the whole phrase, else its leading number, else its only number.
 
     ``"0.538, or 53.8%"`` -> 0.538 (leading); ``"Donald spent $1"`` -> 1 (only number); two different
-    numbers with no leading one -> None; a power (``^`` or ``**``: ``"2^{3}"``, ``"10^{10^{10}}"``) ->
-    None, never its base. Same tuple as :func:`parse_number`.
+    numbers with no leading one -> None; a whole phrase that is one integer power -> its value
+    (:func:`int_power`: ``"2^{3}"`` -> 8); any other power (``^`` or ``**``: ``"10^{10^{10}}"``,
+    ``"2^{3} apples"``) -> None, never its base. Same tuple as :func:`parse_number`.
 
-    >>> lenient_number("0.538, or 53.8%")[0], lenient_number("2^{3}"), lenient_number(r"10^{10^{10}}")
-    (Fraction(269, 500), None, None)
+    >>> lenient_number("0.538, or 53.8%")[0], lenient_number("2^{3}")[0], lenient_number(r"10^{10^{10}}")
+    (Fraction(269, 500), Fraction(8, 1), None)
     """
     whole = parse_number(s)
     if whole:
@@ -111,7 +132,8 @@ def lenient_number(s: str) -> tuple[Fraction, str, int] | None:
     if longest_digit_run(c) > MAX_NUMBER_DIGITS:
         return None  # not an answer (see parse_number); the range regexes below would be quadratic on it
     if _POWER_RE.search(c):
-        return None  # "10^{10^{10}}", "2^{3}": a power, not its base (nor its exponent)
+        p = int_power(c)  # "2^{3}" = 8; "10^{10^{10}}", "2^{3} apples": a power, not its base (nor its exponent)
+        return (p, "", 0) if p is not None else None
     if several_values(c):
         return None  # "0 to 10", "3 and 4", "between 2 and 5": not its first number
     lead = re.match(rf"\s*(?:{_NUM})(?:\s*/\s*\d+)?", c)

@@ -213,8 +213,6 @@ def test_cpr_item_predicted_steps_are_capped_and_the_rest_count_as_unmatched():
     assert prepare([item(kind="cpr", reference_steps=["a"])], PatternConfig(), cpr=cc).truncated == {}
 
 
-@pytest.mark.xfail(strict=False, reason="issue 35: the verifier (howeval/judges/verify, another area) calls "
-                   "a power against an integer gold unresolved; fixed there, this passes")
 def test_boxed_power_against_integer_gold_is_resolved_correct():
     plan = prepare([{"prompt": "2 cubed?", "response": "\\boxed{2^{3}}", "answer": "8",
                      "answer_type": "integer_number", "kind": "base"}], PatternConfig())

@@ -57,12 +57,24 @@ def test_doctests():
 
 
 @pytest.mark.parametrize("answer_type", ["integer_number", "decimal_number"])
-@pytest.mark.parametrize("response,gold", [(r"\boxed{10^{10^{10}}}", "10"), (r"\boxed{2^{3}}", "2"),
-                                           (r"The answer is $2^3$.", "2"), (r"\boxed{2^{3}}", "3")])
+@pytest.mark.parametrize("response,gold", [(r"\boxed{10^{10^{10}}}", "10"), (r"\boxed{10^{10^{10}}}", "10000000000"),
+                                           (r"\boxed{2^{3} apples}", "2")])
 def test_number_verifiers_never_read_the_base_or_exponent_of_a_power(response, gold, answer_type):
     res = verify(response, gold, answer_type)
     assert res.correct is None  # unresolved (the LLM judge may evaluate it), never "correct"
     assert "a power, not a plain number" in res.reason
+
+
+@pytest.mark.parametrize("answer_type", ["integer_number", "decimal_number"])
+@pytest.mark.parametrize("response,gold,correct", [(r"\boxed{2^{3}}", "8", True), (r"The answer is $2^3$.", "8", True),
+                                                   (r"\boxed{2^{3}}", "2", False), (r"\boxed{2^{3}}", "3", False),
+                                                   (r"\boxed{-2^{2}}", "-4", True), (r"\boxed{10**6}", "1000000", True)])
+def test_an_answer_that_is_one_integer_power_is_its_value(response, gold, correct, answer_type):
+    """A whole answer ``a^{b}`` is evaluated exactly (issue 35's leftover: ``\boxed{2^{3}}`` against 8 was
+    unresolved); its base or exponent is never read as the answer (2^{3} against 2 or 3 is wrong, not right)."""
+    res = verify(response, gold, answer_type)
+    assert res.correct is correct and res.method == "rule", res
+    assert res.reason.startswith("number 8 vs" if "2^" in response and "-" not in response else "number ")
 
 
 def test_plain_numbers_still_read_after_the_power_check():
