@@ -84,7 +84,9 @@ def test_elastic_run_shrinks_continues_and_keeps_every_step_once(tmp_path):
     resumed = int(shrinks[0].rsplit("resumed from step ", 1)[1])
     removal = [x for x in out.splitlines() if x.startswith("event") and "removing worker node" in x]
     latest = int(removal[0].rsplit("latest checkpoint: step ", 1)[1].rstrip(")"))
-    assert 2 <= latest < 6 and resumed == latest  # resumed from the checkpoint registered when the node went
+    # resumed from the checkpoint registered when the node went, or a later one: the workers train on until the
+    # node is gone, so the next step's checkpoint can land between this line and the kill (no step is lost)
+    assert 2 <= latest <= resumed < 6
     assert not list(scratch.glob("howeval-grpo-*/rank*"))  # every worker's TRL folder removed (the killed one's too)
     assert "elastic run done: final step 6" in out
     history = [json.loads(x) for x in (storage / "grpo-elastic" / "metrics.jsonl").read_text().splitlines() if x.strip()]
