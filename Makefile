@@ -61,7 +61,7 @@ report: $(STAMP)
 # Test order is shuffled by pytest-randomly (seed printed at the top); SEED=N replays one order
 test: $(STAMP)
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/ruff check howeval actors ray_jobs reward_server bench tests k8s/image
+	$(BIN)/ruff check howeval actors plugins runtime ray_jobs reward_server bench tests k8s/image
 	$(BIN)/python -m pytest -q tests/cpu $(if $(SEED),--randomly-seed=$(SEED))
 
 test-fast: $(STAMP)

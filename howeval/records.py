@@ -196,6 +196,11 @@ def latest_attempts(responses: list[dict]) -> list[dict]:
     return list(best.values())
 
 
+def latest_responses(rows: list[dict]) -> dict[tuple, dict]:
+    """One response per key ``(sample_id, config, mode)``: the highest ``attempt`` (null counts as 1)."""
+    return {key_of(r): r for r in latest_attempts(rows)}
+
+
 def conform(rows: list[dict], schema: pa.Schema) -> pa.Table:
     """Build a table with exactly ``schema``'s columns (missing ones null). Raises on a type mismatch."""
     cols = {f.name: [r.get(f.name) for r in rows] for f in schema}

@@ -15,10 +15,11 @@ import sys
 
 from howeval.benchmarks.loaders import load_samples
 from howeval.config import AdaptConfig, SweepConfig, load_run_config, with_changes
-from howeval.report.run import write_report
-from ray_jobs.common import init_ray
-from ray_jobs.progress import Progress
-from ray_jobs.stages import adapt_episodes, adapt_lines, adapt_settings as settings  # noqa: F401  (settings re-exported)
+from plugins import RunContext, get, write_report
+from plugins.adapt import adapt_settings as settings  # noqa: F401  (settings re-exported)
+from runtime.cluster import init_ray
+from runtime.progress import Progress
+from runtime.run import run_benchmarks
 
 
 def run_adapt(cfg: SweepConfig, samples: list[dict], verbose: bool = False, progress: Progress | None = None) -> dict:
@@ -29,9 +30,7 @@ def run_adapt(cfg: SweepConfig, samples: list[dict], verbose: bool = False, prog
         return {}
     init_ray(cfg.ray, verbose=verbose)
     progress = progress or Progress()
-    summaries, failures = adapt_episodes(cfg, samples, verbose=verbose, progress=progress)
-    for line in adapt_lines({k: v for k, v in summaries.items() if k not in failures}, {}):
-        progress.note(line)
+    summaries, failures = run_benchmarks(RunContext(cfg, samples, verbose=verbose), [get("adapt")], progress)["adapt"].result
     for name, reason in sorted(failures.items()):
         print(f"FAILED {name}: {reason}", file=sys.stderr)
     return {k: v for k, v in summaries.items() if k not in failures}

@@ -26,12 +26,12 @@ from howeval.engines.prompts import CRYSTAL_INSTRUCTION
 from howeval.parsing.steps import response_steps
 from howeval.records import RESPONSE_SCHEMA
 from howeval.store import join, read_table, write_json, write_text
-from ray_jobs.common import init_ray, log
+from ray_jobs.common import generate_and_judge
+from runtime.cluster import init_ray, log  # noqa: F401  (the howeval logger)
 
 
 def write_chains(cfg: BuildRefsConfig, samples: list[dict]) -> dict[str, dict[str, list[str]]]:
     """Each writer's step chain per sample id (empty for a failed generation)."""
-    from ray_jobs.stages import generate_and_judge
 
     chains_cfg = cfg.model_copy(update={"output_uri": join(cfg.output_uri, "chains")})
     asked = [{**s, "instruction": CRYSTAL_INSTRUCTION} for s in samples]

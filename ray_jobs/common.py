@@ -1,12 +1,5 @@
-"""Ray wiring shared by the jobs: cluster start/join, the Ray Data context, the cluster summary for provenance."""
+"""What the job entry points share: the dot-list override arguments every config-driven job takes."""
 from __future__ import annotations
-
-import logging
-import os
-
-from howeval.config import RayConfig
-
-log = logging.getLogger("howeval")
 
 
 def add_override_args(p, example: str) -> None:
@@ -20,92 +13,46 @@ def add_override_args(p, example: str) -> None:
                    help=f"dot-list overrides, e.g. {example} (values read as YAML; ~KEY.PATH deletes a key)")
 
 
-def init_ray(cfg: RayConfig, verbose: bool = True) -> None:
-    """Join ``cfg.address`` (or ``RAY_ADDRESS``, as under ``ray job submit``) or start a local cluster.
+def generate_and_judge(cfg, samples: list[dict], models: list, *, judges, modes=("NT", "T"), max_attempts: int = 3,
+                       only: list[str] | None = None, progress=None, verbose: bool = False, max_restarts: int = 1,
+                       max_task_retries: int = -1):
+    """Generate every pending row of ``models`` at once and judge each response batch as it lands: the
+    PatternEval plug-in alone (``plugins.patterneval.PatternEval``) on the runtime.
 
-    ``verbose=False`` keeps Ray's start-up lines and the workers' output (transformers, vLLM) off the
-    driver's terminal; they stay in the Ray session's log folder.
+    Args:
+        cfg: a job config with ``output_uri`` (responses under ``responses/<config>/``, judgments under
+            ``judgments/<config>/``).
+        samples: benchmark rows (``SAMPLE_SCHEMA`` columns with ``image_paths``; images read by the actors).
+        models: the configs to generate with (one pipeline each); ``[]`` = judge only.
+        judges: the judges block; None = generate only.
+        modes, only: modes to run; pattern-judge names to run (default all).
+        max_attempts: attempts per row whose engine call failed (>= 1).
+        progress: the live block (a silent one when None).
+
+    Returns:
+        ``plugins.patterneval.RunOutcome`` (``failures`` maps a config name or ``"judge"`` to a reason).
+
+    Raises:
+        ValueError: ``max_attempts`` < 1.
     """
-    import ray
+    from plugins.patterneval import PatternEval
+    from plugins.registry import RunContext
+    from runtime.run import run_benchmarks
 
-    if ray.is_initialized():
-        return
-    address = cfg.address or os.environ.get("RAY_ADDRESS")
-    kw = {"include_dashboard": False, "log_to_driver": verbose}
-    if not verbose:
-        kw["logging_level"] = logging.ERROR
-    if address:
-        ray.init(address=address, **kw)
-    else:
-        ray.init(num_cpus=cfg.num_cpus, **kw)
-    if not verbose:
-        condense_raylet_errors()
-    ctx = ray.data.DataContext.get_current()
-    ctx.enable_progress_bars = os.environ.get("HOWEVAL_PROGRESS", "0") == "1"
-    ctx.execution_options.verbose_progress = False
+    ctx = RunContext(cfg, samples, verbose=verbose, max_attempts=max_attempts)
+    bench = PatternEval(models=models, judges=judges, modes=modes, only=only)
+    return run_benchmarks(ctx, [bench], progress, max_restarts=max_restarts,
+                          max_task_retries=max_task_retries)[bench.name].result
 
 
-_seen_raylet_lines: set[str] = set()
+def generate(cfg, model, samples: list[dict], modes=("NT", "T"), max_attempts: int = 3, verbose: bool = False) -> dict:
+    """Generate one config's pending rows without judging (benchmarks, writers).
 
-
-def condense_raylet_errors() -> None:
-    """Print each error Ray sends the driver (``(raylet) Task ... failed ... Traceback ...``: a failed
-    actor's whole traceback, once per retry) as one line, its innermost ``SomeError: message``, and each
-    such line once; the full text stays in the session's logs. Without this, an engine that fails to start
-    buries its one-line reason under hundreds of traceback lines.
-
-    Ray prints these from its error-listener thread through ``ray._private.worker.print_to_stdstream``
-    whatever ``log_to_driver`` says; this wraps that function (idempotent).
+    Returns counts: ``{"config", "new", "seconds"}`` and ``"failed"`` with the reason when the config failed.
     """
-    from ray._private import worker
-
-    if getattr(worker.print_to_stdstream, "_howeval_condensed", False):
-        return
-    original = worker.print_to_stdstream
-
-    def condensed(data, ignore_prefix: bool):
-        if data.get("pid") != "raylet" or not data.get("lines"):
-            return original(data, ignore_prefix)
-        from ray_jobs.execute import one_line
-
-        lines = []
-        for text in data["lines"]:
-            line = one_line(text)
-            if line not in _seen_raylet_lines:
-                _seen_raylet_lines.add(line)
-                lines.append(line)
-        if lines:
-            original({**data, "lines": lines}, ignore_prefix)
-
-    condensed._howeval_condensed = True
-    worker.print_to_stdstream = condensed
-
-
-def cluster_summary() -> dict | None:
-    """The Ray cluster this driver is connected to, for the run's provenance: alive nodes, CPUs, GPUs and
-    accelerator types (``accelerator_type:H100`` resources); None when Ray is not initialised."""
-    import ray
-
-    if not ray.is_initialized():
-        return None
-    res = ray.cluster_resources()
-    return {"nodes": sum(1 for n in ray.nodes() if n.get("Alive")), "CPU": res.get("CPU", 0), "GPU": res.get("GPU", 0),
-            "accelerators": sorted(k.split(":", 1)[1] for k in res if k.startswith("accelerator_type:"))}
-
-
-
-def cluster_node_shapes() -> list[dict[str, float]]:
-    """What each node of the connected cluster offers, for ``howeval.config.preflight.check_cluster_fit``: the
-    total resources of every alive node (``ray.nodes()``), plus those of every node group the autoscaler may
-    still start (its cluster config in the GCS, which KubeRay's autoscaler v2 reports: a worker group at
-    ``replicas: 0`` has no node yet). [] when Ray is not initialised."""
-    import ray
-    from ray._private.state import state
-
-    if not ray.is_initialized():
-        return []
-    shapes = [dict(n["Resources"]) for n in ray.nodes() if n.get("Alive")]
-    config = state.get_cluster_config()  # None without an autoscaler (a fixed cluster: its nodes are all there)
-    if config is not None:
-        shapes += [{k: float(v) for k, v in g.resources.items()} for g in config.node_group_configs if g.max_count != 0]
-    return shapes
+    outcome = generate_and_judge(cfg, samples, [model], judges=None, modes=modes, max_attempts=max_attempts,
+                                 verbose=verbose)
+    res = {"config": model.name, "new": outcome.generated.get(model.name, 0), "seconds": outcome.seconds}
+    if outcome.failures:
+        res["failed"] = next(iter(outcome.failures.values()))
+    return res

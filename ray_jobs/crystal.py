@@ -15,11 +15,11 @@ import sys
 from howeval.benchmarks.crystal import crystal_settings
 from howeval.benchmarks.loaders import load_samples
 from howeval.config import CrystalConfig, SweepConfig, load_run_config, with_changes
-from howeval.report.run import write_report
 from howeval.store import join, write_json
-from ray_jobs.common import init_ray
-from ray_jobs.progress import Progress
-from ray_jobs.stages import crystal_line, score_run
+from plugins import RunContext, get, write_report
+from runtime.cluster import init_ray
+from runtime.progress import Progress
+from runtime.run import run_benchmarks
 
 
 def settings(cfg: SweepConfig) -> CrystalConfig:
@@ -43,8 +43,7 @@ def main(argv=None) -> int:
     write_json(join(a.run, "run_config.json"), cfg.model_dump_json(indent=2))
     init_ray(cfg.ray, verbose=False)
     progress = Progress()
-    res = score_run(cfg, samples, progress=progress)
-    progress.note(crystal_line(res))
+    res = run_benchmarks(RunContext(cfg, samples), [get("crystal")], progress)["crystal"].result
     progress.section("report")
     progress.tick(force=True)
     write_report(cfg, on_file=progress.wrote)

@@ -30,12 +30,13 @@ from howeval.config import (
     with_changes,
 )
 from howeval.judges.pipeline import judge_id, merge_judges
-from howeval.report.run import write_report
 from howeval.store import join, write_json
-from ray_jobs.common import init_ray
+from plugins import write_report
+from plugins.patterneval import plan_judging  # noqa: F401  (re-exported)
+from ray_jobs.common import generate_and_judge
 from ray_jobs.outcome import EXIT_OK, EXIT_USAGE, exit_code, read_unmeasured
-from ray_jobs.progress import Progress
-from ray_jobs.stages import generate_and_judge, plan_judging  # noqa: F401  (plan_judging re-exported)
+from runtime.cluster import init_ray
+from runtime.progress import Progress
 
 
 def judge_run(cfg: SweepConfig, samples: list[dict] | None = None, only: list[str] | None = None,

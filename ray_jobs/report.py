@@ -3,7 +3,8 @@
     python -m ray_jobs.report --run runs/demo [--judge NAME]
 
 Writes ``metrics.json``, ``report.md``, ``index.html``, ``tables/``, ``plots/`` and ``samples.{jsonl,parquet}``
-under the run (``howeval.report.run.write_report``, which the other jobs call too).
+under the run (``plugins.write_report``: the core report and every benchmark plug-in's part; the other jobs
+call it too).
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import argparse
 import sys
 
 from howeval.config import load_run_config
-from howeval.report.run import joined_rows, judge_agreement, write_report  # noqa: F401  (re-exported)
+from howeval.report.run import joined_rows, judge_agreement  # noqa: F401  (re-exported)
+from plugins import write_report
 
 
 def main(argv=None) -> int:

@@ -10,8 +10,9 @@ closest accepted one), recorded in ``run_config.json`` (``overrides``) and compa
 
 Flow (one direction, streamed): benchmark rows -> one PolicyStage actor pool per config, all configs at
 once -> responses/<config>/*.parquet, and each finished batch straight on to a JudgeStage pool ->
-judgments/<config>/*.parquet [-> CRYSTAL steps/ when ``crystal:`` is set] [-> AdaptMMBench adapt/ when
-``adapt:`` is set] -> metrics.json, report.md, index.html. The driver prints a live line per config x mode
+judgments/<config>/*.parquet [beside them, AdaptMMBench episodes -> adapt/ when ``adapt:`` is set]
+[then CRYSTAL steps/ when ``crystal:`` is set] -> metrics.json, report.md, index.html. Each benchmark is a
+plug-in (``plugins``) run by ``runtime.run``. The driver prints a live line per config x mode
 and for the judge. A config whose engine fails to start or dies is recorded in ``failures.json`` (its
 rows stay pending), the others finish, and the job exits non-zero naming it. Exit codes
 (``ray_jobs.outcome``): 0 measured; 1 a part failed (the rest measured); 2 bad input; 3 every row of a
@@ -32,17 +33,20 @@ from howeval.benchmarks.loaders import BadRowError, bad_rows_summary, load_sampl
 from howeval.config import BenchmarkConfig, ConfigError, SweepConfig, load_sweep_config, require_ready, with_changes
 from howeval.config.preflight import check_cluster_fit, raise_problems
 from howeval.report.provenance import finish_provenance, record_provenance
-from howeval.report.run import write_report
 from howeval.store import join, write_json
-from ray_jobs.common import add_override_args, cluster_node_shapes, cluster_summary, init_ray
+from plugins import RunContext, enabled, write_report
+from plugins.patterneval import MAX_ATTEMPTS
+from ray_jobs.common import add_override_args
 from ray_jobs.outcome import EXIT_OK, EXIT_USAGE, exit_code, read_unmeasured, written_configs
-from ray_jobs.progress import Progress
-from ray_jobs.stages import MAX_ATTEMPTS, adapt_episodes, adapt_lines, crystal_line, generate_and_judge, score_run
+from runtime.cluster import cluster_node_shapes, cluster_summary, init_ray
+from runtime.progress import Progress
+from runtime.run import run_benchmarks
 
 
 def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool = False,
               progress: Progress | None = None) -> tuple[dict, dict[str, str]]:
-    """Generate (all configs at once), judge (streamed), then CRYSTAL / AdaptMMBench if asked, and report.
+    """Every enabled benchmark plug-in (``plugins.enabled``): generation and judging (all configs at once,
+    judged as they land) with AdaptMMBench beside them when asked, then CRYSTAL when asked; then the report.
 
     Returns ``(metrics, failures)``: the metrics dict also written to ``metrics.json``, and
     ``{config or "judge": one-line reason}`` for what failed (also written to ``failures.json``).
@@ -60,16 +64,10 @@ def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool 
     # a config no node can ever hold would leave its actors pending (a RayJob until its deadline): refuse now
     raise_problems(check_cluster_fit(cfg, cluster_node_shapes()), "the cluster's shape")
     record_provenance(cfg, cluster=cluster_summary())  # <run>/provenance.json: code, packages, hardware, arguments
-    outcome = generate_and_judge(cfg, samples, list(cfg.models), judges=cfg.judges, max_attempts=max_attempts,
-                                 progress=progress, verbose=verbose)
-    failures = {k.split(":", 1)[-1]: v for k, v in outcome.failures.items()}
-    if cfg.crystal is not None:
-        progress.note(crystal_line(score_run(cfg, samples, verbose=verbose, progress=progress)))
-    if cfg.adapt is not None:
-        summaries, adapt_failures = adapt_episodes(cfg, samples, verbose=verbose, progress=progress)
-        for line in adapt_lines(summaries, adapt_failures):
-            progress.note(line)
-        failures.update({f"adapt:{k}": v for k, v in adapt_failures.items()})
+    ctx = RunContext(cfg, samples, verbose=verbose, max_attempts=max_attempts)
+    failures: dict[str, str] = {}
+    for summary in run_benchmarks(ctx, enabled(cfg), progress).values():
+        failures.update(summary.failures)
     write_json(join(cfg.output_uri, "failures.json"), json.dumps(failures, indent=2, sort_keys=True))
     finish_provenance(cfg)  # wall time to the report, in provenance.json and the report
     progress.section("report: metrics, tables, plots, samples")

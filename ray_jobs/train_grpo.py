@@ -275,7 +275,7 @@ def run(cfg: TrainConfig, storage_path: str | None = None, max_steps: int | None
     from ray.train.torch import TorchTrainer
 
     from howeval.training.resume import decide_resume, resume_mode
-    from ray_jobs.common import init_ray
+    from runtime.cluster import init_ray
 
     if max_steps is not None:
         cfg = with_changes(cfg, "--max-steps", grpo={**cfg.grpo, "max_steps": max_steps})

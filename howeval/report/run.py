@@ -2,8 +2,8 @@
 
 Joins each response with the primary pattern judge's judgment (same key and response hash; a judgment
 without error preferred), computes SPEC §1 metrics with bootstrap intervals, McNemar's test and the
-length analysis, adds CRYSTAL / AdaptMMBench / judge-agreement sections when the run has them, and writes
-under the run:
+length analysis, adds the judge-agreement section and each benchmark plug-in's part (``sections``: CRYSTAL's,
+AdaptMMBench's, registered in ``plugins``) when the run has them, and writes under the run:
 
 - ``metrics.json`` (with ``run.provenance``: code, packages, hardware, resolved engine arguments, seeds;
   ``howeval.report.provenance``; every path relative to the run); ``report.md`` and ``index.html`` (``howeval.report.page``, ``howeval.report.html``);
@@ -11,27 +11,24 @@ under the run:
 - ``plots/radar_NT.png``, ``radar_T.png``, ``length_scatter.png``, ``length_sextiles.png`` (``howeval.report.plots``);
 - ``samples.jsonl`` and ``samples.parquet`` (``howeval.report.samples``).
 
-Jobs (``ray_jobs.report``, the sweep, re-judging, CRYSTAL, AdaptMMBench) call :func:`write_report`.
+Jobs (``ray_jobs.report``, the sweep, re-judging, CRYSTAL, AdaptMMBench) call it through
+``plugins.write_report``, which passes every registered plug-in's part.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from howeval.benchmarks.adapt.metrics import summarize_rows
-from howeval.benchmarks.crystal import DEFAULT_EMBEDDER, cherry_picking, crystal_settings, summarize_step_rows
 from howeval.config import SweepConfig
 from howeval.judges.pipeline import judge_id
 from howeval.metrics.patterneval import sweep_metrics
 from howeval.metrics.stats import extend_metrics
 from howeval.records import (
-    ADAPT_SCHEMA,
     JUDGMENT_SCHEMA,
     LABELS,
     RESPONSE_KEY,
     RESPONSE_SCHEMA,
-    STEPS_SCHEMA,
     key_of,
     latest_attempts,
 )
@@ -42,7 +39,7 @@ from howeval.report.paper import categories_of, write_tables
 from howeval.report.plots import all_plots
 from howeval.report.provenance import provenance_section, relative_to_run, run_provenance
 from howeval.report.samples import write_samples
-from howeval.report.tables import render_adapt, render_agreement, render_crystal
+from howeval.report.tables import render_agreement
 from howeval.store import fs_and_path, join, read_table, write_bytes, write_json, write_text
 
 JUDGMENT_COLUMNS = ("correct", "extracted", "verify_method", "verify_reason", "cot", "rep", "con", "pr",
@@ -158,7 +155,7 @@ def not_measured_notes(metrics: dict) -> list[str]:
 
 
 def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: str | None = None,
-                 on_file: Callable[[str], None] | None = None) -> dict:
+                 on_file: Callable[[str], None] | None = None, sections: Sequence[Callable] = ()) -> dict:
     """Compute the metrics of the run at ``cfg.output_uri`` and write every report file (module docstring).
 
     Args:
@@ -166,6 +163,9 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
         bad_rows: skipped benchmark rows; default: the run's ``bad_rows.json``.
         judge: pattern judge name whose labels enter the metrics; default the primary.
         on_file: called with each file's URI once it is written (the jobs print a line per file).
+        sections: the benchmarks' report parts, in order: ``section(cfg, joined rows) -> (metrics keys,
+            Markdown sections) | None`` (``plugins.report_sections()``: CRYSTAL's, AdaptMMBench's, ...); their
+            sections go after the judge agreement, before the provenance.
 
     Returns the metrics dict written to ``metrics.json``.
 
@@ -208,24 +208,11 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
     if agreement:
         metrics["judge_agreement"] = agreement
         extra.append(render_agreement(agreement))
-    steps = read_table(join(out, "steps"), STEPS_SCHEMA)[0].to_pylist()
-    if steps and cfg.crystal is not None:  # only rows at the run's current (tau, alpha, order, embedder)
-        cs = crystal_settings(cfg.crystal)
-        want = (cs.embedder or DEFAULT_EMBEDDER, cs.tau, cs.alpha, cs.order)
-        steps = [r for r in steps if (r["embedder"], r["tau"], r["alpha"], r["order"]) == want]
-    if steps:
-        # the answer verdicts of the scored responses (by response key, before pairing renames configs)
-        verdicts = {key_of(r, RESPONSE_KEY): r.get("correct") for r in joined}
-        metrics["crystal"] = summarize_step_rows(steps, verdicts)
-        metrics["crystal_cherry_picking"] = cherry_picking(metrics["crystal"])
-        extra.append(render_crystal(metrics["crystal"], metrics["crystal_cherry_picking"]))
-    adapt_rows = read_table(join(out, "adapt"), ADAPT_SCHEMA)[0].to_pylist()
-    if adapt_rows:
-        by_cfg: dict = {}
-        for r in adapt_rows:
-            by_cfg.setdefault(r["config"], []).append(r)
-        metrics["adapt"] = {c: summarize_rows(rs) for c, rs in sorted(by_cfg.items())}
-        extra.append(render_adapt(metrics["adapt"]))
+    for section in sections:  # each benchmark plug-in's part (plugins.registry.Benchmark.report), in order
+        part = section(cfg, joined)
+        if part is not None:
+            metrics.update(part[0])
+            extra.extend(part[1])
     done = on_file or (lambda _uri: None)
     write_json(join(out, "metrics.json"), json.dumps(metrics, indent=2, sort_keys=True, default=str))
     done(join(out, "metrics.json"))

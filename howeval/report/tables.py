@@ -380,3 +380,9 @@ def overview_table(metrics: dict) -> str | None:
             row.append(mcc_text(a.get("mcc"), a.get("confusion")))
         rows.append(row)
     return _table(head, rows)
+
+
+def duration(s: float) -> str:
+    """Seconds as ``35s``, ``1:05`` or ``1:02:03``."""
+    s = int(round(max(s, 0)))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}" if s >= 60 else f"{s}s"

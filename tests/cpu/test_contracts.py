@@ -20,10 +20,11 @@ PYPROJECT = ROOT / "pyproject.toml"
 
 CORE_LAYERS = ["training", "rewards", "report", "benchmarks", "judges", "engines", "embed", "config", "metrics",
                "store", "parsing", "records"]
-SHARED_WIRING = ["common", "plan", "execute", "progress", "stages", "outcome"]
+SHARED_WIRING = ["common", "outcome"]
 
 # A tree that keeps every contract: one job (sweep) uses all the shared wiring (each ignore_imports line of the
-# independence contract must match an import), another (judge) uses some; Ray appears only where it may.
+# independence contracts must match an import), another (judge) uses some; Ray appears only where it may; the
+# runtime reads the plug-ins' declarations and registry only, and each plug-in only those.
 CLEAN_TREE: dict[str, str] = {
     **{f"howeval/{m}.py": "" for m in CORE_LAYERS},
     "howeval/__init__.py": "",
@@ -32,14 +33,21 @@ CLEAN_TREE: dict[str, str] = {
     "actors/policy.py": "import howeval.engines\n",
     "reward_server/__init__.py": "",
     "reward_server/app.py": "import ray\nimport howeval.rewards\n",
+    "plugins/__init__.py": "",
+    "plugins/pipeline.py": "",
+    "plugins/registry.py": "import plugins.pipeline\n",
+    "plugins/sweepcore.py": "import plugins.pipeline\nimport plugins.registry\nimport actors.policy\n",
+    "plugins/steps.py": "import plugins.pipeline\nimport plugins.registry\nimport howeval.report\n",
+    "runtime/__init__.py": "",
+    "runtime/execute.py": "import ray\nimport plugins.pipeline\nimport runtime.progress\n",
+    "runtime/progress.py": "import howeval.report\n",
+    "runtime/run.py": "import plugins.pipeline\nimport plugins.registry\nimport runtime.execute\n",
     "ray_jobs/__init__.py": "",
     **{f"ray_jobs/{m}.py": "" for m in SHARED_WIRING},
-    "ray_jobs/common.py": "import ray\nimport ray_jobs.execute\n",
-    "ray_jobs/plan.py": "import actors.policy\n",
-    "ray_jobs/execute.py": "import ray\nimport ray_jobs.plan\nimport ray_jobs.progress\n",
-    "ray_jobs/stages.py": "import ray_jobs.execute\nimport ray_jobs.plan\n",
-    "ray_jobs/sweep.py": "".join(f"import ray_jobs.{m}\n" for m in SHARED_WIRING) + "import howeval.report\n",
-    "ray_jobs/judge.py": "import ray_jobs.common\nimport ray_jobs.stages\nimport actors.policy\n",
+    "ray_jobs/common.py": "import runtime.run\nimport plugins.sweepcore\n",
+    "ray_jobs/sweep.py": "".join(f"import ray_jobs.{m}\n" for m in SHARED_WIRING) + "import runtime.run\nimport plugins\n",
+    "ray_jobs/judge.py": "import ray_jobs.common\nimport runtime.cluster\n",
+    "runtime/cluster.py": "import ray\n",
 }
 
 # contract id -> (what the planted import does, {file: content to append})
@@ -47,24 +55,35 @@ PLANTED: dict[str, list[tuple[str, dict[str, str]]]] = {
     "outer-layers": [
         ("the reward server imports an actor", {"reward_server/app.py": "import actors.policy\n"}),
         ("an actor imports the reward server", {"actors/policy.py": "import reward_server.app\n"}),
+        ("a plug-in imports the runtime", {"plugins/steps.py": "import runtime.execute\n"}),
     ],
     "core-ray-free": [
         ("the core imports ray", {"howeval/records.py": "import ray\n"}),
         ("the core imports an actor", {"howeval/judges.py": "import actors.policy\n"}),
+        ("the core imports a plug-in", {"howeval/judges.py": "import plugins.registry\n"}),
     ],
     "actors-ray-free": [
         ("an actor imports ray", {"actors/policy.py": "import ray\n"}),
-        ("the pipeline declarations import ray", {"ray_jobs/plan.py": "import ray\n"}),
-        ("an actor reaches ray through a job's wiring", {"actors/policy.py": "import ray_jobs.common\n"}),
+        ("the pipeline declarations import ray", {"plugins/pipeline.py": "import ray\n"}),
+        ("a new plug-in imports ray", {"plugins/new_bench.py": "import ray\n"}),
+        ("an actor reaches ray through the runtime", {"actors/policy.py": "import runtime.cluster\n"}),
     ],
     "no-job-imports": [
         ("the reward server imports a job", {"reward_server/app.py": "import ray_jobs.sweep\n"}),
-        ("an actor imports the jobs' wiring", {"actors/policy.py": "import ray_jobs.progress\n"}),
+        ("the runtime imports the jobs' wiring", {"runtime/run.py": "import ray_jobs.common\n"}),
+    ],
+    "runtime-knows-no-benchmark": [
+        ("the runtime imports a benchmark plug-in", {"runtime/run.py": "import plugins.sweepcore\n"}),
+        ("the runtime imports the plug-ins' package (and so every registration)", {"runtime/execute.py": "import plugins\n"}),
+    ],
+    "benchmarks-independent": [
+        ("a plug-in imports another", {"plugins/steps.py": "import plugins.sweepcore\n"}),
+        ("a new plug-in, listed nowhere, imports another", {"plugins/new_bench.py": "import plugins.steps\n"}),
     ],
     "jobs-independent": [
         ("a job imports another", {"ray_jobs/judge.py": "import ray_jobs.sweep\n"}),
         ("a new job, listed nowhere, imports another", {"ray_jobs/train_new.py": "import ray_jobs.judge\n"}),
-        ("the shared wiring imports a job", {"ray_jobs/stages.py": "import ray_jobs.judge\n"}),
+        ("the shared wiring imports a job", {"ray_jobs/common.py": "import ray_jobs.judge\n"}),
     ],
     "core-layers": [
         ("a lower core layer imports a higher one", {"howeval/parsing.py": "import howeval.judges\n"}),
@@ -128,7 +147,7 @@ def test_the_library_names_no_path_in_the_test_tree():
 
     # a path segment or a path inside a string literal; prose in docstrings (``tests/cpu/...``) is not a path
     pattern = re.compile(r"""["'](?:tests|fixtures)["']|["'][^"'\s`]*tests/""")
-    offenders = [f"{p.relative_to(ROOT)}:{i}" for pkg in ("howeval", "actors", "ray_jobs", "reward_server")
+    offenders = [f"{p.relative_to(ROOT)}:{i}" for pkg in ("howeval", "actors", "plugins", "runtime", "ray_jobs", "reward_server")
                  for p in sorted((ROOT / pkg).rglob("*.py"))
                  for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
     assert offenders == []

@@ -8,7 +8,7 @@ import pytest
 
 from howeval.config import AdaptConfig, SweepConfig
 from ray_jobs.adapt import run_adapt, settings
-from ray_jobs.progress import Progress
+from runtime.progress import Progress
 
 
 def _cfg(tmp_path, manifest, replay, adapt=None) -> SweepConfig:

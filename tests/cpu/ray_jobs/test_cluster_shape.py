@@ -1,4 +1,4 @@
-"""The Ray-reading half of the cluster-shape preflight (``ray_jobs.common.cluster_node_shapes``) on a real local
+"""The Ray-reading half of the cluster-shape preflight (``runtime.cluster.cluster_node_shapes``) on a real local
 Ray, with the autoscaler's cluster config written where KubeRay's autoscaler v2 reports it (the GCS internal KV
 that ``ray._private.state.state.get_cluster_config()`` reads), and the sweep driver refusing what fits no node."""
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _report_node_groups(groups: list[tuple[str, dict, int]]) -> None:
 
 
 def test_alive_nodes_and_the_autoscalers_node_groups_are_the_shapes(local_ray):
-    from ray_jobs.common import cluster_node_shapes
+    from runtime.cluster import cluster_node_shapes
 
     shapes = cluster_node_shapes()
     assert len(shapes) == 1 and shapes[0]["CPU"] == 2.0 and "GPU" not in shapes[0]  # no autoscaler: this node

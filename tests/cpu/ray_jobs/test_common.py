@@ -1,9 +1,9 @@
-"""Tests for ray_jobs.common: cluster start/join (fakes for Ray; no cluster)."""
+"""Tests for runtime.cluster: cluster start/join (fakes for Ray; no cluster)."""
 from __future__ import annotations
 
 import pytest
 
-import ray_jobs.common as common
+import runtime.cluster as common
 from howeval.config import RayConfig
 
 

@@ -1,4 +1,4 @@
-"""Runs the pipelines of ``ray_jobs.plan`` on Ray Data: one Dataset per pipeline, all at once.
+"""Runs declared pipelines (``plugins.pipeline``) on Ray Data: one Dataset per pipeline, all at once.
 
 Each pipeline becomes ``ray.data.from_arrow(rows)`` followed by one ``map_batches`` per stage: an actor
 pool (``ActorPoolStrategy(size=replicas)``; ``concurrency`` > 1 runs that many batches of one actor at
@@ -27,8 +27,8 @@ import pyarrow as pa
 
 from actors.images import ReadImages
 from howeval.store import join, write_table
-from ray_jobs.plan import NAME_COLUMNS, Pipeline, Stage
-from ray_jobs.progress import batch_stats
+from plugins.pipeline import NAME_COLUMNS, Pipeline, Stage
+from runtime.progress import batch_stats
 
 QUIET_ENV = {"TRANSFORMERS_VERBOSITY": "error", "VLLM_LOGGING_LEVEL": "WARNING", "TOKENIZERS_PARALLELISM": "false",
              "TQDM_DISABLE": "1", "PYTHONWARNINGS": "ignore"}
@@ -200,7 +200,7 @@ def run_pipelines(pipelines: list[Pipeline], *, on_counts: Callable | None = Non
     """
     import ray
 
-    from ray_jobs.progress import Counts
+    from runtime.progress import Counts
 
     names = [p.name for p in pipelines]
     if len(set(names)) != len(names):

@@ -2,7 +2,7 @@
 
 - :func:`batch_stats`: rows / errors / tokens of one output batch per group (run in the stage actor).
 - :class:`Counts`: a small Ray actor the stage actors send those counts to (fire and forget); the driver
-  drains it every tick. Created by ``ray_jobs.execute``; defined here so progress lives in one file.
+  drains it every tick. Created by ``runtime.execute``; defined here so progress lives in one file.
 - :class:`Progress`: the block of lines, one per ``"<config> <mode>"`` and one for the judge (or one per
   CRYSTAL / AdaptMMBench label): rows done / total, errors, rows/s, tokens/s, an ETA that ticks down
   between batches, and the seconds spent starting before the first batch (a ``rich.live`` block
@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from howeval.report.tables import duration  # noqa: F401  (the block's time format, re-exported)
 
 
 def batch_stats(table: pa.Table, group_col: str | None, error_col: str | None, tokens_col: str | None) -> dict:
@@ -369,9 +371,3 @@ class _FdTap:
 def _rate(r: float) -> str:
     """Rows per second with the digits that matter: ``120``, ``4.0``, ``0.35``."""
     return f"{r:.0f}" if r >= 100 else f"{r:.1f}" if r >= 1 else f"{r:.2f}"
-
-
-def duration(s: float) -> str:
-    """Seconds as ``35s``, ``1:05`` or ``1:02:03``."""
-    s = int(round(max(s, 0)))
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}" if s >= 60 else f"{s}s"
