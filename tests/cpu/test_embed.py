@@ -174,8 +174,8 @@ def test_udf_in_ray_data_actor_pool(worked_example, tmp_path):
 
     from actors.embedder import StepScoreUDF
     from howeval.config import CrystalConfig
-    from runtime.execute import run_pipelines
     from plugins.pipeline import Pipeline, Stage
+    from runtime.execute import run_pipelines
 
     rows = [
         {"sample_id": str(i), "pred_steps": worked_example["predicted_steps"], "ref_steps": worked_example["reference_steps"]}

@@ -7,8 +7,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from runtime.execute import batch_file_name, one_line, run_pipelines
 from plugins.pipeline import Pipeline, Stage
+from runtime.execute import batch_file_name, one_line, run_pipelines
 from runtime.progress import Progress, batch_stats
 
 

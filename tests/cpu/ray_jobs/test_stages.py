@@ -6,9 +6,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from howeval.config import JudgesConfig, ModelConfig
-from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA, conform
+from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA, conform, latest_responses
 from howeval.store import compact, write_table
-from howeval.records import latest_responses
 from plugins.patterneval import judge_input, pending_work, plan_judging, tidy
 
 
