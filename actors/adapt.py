@@ -24,12 +24,12 @@ REQUIRED_COLUMNS = {"sample_id": "item id", "images": "image bytes", "question":
 
 
 class AdaptStage:
-    """Stage class of an ``adapt:<config>`` pipeline (``ray_jobs.stages.adapt_episodes``); one engine per actor.
+    """Stage class of an ``adapt:<config>`` pipeline (``plugins.adapt.Adapt``); one engine per actor.
 
     Args:
         model_config: the config whose engine runs the episodes (pickled once per actor).
         settings: the sweep's ``adapt:`` block with ``tool_format`` filled in for this engine
-            (``ray_jobs.stages.adapt_settings``): turns, tokens per turn, coverage threshold, embedder.
+            (``plugins.adapt.adapt_settings``): turns, tokens per turn, coverage threshold, embedder.
         schema: the output schema (``howeval.records.ADAPT_SCHEMA``).
 
     Raises:

@@ -11,7 +11,7 @@ Column flow (one row)::
     out: + step_matched=2, step_precision=1.0, step_recall=0.667, step_f1=0.8,
            step_lis=1.0, step_ordered_f1=0.8
 
-Run by the ``crystal`` pipeline (``ray_jobs.stages.score_run``; resources from the sweep's ``crystal:``).
+Run by the ``crystal`` pipeline (``plugins.crystal.Crystal``; resources from the sweep's ``crystal:``).
 """
 from __future__ import annotations
 

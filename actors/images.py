@@ -1,6 +1,6 @@
 """Read each row's images (``image_paths``, any fsspec URL) into ``images`` (bytes), in the stage actor.
 
-Stages declared with ``read_images`` (``ray_jobs.plan``) call it on each batch before their own work, so
+Stages declared with ``read_images`` (``plugins.pipeline``) call it on each batch before their own work, so
 images go from storage to the engine and the driver never holds one. A file that cannot be read
 or is not an image puts its reason in ``input_error`` (the policy then records it on the row's
 ``error``; a rerun retries it), never a dropped row.

@@ -19,7 +19,7 @@ REQUIRED_COLUMNS = {
 
 
 class JudgeStage:
-    """Stage class of the ``judge`` stage (``ray_jobs.plan.judge_stage``).
+    """Stage class of the ``judge`` stage (``plugins.patterneval.judge_stage``).
 
     Args:
         judges: the sweep's ``judges:`` block (pickled once per actor).

@@ -45,7 +45,7 @@ def response_row(sample: dict, model: ModelConfig, mode: str, c: Completion, ima
 
 
 class PolicyStage:
-    """Stage class of a sweep's ``generate`` stage (``ray_jobs.plan.generate_stage``; run by Ray Data actors).
+    """Stage class of a sweep's ``generate`` stage (``plugins.patterneval.generate_stage``; run by Ray Data actors).
 
     Args:
         model_config: the ``ModelConfig`` (pickled once per actor); its engine gets the typed options

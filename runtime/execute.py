@@ -173,6 +173,14 @@ def _is_ray_error(e: BaseException) -> bool:
     return type(e).__module__.startswith("ray.")
 
 
+def _quiet_ray_data() -> None:
+    """A failure is reported once, in one line, by the caller (its trace stays in the session logs); a small
+    run (--limit) gives a stage fewer blocks than its actor pool's minimum, which Ray Data says once per stage
+    in a 5-line UserWarning: the pool sizes are the sweep's own choice, nothing to act on."""
+    logging.getLogger("ray.data").setLevel(logging.CRITICAL)
+    warnings.filterwarnings("ignore", message=r"The minimum number of concurrent actors", category=UserWarning)
+
+
 def run_pipelines(pipelines: list[Pipeline], *, on_counts: Callable | None = None, on_failure: Callable | None = None,
                   on_tick: Callable | None = None, verbose: bool = False, max_restarts: int = 1,
                   max_task_retries: int = -1, poll_s: float = 0.5) -> dict[str, str]:
@@ -208,13 +216,8 @@ def run_pipelines(pipelines: list[Pipeline], *, on_counts: Callable | None = Non
     todo = [p for p in pipelines if p.rows.num_rows]
     if not todo:
         return {}
-    if not verbose:  # a failure is reported once, in one line, by the caller (its trace stays in the session logs)
-        logging.getLogger("ray.data").setLevel(logging.CRITICAL)
-        import warnings
-
-        # a small run (--limit) gives a stage fewer blocks than its actor pool's minimum: Ray Data says so
-        # once per stage in a 5-line UserWarning; the sweep's pool sizes are its own choice, nothing to act on
-        warnings.filterwarnings("ignore", message=r"The minimum number of concurrent actors", category=UserWarning)
+    if not verbose:
+        _quiet_ray_data()
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     # on the driver's node: the progress sink goes when the driver goes, never with a worker node
@@ -236,14 +239,17 @@ def run_pipelines(pipelines: list[Pipeline], *, on_counts: Callable | None = Non
         t.start()
     failures: dict[str, str] = {}
 
+    def nothing(*_args) -> None:
+        return None
+
+    counted, failed = on_counts or nothing, on_failure or nothing
+
     def drain() -> None:
         for event in ray.get(counts.drain.remote()):
-            if on_counts:
-                on_counts(*event)
+            counted(*event)
         for name in [n for n in errors if n not in failures]:
             failures[name] = one_line(errors[name])
-            if on_failure:
-                on_failure(name, failures[name])
+            failed(name, failures[name])
 
     try:
         while any(t.is_alive() for t in threads):

@@ -71,22 +71,66 @@ def _check_unique(plans: dict[str, Plan]) -> None:
             seen_l[label] = name
 
 
+class _PhaseTally:
+    """The driver's side of a phase: moves the progress lines by each stage's declared :class:`Tally` and
+    keeps the phase's :class:`Tallies` (``runtime.execute.run_pipelines``' ``on_counts`` / ``on_failure``)."""
+
+    def __init__(self, pipelines: list, progress: Progress):
+        self.progress = progress
+        self.tallies = Tallies()
+        self.tally_of: dict[tuple[str, str], Tally] = {(p.name, s.name): s.tally for p in pipelines for s in p.stages
+                                                        if s.tally is not None}
+        self.head = {p.name: p.stages[0].tally for p in pipelines}
+
+    def _owned(self, t: Tally) -> list[str]:
+        return [k for k in self.progress.lines if t.owns(k)]
+
+    def counts(self, pipeline: str, stage: str, groups: dict) -> None:
+        """One output batch of ``(pipeline, stage)``; ``{}`` = an actor of that stage is built (ready)."""
+        t = self.tally_of.get((pipeline, stage))
+        if t is None:
+            return
+        if not groups:
+            for label in self._owned(t):
+                self.progress.ready(label)
+            return
+        self.tallies.add(pipeline, stage, groups)
+        lines = self.progress.lines
+        for group, s in groups.items():
+            if t.line(group) in lines:
+                self.progress.update(t.line(group), s["rows"] // t.per_item, s["errors"] // t.per_item, s["tokens"])
+            if t.feeds in lines and s["errors"]:
+                self.progress.shrink(t.feeds, s["errors"])
+
+    def failure(self, name: str, reason: str) -> None:
+        """Pipeline ``name`` failed: its head stage's lines fail, the line they feed shrinks by what is left."""
+        self.tallies.failures[name] = reason
+        head = self.head.get(name)
+        for label in self._owned(head) if head is not None else []:
+            ln = self.progress.lines[label]
+            self.progress.fail(label, reason)
+            if head.feeds in self.progress.lines:
+                self.progress.shrink(head.feeds, ln.total - ln.done)
+        self.progress.note(f"FAILED {name}: {reason}")
+
+
 def run_phase(plans: dict[str, Plan], progress: Progress, *, verbose: bool = False, max_restarts: int = 1,
               max_task_retries: int = -1) -> Tallies:
     """Run every pipeline of ``plans`` at once under one progress block; returns their :class:`Tallies`.
 
     The block (titled by the plans with lines, joined by `` · ``) is opened only when some plan declares a
     line; a line is started when a stage that tallies it runs in this phase.
+
+    Raises:
+        ValueError: two plans share a pipeline name or a progress line.
     """
     _check_unique(plans)
     t0 = time.perf_counter()
     pipelines = [p for plan in plans.values() for p in plan.pipelines]
     lines = {k: v for plan in plans.values() for k, v in plan.lines.items()}
-    tallies = Tallies()
     if not lines and not pipelines:
-        return tallies
-    tally_of: dict[tuple[str, str], Tally] = {(p.name, s.name): s.tally for p in pipelines for s in p.stages
-                                               if s.tally is not None}
+        return Tallies()
+    phase = _PhaseTally(pipelines, progress)
     if lines:
         progress.section(" · ".join(plan.title for plan in plans.values() if plan.lines))
         for label, (total, done) in lines.items():
@@ -94,41 +138,13 @@ def run_phase(plans: dict[str, Plan], progress: Progress, *, verbose: bool = Fal
     for p in pipelines:
         log.info("pipeline %s", p.describe())
     for label in lines:  # every pipeline starts now: rates and ETAs count from here
-        if any(t.owns(label) for t in tally_of.values()):
+        if any(t.owns(label) for t in phase.tally_of.values()):
             progress.start(label)
     if lines:
         progress.tick(force=True)
-
-    def on_counts(pipeline: str, stage: str, groups: dict) -> None:
-        t = tally_of.get((pipeline, stage))
-        if t is None:
-            return
-        if not groups:  # an actor of this stage is built
-            for label in [k for k in progress.lines if t.owns(k)]:
-                progress.ready(label)
-            return
-        tallies.add(pipeline, stage, groups)
-        for group, s in groups.items():
-            label = t.line(group)
-            if label in progress.lines:
-                progress.update(label, s["rows"] // t.per_item, s["errors"] // t.per_item, s["tokens"])
-            if t.feeds and s["errors"] and t.feeds in progress.lines:
-                progress.shrink(t.feeds, s["errors"])
-
-    def on_failure(name: str, reason: str) -> None:
-        tallies.failures[name] = reason
-        head = next((p.stages[0].tally for p in pipelines if p.name == name), None)
-        if head is not None:
-            for label in [k for k in progress.lines if head.owns(k)]:
-                ln = progress.lines[label]
-                progress.fail(label, reason)
-                if head.feeds and head.feeds in progress.lines:
-                    progress.shrink(head.feeds, ln.total - ln.done)
-        progress.note(f"FAILED {name}: {reason}")
-
-    run_pipelines(pipelines, on_counts=on_counts, on_failure=on_failure, on_tick=progress.tick, verbose=verbose,
+    run_pipelines(pipelines, on_counts=phase.counts, on_failure=phase.failure, on_tick=progress.tick, verbose=verbose,
                   max_restarts=max_restarts, max_task_retries=max_task_retries)
     if lines:
         progress.finish()
-    tallies.seconds = time.perf_counter() - t0
-    return tallies
+    phase.tallies.seconds = time.perf_counter() - t0
+    return phase.tallies

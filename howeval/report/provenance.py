@@ -227,7 +227,7 @@ def data_fingerprints(cfg) -> list[dict[str, Any]]:
 def capture(cfg, cluster: dict | None = None, now: _dt.datetime | None = None,
             argv: list[str] | None = None) -> dict[str, Any]:
     """One provenance entry for a sweep of ``cfg`` starting now (module docstring); ``cluster`` = the Ray
-    cluster's resources when known (``ray_jobs.common.cluster_summary``); ``argv`` default ``sys.argv``."""
+    cluster's resources when known (``runtime.cluster.cluster_summary``); ``argv`` default ``sys.argv``."""
     now = now or _dt.datetime.now(_dt.timezone.utc)
     hw = hardware()
     if cluster is not None:

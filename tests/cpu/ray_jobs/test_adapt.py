@@ -55,7 +55,7 @@ def test_replayed_text_episodes_then_resume(tmp_path, repo_root):
     out = io.StringIO()
     summary = run_adapt(cfg, samples, progress=Progress(stream=out, tty=False))
     lines = out.getvalue().splitlines()  # a titled block with a line per config x mode, then the summary
-    assert lines[0].endswith("] AdaptMMBench") and lines[-2].startswith("  rep text       2/2      100%  err 0  ")
+    assert lines[0].endswith("] AdaptMMBench") and lines[-2].startswith("  adapt rep text       2/2      100%  err 0  ")
     assert lines[-1] == "AdaptMMBench rep: Acc text 50.0% (2); MCC –"
     rows = {r["sample_id"]: r for r in read_table(join(cfg.output_uri, "adapt", "rep"), ADAPT_SCHEMA)[0].to_pylist()}
     assert set(rows) == set(answers)

@@ -52,7 +52,7 @@ def test_raylet_errors_reach_the_driver_as_one_line_each_once(monkeypatch):
     lines); condensed, each is its innermost error line, printed once."""
     from ray._private import worker
 
-    from ray_jobs import common
+    import runtime.cluster as common
 
     printed = []
     monkeypatch.setattr(worker, "print_to_stdstream", lambda data, ignore_prefix: printed.append(data["lines"]))
