@@ -137,6 +137,14 @@ def bench_configs(a, d: Path, url: str) -> dict:
     return res
 
 
+def _driver_cpu() -> float:
+    """CPU seconds of this (driver) process, every thread, user + system."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def paper_dry_run(a, d: Path, url: str, images: bool) -> dict:
     """The 25-config file with replay engines (no delay) and the fake judge (no latency) on ``--paper-prompts``,
     each row with its image (``images``) or without; the driver loads rows as the sweep does (image paths
@@ -157,9 +165,9 @@ def paper_dry_run(a, d: Path, url: str, images: bool) -> dict:
                judges=fake_judge(url, replicas=2, concurrency=8), crystal=None, adapt=None, ray={"num_cpus": 2})
     cfg = SweepConfig.model_validate(raw)
     samples, _ = load_samples(cfg.benchmarks, read_images=False)
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), _driver_cpu()
     out = generate_and_judge(cfg, samples, list(cfg.models), judges=cfg.judges)
-    wall = time.perf_counter() - t
+    wall, cpu = time.perf_counter() - t, _driver_cpu() - cpu
     n = len(cfg.models) * a.paper_prompts * 2
     assert not out.failures and out.judged == n, (out.failures, out.judged)
     rows = read_table(join(cfg.output_uri, "responses"), RESPONSE_SCHEMA)[0]
@@ -168,7 +176,7 @@ def paper_dry_run(a, d: Path, url: str, images: bool) -> dict:
     assert seen == (n if images else 0), seen  # one image per row reached the engine, or none
     return {"images": images, "configs": len(cfg.models), "prompts": a.paper_prompts, "responses": n,
             "judge_calls": out.judged, "images_seen": seen, "wall_s": round(wall, 1),
-            "overhead_ms_per_response_and_judgment": round(1000 * wall / n, 2),
+            "overhead_ms_per_response_and_judgment": round(1000 * wall / n, 2), "driver_cpu_s": round(cpu, 1),
             "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
