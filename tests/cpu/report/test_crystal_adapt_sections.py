@@ -11,7 +11,7 @@ import pytest
 
 from howeval.config import load_run_config
 from howeval.records import ADAPT_SCHEMA, STEPS_SCHEMA, conform
-from howeval.report.run import write_report
+from plugins import write_report
 
 from fakes.runs import make_run, outcome
 
