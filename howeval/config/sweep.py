@@ -41,7 +41,7 @@ although they mention ``<think>`` (compared with whitespace collapsed)."""
 
 
 def documented_thinking_prompt(text: str) -> str | None:
-    """The model family whose documented thinking system prompt ``text`` is (whitespace collapsed), or None.
+    r"""The model family whose documented thinking system prompt ``text`` is (whitespace collapsed), or None.
 
     >>> documented_thinking_prompt(INTERNVL_THINKING_PROMPT.replace("\n\n", " "))
     'internvl3.5'
@@ -403,7 +403,7 @@ class AdaptConfig(StrictModel):
     coverage_tau: float = Field(0.35, ge=-1, le=1, description="Cosine threshold of the key-step coverage match.")
     embedder: str | None = Field(None, description="Local sentence-transformers folder for coverage; None = the bundled all-MiniLM-L6-v2.")
     process_judge: JudgeEngineConfig | None = Field(None, description="An OpenAI-compatible model that decides key-step coverage and each tool call's effectiveness (the paper's GPT-5 judge; howeval.judges.process); None = coverage by embedding match (the offline default) and no effectiveness judgment.")
-    process_judge_cache: str | None = Field(None, description="Local folder of the process judge's write-ahead cache; None = ~/.cache/howeval/judge_cache/adapt-process.")
+    process_judge_cache: str | None = Field(None, description="Local folder of the process judge's write-ahead cache; None = <run>/judge_cache/adapt-process for a local run folder, beside the other judges' cache (a folder under ~/.cache/howeval/judge_cache for a remote output_uri; howeval.judges.cache.run_judge_cache_dir). Where the cache lives does not make stored rows stale.")
 
     def for_engine(self, engine: str) -> AdaptConfig:
         """This block with ``tool_format`` filled in for ``engine`` (text for hf/replay, openai otherwise)."""
