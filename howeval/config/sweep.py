@@ -456,6 +456,27 @@ class SweepConfig(StrictModel):
         return {m.name: m.pair_as for m in self.models if m.pair_as is not None}
 
 
+class BuildKeyStepsConfig(StrictModel):
+    """Key-step writer for new AdaptMMBench items (``ray_jobs.build_keysteps``; the paper's "generated with GPT-5
+    and verified by humans": ``howeval.benchmarks.adapt.keysteps``)."""
+
+    name: str = "build-keysteps"
+    output_uri: str = Field(..., description="Folder or fsspec URL for writer/ (the writer's responses) and key_steps_review.jsonl.")
+    benchmarks: list[BenchmarkConfig] = Field(..., min_length=1)
+    writer: ModelConfig = Field(..., description="The model that writes key steps (the paper: GPT-5); it sees the image, the question, its options and the answer.")
+    mode: Literal["NT", "T"] = Field("NT", description="The writer's mode.")
+    max_steps: int = Field(5, ge=1, le=8, description="Key steps asked for at most (a longer reply is a parse failure).")
+    only_missing: bool = Field(True, description="Write steps only for items without key_steps (new items); false = every item.")
+    skip_bad_rows: bool = False
+    ray: RayConfig = Field(default_factory=RayConfig)
+
+    @model_validator(mode="after")
+    def _writer_has_mode(self) -> BuildKeyStepsConfig:
+        if self.mode not in self.writer.modes:
+            raise ValueError(f"writer: {self.writer.name!r} has no mode {self.mode!r} (configured: {sorted(self.writer.modes)})")
+        return self
+
+
 class BuildRefsConfig(StrictModel):
     """Delphi reference-step builder (``ray_jobs.build_refs``, SPEC section 3)."""
 
