@@ -9,6 +9,8 @@ tool calling, text-vs-adaptive consistency); its report part the AdaptMMBench ta
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 
 from howeval.config import AdaptConfig, SweepConfig
@@ -27,8 +29,15 @@ ORDER = ("text", "adaptive", "oracle")
 
 def adapt_settings(cfg: SweepConfig, engine: str) -> AdaptConfig:
     """The sweep's ``adapt:`` block (validated at load; defaults when unset) with tool_format filled in for
-    ``engine`` (plain text for ``hf``/``replay``): what each ``AdaptStage`` of that engine is given."""
-    return (cfg.adapt or AdaptConfig()).for_engine(engine)
+    ``engine`` (plain text for ``hf``/``replay``) and, with a process judge and no ``process_judge_cache``,
+    that cache under the run's judge cache (``<run>/judge_cache/adapt-process`` for a local run,
+    :func:`howeval.judges.cache.run_judge_cache_dir`): what each ``AdaptStage`` of that engine is given."""
+    s = (cfg.adapt or AdaptConfig()).for_engine(engine)
+    if s.process_judge is not None and s.process_judge_cache is None:
+        from howeval.judges.cache import run_judge_cache_dir
+
+        s = s.model_copy(update={"process_judge_cache": str(Path(run_judge_cache_dir(cfg.output_uri)) / "adapt-process")})
+    return s
 
 
 def adapt_items(samples: list[dict]) -> list[dict]:

@@ -22,6 +22,7 @@ from howeval.config.sweep import (
     PATTERN_JUDGE_CONFIGS,
     AdaptConfig,
     BenchmarkConfig,
+    BuildKeyStepsConfig,
     BuildRefsConfig,
     CrystalConfig,
     JudgeEngineConfig,
@@ -44,7 +45,7 @@ from howeval.config.sweep import (
 )
 
 __all__ = [
-    "PATTERN_JUDGE_CONFIGS", "AdaptConfig", "apply_dotlist", "check_config", "dotlist_keys", "BenchmarkConfig", "BuildRefsConfig", "ConfigError", "CrystalConfig",
+    "PATTERN_JUDGE_CONFIGS", "AdaptConfig", "apply_dotlist", "check_config", "dotlist_keys", "BenchmarkConfig", "BuildKeyStepsConfig", "BuildRefsConfig", "ConfigError", "CrystalConfig",
     "JudgeEngineConfig", "JudgesConfig", "LLMJudgeConfig", "ModeConfig", "ModelConfig", "PatternJudgeBase",
     "PatternJudgeConfig", "PatternRMJudgeConfig", "RayConfig", "ResourcesConfig", "RulesJudgeConfig",
     "SamplingConfig", "StrictModel", "SweepConfig", "VerifierConfig", "format_validation_error", "pattern_judge_config",

@@ -12,7 +12,7 @@ Counted (a difference refuses the resume), per model config present in both and 
     ones in :data:`NON_RESPONSE_OPTIONS`.
     Data: a benchmark file of the stored run that the new config no longer lists (the report would keep
     its answers beside the new ones), or the same file under another benchmark ``name``.
-    AdaptMMBench episodes (``adapt.*`` except ``modes``), whose rows are keyed the same way.
+    AdaptMMBench episodes (``adapt.*`` except ``modes`` and ``process_judge_cache``), whose rows are keyed the same way.
 
 Not counted (free to change on a resume):
     ``judges`` (judgments are keyed by judge ``name@version``), ``ray``, ``resources``, ``name``, ``overrides``
@@ -91,8 +91,8 @@ def stale_fields(old: SweepConfig, new: SweepConfig, written: set[str] | None = 
                 k = next(k for k, nb in enumerate(new.benchmarks) if nb.path == b.path)
                 diffs.append((f"benchmarks.{k}.name", b.name, new_names[b.path]))
         if old.adapt is not None and new.adapt is not None:
-            a = old.adapt.model_dump(exclude={"modes"})
-            b = new.adapt.model_dump(exclude={"modes"})
+            a = old.adapt.model_dump(exclude={"modes", "process_judge_cache"})  # where a cache lives changes no row
+            b = new.adapt.model_dump(exclude={"modes", "process_judge_cache"})
             diffs += [(f"adapt.{k}", a[k], b[k]) for k in sorted(a) if a[k] != b[k]]
     return diffs
 

@@ -41,7 +41,7 @@ although they mention ``<think>`` (compared with whitespace collapsed)."""
 
 
 def documented_thinking_prompt(text: str) -> str | None:
-    """The model family whose documented thinking system prompt ``text`` is (whitespace collapsed), or None.
+    r"""The model family whose documented thinking system prompt ``text`` is (whitespace collapsed), or None.
 
     >>> documented_thinking_prompt(INTERNVL_THINKING_PROMPT.replace("\n\n", " "))
     'internvl3.5'
@@ -403,7 +403,7 @@ class AdaptConfig(StrictModel):
     coverage_tau: float = Field(0.35, ge=-1, le=1, description="Cosine threshold of the key-step coverage match.")
     embedder: str | None = Field(None, description="Local sentence-transformers folder for coverage; None = the bundled all-MiniLM-L6-v2.")
     process_judge: JudgeEngineConfig | None = Field(None, description="An OpenAI-compatible model that decides key-step coverage and each tool call's effectiveness (the paper's GPT-5 judge; howeval.judges.process); None = coverage by embedding match (the offline default) and no effectiveness judgment.")
-    process_judge_cache: str | None = Field(None, description="Local folder of the process judge's write-ahead cache; None = ~/.cache/howeval/judge_cache/adapt-process.")
+    process_judge_cache: str | None = Field(None, description="Local folder of the process judge's write-ahead cache; None = <run>/judge_cache/adapt-process for a local run folder, beside the other judges' cache (a folder under ~/.cache/howeval/judge_cache for a remote output_uri; howeval.judges.cache.run_judge_cache_dir). Where the cache lives does not make stored rows stale.")
 
     def for_engine(self, engine: str) -> AdaptConfig:
         """This block with ``tool_format`` filled in for ``engine`` (text for hf/replay, openai otherwise)."""
@@ -454,6 +454,27 @@ class SweepConfig(StrictModel):
     def mode_pairs(self) -> dict[str, str]:
         """Config name -> the ``pair_as`` name it is reported under (only configs that set ``pair_as``)."""
         return {m.name: m.pair_as for m in self.models if m.pair_as is not None}
+
+
+class BuildKeyStepsConfig(StrictModel):
+    """Key-step writer for new AdaptMMBench items (``ray_jobs.build_keysteps``; the paper's "generated with GPT-5
+    and verified by humans": ``howeval.benchmarks.adapt.keysteps``)."""
+
+    name: str = "build-keysteps"
+    output_uri: str = Field(..., description="Folder or fsspec URL for writer/ (the writer's responses) and key_steps_review.jsonl.")
+    benchmarks: list[BenchmarkConfig] = Field(..., min_length=1)
+    writer: ModelConfig = Field(..., description="The model that writes key steps (the paper: GPT-5); it sees the image, the question, its options and the answer.")
+    mode: Literal["NT", "T"] = Field("NT", description="The writer's mode.")
+    max_steps: int = Field(5, ge=1, le=8, description="Key steps asked for at most (a longer reply is a parse failure).")
+    only_missing: bool = Field(True, description="Write steps only for items without key_steps (new items); false = every item.")
+    skip_bad_rows: bool = False
+    ray: RayConfig = Field(default_factory=RayConfig)
+
+    @model_validator(mode="after")
+    def _writer_has_mode(self) -> BuildKeyStepsConfig:
+        if self.mode not in self.writer.modes:
+            raise ValueError(f"writer: {self.writer.name!r} has no mode {self.mode!r} (configured: {sorted(self.writer.modes)})")
+        return self
 
 
 class BuildRefsConfig(StrictModel):

@@ -36,7 +36,7 @@ from typing import Any
 from howeval.engines.base import ChatRequest, Completion
 from howeval.store import JSONLinesError, iter_jsonl
 
-__all__ = ["JudgeCache", "CachingEngine", "request_key", "judge_cache_dir"]
+__all__ = ["JudgeCache", "CachingEngine", "request_key", "judge_cache_dir", "run_judge_cache_dir"]
 
 log = logging.getLogger(__name__)
 
@@ -229,6 +229,17 @@ def judge_cache_dir(judges: Any, output_uri: str) -> str | None:
     llm = any(j.kind != "rules" for j in judges.pattern) or judges.verifier.llm_fallback is not None
     if not llm:
         return None
+    return run_judge_cache_dir(output_uri)
+
+
+def run_judge_cache_dir(output_uri: str) -> str:
+    """A run's judge cache folder whatever judges it has: ``<run>/judge_cache`` for a local run folder (a
+    path or ``file://``), else ``~/.cache/howeval/judge_cache/<sha256(uri)[:16]>`` (an object store cannot
+    hold a write-ahead log). Judges keep their own subfolders or namespaces under it.
+
+    >>> run_judge_cache_dir("/runs/r1")
+    '/runs/r1/judge_cache'
+    """
     if "://" not in output_uri or output_uri.startswith("file://"):
         return str(Path(output_uri.removeprefix("file://")) / "judge_cache")
     digest = hashlib.sha256(output_uri.encode("utf-8")).hexdigest()[:16]

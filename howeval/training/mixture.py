@@ -8,10 +8,11 @@ ThinkLite-VL-Hard-11K, PuzzleVQA, AlgoPuzzleVQA, TextbookQA, ChartQA, and Infogr
 The paper gives no per-source counts, so the defaults are what it states: 44,200 prompts, a third per domain
 (:data:`PAPER_DOMAINS`), the domain of each named source (:data:`PAPER_SOURCES`), ``virl39k`` left out of
 OpenMMReasoner, and within a domain each source contributing in proportion to the rows it has (so the large
-OpenMMReasoner set gives "most samples"). Each source is a manifest in the project's format
-(``datasets/README.md``: ``uid``, ``question``, ``answer``, ``answer_type``, ``image``...), read from a path the
-user gives; converting a set's released files into that format is the user's step (this module does not know
-the nine released layouts). The draw is deterministic: rows are ranked by SHA-256 of ``seed:uid``.
+OpenMMReasoner set gives "most samples"). Each source is read from a path the user gives, either as a manifest
+in the project's format (``format: manifest``, ``datasets/README.md``: ``uid``, ``question``, ``answer``,
+``answer_type``, ``image``...) or in the set's released layout (``format: released``: the reader of its name in
+:mod:`howeval.training.sources`, which also says what of each layout is known). The draw is deterministic: rows
+are ranked by SHA-256 of ``seed:uid``.
 
 :func:`build_mixture` is pure apart from reading the sources; :func:`write_mixture` writes the manifest and the
 composition (prompts per domain and source).
@@ -24,7 +25,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -50,7 +51,10 @@ class MixtureSource(StrictModel):
     """One source set: its manifest and where its rows count."""
 
     name: str = Field(..., description="Source name (one of PAPER_SOURCES for the paper's mixture, or any name with domain given).")
-    path: str = Field(..., description="Manifest JSONL in the project's format; relative image paths resolve against its folder.")
+    path: str = Field(..., description="format manifest: a JSONL manifest (relative image paths resolve against its folder); format released: the set's released file or folder (howeval.training.sources).")
+    format: Literal["manifest", "released"] = Field("manifest", description="manifest = the project's format; released = the set's own layout, read by the reader of its name (one of the paper's nine sources).")
+    image_root: str | None = Field(None, description="format released: the folder relative image paths resolve against; None = the data file's folder (png/ beside it for ChartQA).")
+    image_dir: str | None = Field(None, description="format released: where the kept rows' embedded images (Parquet bytes) are written; the CLI defaults it to images/<name> beside --out.")
     domain: str | None = Field(None, description="Domain its rows count in; None = PAPER_SOURCES[name]. A row's own `domain` column wins.")
     exclude: dict[str, list[str]] | None = Field(None, description="Rows to leave out: column -> values; None = PAPER_EXCLUDE for the name (virl39k for OpenMMReasoner).")
 
@@ -58,6 +62,9 @@ class MixtureSource(StrictModel):
     def _known_domain(self) -> MixtureSource:
         if self.domain is None and self.name not in PAPER_SOURCES:
             raise ValueError(f"sources: {self.name!r} is not one of the paper's sources {sorted(PAPER_SOURCES)}: give its domain")
+        if self.format == "released" and self.name not in PAPER_SOURCES:
+            raise ValueError(f"sources.{self.name}: format released reads only the paper's sources {sorted(PAPER_SOURCES)}; "
+                             "give other sets as a manifest (format: manifest)")
         return self
 
     @property
@@ -92,6 +99,11 @@ def _rank(seed: int, uid: str) -> bytes:
 
 
 def _read_source(src: MixtureSource) -> list[dict[str, Any]]:
+    if src.format == "released":
+        from howeval.training.sources import read_released
+
+        return [r for r in read_released(src.name, src.path, src.image_root)
+                if not any(r.get(col) in set(vals) for col, vals in src.resolved_exclude.items())]
     folder = Path(src.path).resolve().parent
     rows = []
     with open(src.path, encoding="utf-8") as f:
@@ -137,7 +149,9 @@ def build_mixture(cfg: MixtureConfig) -> tuple[list[dict[str, Any]], dict[str, A
         available: {s: n}, shortfall: {d: n}}`` (shortfall: prompts a domain could not fill).
 
     Raises:
-        ValueError: a row without uid, an unknown source without domain, shares that do not cover the sources.
+        ValueError: a row without uid, an unknown source without domain, shares that do not cover the sources,
+            an embedded image without ``image_dir``; :class:`howeval.training.sources.SourceFieldError` (a
+            ValueError) for a released row without a field it needs.
         FileNotFoundError: a source path that does not exist (names the source).
     """
     pools: dict[str, dict[str, list[dict]]] = {d: {} for d in cfg.domains}
@@ -180,6 +194,10 @@ def build_mixture(cfg: MixtureConfig) -> tuple[list[dict[str, Any]], dict[str, A
         for s, rs in srcs.items():
             out.extend(rs[: take[s]])
             by_source[s] += take[s]
+    from howeval.training.sources import materialize_images
+
+    for src in cfg.sources:  # embedded images: only the kept rows are written out
+        materialize_images([r for r in out if r["mixture_source"] == src.name], src.image_dir, src.name)
     comp = {"total": len(out), "requested": cfg.total, "by_domain": dict(Counter(r["mixture_domain"] for r in out)),
             "by_source": dict(by_source), "available": available, "shortfall": shortfall}
     return out, comp
@@ -206,15 +224,20 @@ def main(argv: list[str] | None = None) -> int:
     from howeval.config.base import validate
 
     p = argparse.ArgumentParser(prog="python -m howeval.training.mixture", description=__doc__.split("\n")[0])
-    p.add_argument("--config", required=True, help="YAML: total, domains, seed, sources: [{name, path, domain?, exclude?}]")
+    p.add_argument("--config", required=True, help="YAML: total, domains, seed, sources: [{name, path, format?, image_root?, image_dir?, domain?, exclude?}]")
     p.add_argument("--out", required=True, help="the mixture manifest (JSONL); its composition beside it")
     a = p.parse_args(argv)
     with open(a.config, encoding="utf-8") as f:
         raw = yaml.safe_load(f) or {}
     folder = Path(a.config).resolve().parent
-    for s in raw.get("sources") or []:  # a source path relative to the config file's folder
-        if isinstance(s, dict) and isinstance(s.get("path"), str) and not os.path.isabs(s["path"]):
-            s["path"] = str(folder / s["path"])
+    for s in raw.get("sources") or []:  # paths relative to the config file's folder
+        if not isinstance(s, dict):
+            continue
+        for key in ("path", "image_root", "image_dir"):
+            if isinstance(s.get(key), str) and not os.path.isabs(s[key]):
+                s[key] = str(folder / s[key])
+        if s.get("format") == "released" and not s.get("image_dir") and isinstance(s.get("name"), str):
+            s["image_dir"] = str(Path(a.out).resolve().parent / "images" / s["name"])
     comp = write_mixture(validate(MixtureConfig, raw, "mixture config"), a.out)
     print(json.dumps(comp))
     return 0

@@ -119,6 +119,8 @@ def test_adapt_settings_count_but_its_modes_do_not(tmp_path):
     assert stale_fields(old, grown) == []
     assert stale_fields(old, SweepConfig.model_validate(_raw(tmp_path) | {"adapt": {"max_turns": 2}})) == [
         ("adapt.max_turns", 3, 2)]
+    moved = SweepConfig.model_validate(_raw(tmp_path) | {"adapt": {"max_turns": 3, "process_judge_cache": "/c"}})
+    assert stale_fields(old, moved) == []  # where the process judge's cache lives changes no stored row
 
 
 def test_hf_placement_options_are_free_and_loading_options_count(tmp_path):

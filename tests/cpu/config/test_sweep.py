@@ -47,3 +47,14 @@ def test_demo_config_validates(repo_root):
     cfg = load_sweep_config(repo_root / "configs" / "demo.yaml")
     assert [m.name for m in cfg.models] == ["smollm2-135m"] and set(cfg.models[0].modes) == {"NT", "T"}
     assert Path(cfg.benchmarks[0].path).exists()
+
+
+def test_sweep_module_doctests():
+    """The module's doctests run here (``make test`` runs tests/cpu only, without --doctest-modules): the
+    documented-thinking-prompt lookup on InternVL3.5's prompt with its blank lines collapsed."""
+    import doctest
+
+    import howeval.config.sweep as sweep
+
+    res = doctest.testmod(sweep)
+    assert res.attempted >= 2 and res.failed == 0

@@ -28,6 +28,18 @@ def test_settings_fill_tool_format_per_engine(tmp_path):
     assert settings(pinned, "hf").tool_format == "openai" and settings(pinned, "hf").modes == ["text"]
 
 
+def test_process_judge_cache_defaults_under_the_run_folder(tmp_path):
+    """Issue 31 defect: the process judge's cache lived in ~/.cache; it now sits beside the other judges' cache
+    (<run>/judge_cache), an explicit folder wins, and no judge means no cache folder at all."""
+    judged = _cfg(tmp_path, "m.jsonl", "r.jsonl", {"process_judge": {"model": "gpt-5"}})
+    assert settings(judged, "replay").process_judge_cache == str(tmp_path / "run" / "judge_cache" / "adapt-process")
+    pinned = _cfg(tmp_path, "m.jsonl", "r.jsonl", {"process_judge": {"model": "gpt-5"}, "process_judge_cache": "/c"})
+    assert settings(pinned, "replay").process_judge_cache == "/c"
+    assert settings(_cfg(tmp_path, "m.jsonl", "r.jsonl"), "replay").process_judge_cache is None
+    remote = judged.model_copy(update={"output_uri": "s3://b/run"})
+    assert "/.cache/howeval/judge_cache/" in settings(remote, "replay").process_judge_cache
+
+
 def test_no_items_with_evidence_boxes_runs_nothing(tmp_path):
     cfg = _cfg(tmp_path, "m.jsonl", "r.jsonl")
     samples = [{"sample_id": "a", "images": [b"x"], "evidence_boxes": None},

@@ -1,7 +1,7 @@
 """PatternRL's RL data mixture (issue 31): the paper's sources, virl39k left out, balanced domains.
 
 The sources here are a few synthetic rows per source in the project's manifest format (``datasets/README.md``),
-not in each set's released layout: converting a released set into a manifest is the user's step."""
+not in each set's released layout (those readers: test_sources.py)."""
 from __future__ import annotations
 
 import json
