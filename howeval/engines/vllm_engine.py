@@ -20,8 +20,15 @@ import time
 from howeval.config.engines import VLLM_CPU_DEFAULTS, VLLMOptions
 from howeval.engines.base import ChatRequest, Completion
 from howeval.engines.generation import merge_sampling, request_overrides, vllm_model_defaults
+from howeval.engines.vllm_inputs import has_images, prepare_images
 from howeval.engines.vllm_loop import EngineLoop, one_line
 from howeval.parsing.reasoning import template_prefills_reasoning
+
+PREPARE_WORKERS = 2
+"""Threads per engine that decode request images before they reach the engine thread
+(:class:`howeval.engines.vllm_loop.EngineLoop`'s preparation pool); Pillow releases the GIL while it
+decodes, so they run beside the engine thread. Two is a starting point, not a measured optimum (no GPU
+run with images yet)."""
 
 
 class EngineStartError(RuntimeError):
@@ -120,7 +127,8 @@ class VLLMEngine:
         self.startup_s = time.perf_counter() - t0
         self.model_defaults = vllm_model_defaults(self.llm)  # the model's generation_config sampling fields
         self._prefill_cache: dict[str, bool] = {}
-        self.loop = EngineLoop(self.llm, lambda r: _sampling_params(sampling_kwargs(r, self.model_defaults)))
+        self.loop = EngineLoop(self.llm, lambda r: _sampling_params(sampling_kwargs(r, self.model_defaults)),
+                               prepare=prepare_images, needs_prepare=has_images, prepare_workers=PREPARE_WORKERS)
 
     def _prefills(self, chat_template_kwargs: dict | None) -> bool:
         """Whether the model's chat template, with these kwargs, pre-fills ``<think>`` (rendered once per
