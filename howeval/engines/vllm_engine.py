@@ -20,6 +20,7 @@ import time
 from howeval.config.engines import VLLM_CPU_DEFAULTS, VLLMOptions
 from howeval.engines.base import ChatRequest, Completion
 from howeval.engines.generation import merge_sampling, request_overrides, vllm_model_defaults
+from howeval.engines.placement import vllm_parallel_defaults
 from howeval.engines.vllm_inputs import has_images, prepare_images
 from howeval.engines.vllm_loop import EngineLoop, one_line
 from howeval.parsing.reasoning import template_prefills_reasoning
@@ -71,9 +72,12 @@ def _sampling_params(kw: dict):
 
 
 def llm_kwargs(model: str, options: VLLMOptions, on_cpu: bool = False) -> dict:
-    """``vllm.LLM`` constructor arguments: the options' engine arguments, plus
-    :data:`VLLM_CPU_DEFAULTS` for keys left unset when ``on_cpu``."""
+    """``vllm.LLM`` constructor arguments: the options' engine arguments, plus :data:`VLLM_CPU_DEFAULTS`
+    for keys left unset when ``on_cpu``, plus ``distributed_executor_backend: ray`` when unset on GPUs with
+    ``tensor_parallel_size x pipeline_parallel_size > 1`` (:func:`howeval.engines.placement.vllm_parallel_defaults`:
+    the workers start in the replica's placement group, as in Ray Data LLM)."""
     kw = options.all_engine_kwargs()
+    kw = {**vllm_parallel_defaults(kw, on_cpu), **kw}
     if on_cpu:
         kw = {**VLLM_CPU_DEFAULTS, **kw}
     return {"model": model, **kw}

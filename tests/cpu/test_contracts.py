@@ -20,7 +20,7 @@ PYPROJECT = ROOT / "pyproject.toml"
 
 CORE_LAYERS = ["training", "rewards", "report", "benchmarks", "judges", "engines", "embed", "config", "metrics",
                "store", "parsing", "records"]
-SHARED_WIRING = ["common", "plan", "execute", "progress", "stages", "outcome"]
+SHARED_WIRING = ["common", "plan", "execute", "progress", "stages", "outcome", "placement"]
 
 # A tree that keeps every contract: one job (sweep) uses all the shared wiring (each ignore_imports line of the
 # independence contract must match an import), another (judge) uses some; Ray appears only where it may.
