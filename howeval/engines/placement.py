@@ -98,9 +98,9 @@ def vllm_parallel_defaults(options: Mapping[str, Any], on_cpu: bool = False) -> 
 def engine_placement(engine: str, options: Mapping[str, Any], num_cpus: float, num_gpus: float,
                      accelerator_type: str | None = None) -> EnginePlacement | None:
     """The placement group of one replica of a model config, or None when the actor holds its resources
-    itself (as before): any engine but ``vllm``; ``num_gpus`` 0 (a CPU engine); one GPU (``W = 1``); or an
-    executor backend other than ``ray`` set in the options (vLLM's own processes then share the actor's
-    GPUs, as in Ray Data LLM).
+    itself (as before): any engine but ``vllm``; ``num_gpus`` 0 (a CPU engine); one GPU (``W = 1``); vLLM's
+    own ``data_parallel_size`` > 1; or an executor backend other than ``ray`` set in the options (vLLM's own
+    processes then share the actor's GPUs, as in Ray Data LLM).
 
     Args:
         engine: the config's ``engine``.
@@ -128,6 +128,9 @@ def engine_placement(engine: str, options: Mapping[str, Any], num_cpus: float, n
         return None
     tp, pp = parallel_size(options)
     world = tp * pp
+    dp = _positive_int(options, "data_parallel_size")
+    if dp > 1:  # vLLM's own data parallelism inside one engine: its processes share the actor's GPUs, no group
+        return None
     if num_gpus > world:
         raise ValueError(f"resources.num_gpus={num_gpus:g} but options.tensor_parallel_size x pipeline_parallel_size = "
                          f"{tp} x {pp} = {world}: one replica is one vLLM engine, which uses {world} GPU(s). Fix: set "

@@ -24,6 +24,7 @@ def test_tp1_cpu_engines_other_engines_and_other_backends_keep_their_resources_o
     assert engine_placement("hf", {}, num_cpus=2, num_gpus=2) is None
     assert engine_placement("vllm", {"tensor_parallel_size": 4, "distributed_executor_backend": "mp"},
                             num_cpus=8, num_gpus=4) is None  # vLLM's own processes share the actor's 4 GPUs
+    assert engine_placement("vllm", {"data_parallel_size": 2}, num_cpus=8, num_gpus=2) is None  # vLLM's own DP: as before
 
 
 def test_pipeline_parallel_multiplies_the_bundles_and_may_span_nodes_and_accelerator_labels_every_bundle():
