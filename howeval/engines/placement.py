@@ -82,16 +82,16 @@ def parallel_size(options: Mapping[str, Any]) -> tuple[int, int]:
 
 
 def vllm_parallel_defaults(options: Mapping[str, Any], on_cpu: bool = False) -> dict[str, Any]:
-    """Engine arguments a multi-GPU vLLM engine gets where the config leaves them unset: ``{}`` for one GPU
-    or on a CPU platform; ``{"distributed_executor_backend": "ray"}`` when ``W = TP x PP > 1`` on GPUs, so
+    """Engine arguments a multi-GPU vLLM engine gets where the config leaves them unset: ``{}`` for one GPU,
+    on a CPU platform, or with vLLM's own ``data_parallel_size`` > 1; ``{"distributed_executor_backend": "ray"}`` when ``W = TP x PP > 1`` on GPUs, so
     vLLM starts its workers as Ray actors inside the replica's placement group (what Ray Data LLM sets).
 
     >>> vllm_parallel_defaults({"tensor_parallel_size": 2}), vllm_parallel_defaults({"tensor_parallel_size": 2}, True)
     ({'distributed_executor_backend': 'ray'}, {})
     """
     tp, pp = parallel_size(options)
-    if on_cpu or tp * pp == 1:
-        return {}
+    if on_cpu or tp * pp == 1 or _positive_int(options, "data_parallel_size") > 1:
+        return {}  # data_parallel_size > 1: no placement group (engine_placement), vLLM picks its own backend
     return {"distributed_executor_backend": "ray"}
 
 

@@ -62,3 +62,4 @@ def test_multi_gpu_engines_default_to_rays_executor_only_on_gpus():
     assert vllm_parallel_defaults({"pipeline_parallel_size": 2}) == {"distributed_executor_backend": "ray"}
     assert vllm_parallel_defaults({"tensor_parallel_size": 1}) == {}
     assert vllm_parallel_defaults({"tensor_parallel_size": 2}, on_cpu=True) == {}
+    assert vllm_parallel_defaults({"tensor_parallel_size": 2, "data_parallel_size": 2}) == {}
