@@ -8,9 +8,10 @@ sequence in flight waits while a batch of 64-128 images is base64-decoded, image
 :func:`prepare_images` does that work on a caller's thread instead (the loop runs it on a small thread
 pool before a batch is queued): each data-URL image becomes vLLM's ``{"type": "image_pil", "image_pil":
 <PIL.Image>}`` part (``vllm.entrypoints.chat_utils``' PIL part), already decoded (``Image.load``) and
-converted to RGB the way vLLM's own loader converts a data URL (:func:`decode_image`), in place, so the chat template still sees one image per placeholder in the same order.
-Pillow releases the GIL while it decodes and converts, so the pool's threads and the loop thread run at
-the same time.
+converted to RGB the way vLLM's own loader converts a data URL (:func:`decode_image`), in place, so the
+chat template still sees one image per placeholder in the same order. Pillow releases the GIL for much of
+its decoding and converting, so the pool's threads and the loop thread mostly run at the same time
+(base64 decoding holds it: docs/engines.md has the measured rates).
 
 What still runs inside ``enqueue_chat`` on the loop thread is vLLM's own per-model work: the chat
 template, the model's multimodal processor (resize to the model's grid, normalisation, placeholder
