@@ -7,8 +7,9 @@ engine runs tensor-/pipeline-parallel on GPUs, it returns ``num_cpus`` / ``num_g
 and a :class:`PlacementGroups` as ``ray_remote_args_fn``; for every other stage, ``{}`` (nothing changes).
 
 Ray Data calls ``ray_remote_args_fn`` each time it starts an actor of the pool, so each replica gets its own
-group (W one-GPU bundles; never more groups than replicas, see :class:`PlacementGroups`); the actor is scheduled into it with ``placement_group_capture_child_tasks``, so
-vLLM's Ray executor starts its GPU workers there. A restarted actor keeps its group. The groups live until
+group (W one-GPU bundles; never more groups than replicas, see :class:`PlacementGroups`); the actor is
+scheduled into it with ``placement_group_capture_child_tasks``, so vLLM's Ray executor starts its GPU
+workers there. A restarted actor is restarted by Ray with the same scheduling strategy, in its group. The groups live until
 :func:`release` removes them: ``ray_jobs.execute.run_pipelines`` calls it when a pipeline's Dataset ends
 (done or failed), so a finished config's GPUs go back to the cluster at once instead of staying reserved
 until the driver exits (Ray Data LLM leaves that to the job's end).
