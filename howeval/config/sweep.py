@@ -98,7 +98,8 @@ class ResourcesConfig(StrictModel):
 
     replicas: int = Field(1, ge=1, description="Actor-pool size (concurrent engine replicas).")
     num_cpus: float = Field(0.75, gt=0, description="CPUs per replica. With 2 CPUs keep it < 1 or other tasks starve (DESIGN.md).")
-    num_gpus: float = Field(0, ge=0, description="GPUs per replica (tensor_parallel_size for vllm).")
+    num_gpus: float = Field(0, ge=0, description="GPUs per replica (tensor_parallel_size x pipeline_parallel_size for vllm: "
+                            "with more than one, each replica is a placement group of one-GPU bundles, docs/cluster.md).")
     batch_size: int = Field(8, ge=1, description="Rows per engine call (one output file per batch: the resume unit).")
     accelerator_type: str | None = Field(None, description="Ray accelerator_type, e.g. H100, for GPU scheduling.")
 

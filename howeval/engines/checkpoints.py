@@ -1,6 +1,11 @@
 """Where model checkpoints come from offline: the embedded SmolLM2 GGUF, its fp32 copy, and the cache of
 converted models (``$HOWEVAL_CACHE`` or ``~/.cache/howeval``).
 
+The fp32 copy is made once at install (``make install`` runs ``python -m howeval.engines.checkpoints
+--target .venv/share/howeval/embedded``, issue 32): :func:`embedded_checkpoint` looks there first, then in
+the cache, and only converts (into the cache) when neither holds it, so a first ``make demo`` no longer
+spends its first minute converting.
+
 Used by the ``hf`` engine, the tiny test models (:mod:`howeval.engines.tiny_vlm`), OCR and PatternRM; it
 imports no engine, so each of them can import it (DESIGN.md, "Models").
 """
@@ -45,13 +50,20 @@ def cache_dir() -> Path:
 
 
 def cached_build(name: str, build) -> str:
-    """``cache_dir() / name``, made once by ``build(tmp_folder)`` and renamed into place atomically.
+    """``cache_dir() / name``, made once by ``build(tmp_folder)`` and renamed into place atomically
+    (:func:`build_once`). Returns the folder path. Raises whatever ``build`` raises."""
+    return build_once(cache_dir() / name, build)
 
-    ``build`` writes a complete checkpoint into the temp folder it is given (same filesystem as the cache,
-    so the rename is atomic); when another process wins the race its copy is kept and ours is dropped.
-    Returns the folder path. Raises whatever ``build`` raises (the temp folder is removed).
+
+def build_once(out: Path, build) -> str:
+    """``out``, made once by ``build(tmp_folder)`` and renamed into place atomically.
+
+    ``build`` writes a complete checkpoint into the temp folder it is given (a sibling of ``out``, so the
+    rename is atomic); when another process wins the race its copy is kept and ours is dropped. A folder
+    that already has a ``config.json`` is kept as it is. Returns the folder path. Raises whatever ``build``
+    raises (the temp folder is removed).
     """
-    out = cache_dir() / name
+    name = out.name
     if (out / "config.json").exists():
         return str(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -69,23 +81,64 @@ def cached_build(name: str, build) -> str:
     return str(out)
 
 
+EMBEDDED_FP32 = "smollm2-135m-instruct-fp32"
+"""Folder name of the embedded SmolLM2's fp32 copy, in :data:`EMBEDDED_TARGET` (made at install) or the cache."""
+
+
+def _convert_embedded(tmp: Path) -> None:
+    """Write the fp32 transformers copy of the embedded SmolLM2 GGUF into ``tmp`` (model + tokenizer)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    src = default_model_dir()
+    tok = AutoTokenizer.from_pretrained(src, gguf_file=DEFAULT_GGUF)
+    mdl = AutoModelForCausalLM.from_pretrained(src, gguf_file=DEFAULT_GGUF)
+    mdl.hf_quantizer = None
+    if hasattr(mdl.config, "quantization_config"):
+        del mdl.config.quantization_config
+    mdl.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+
+
 def embedded_checkpoint() -> str:
     """An unquantized (fp32) transformers copy of the embedded SmolLM2, made once from the GGUF.
 
     De-quantizing the GGUF takes ~15 s per load; the saved copy reloads in ~1 s, and trainers
     (TRL) refuse the GGUF-loaded model, so training uses this copy too (DESIGN.md, "Models").
-    Returns the folder path. Written atomically (temp folder, then rename).
+    Looked up in :data:`EMBEDDED_TARGET` (``make install`` converts it there: :func:`install_embedded`),
+    then in the cache; made in the cache (atomically: temp folder, then rename) when neither has it.
+    Returns the folder path.
     """
-    def build(tmp: Path) -> None:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+    installed = EMBEDDED_TARGET / EMBEDDED_FP32
+    if (installed / "config.json").exists():
+        return str(installed)
+    return cached_build(EMBEDDED_FP32, _convert_embedded)
 
-        src = default_model_dir()
-        tok = AutoTokenizer.from_pretrained(src, gguf_file=DEFAULT_GGUF)
-        mdl = AutoModelForCausalLM.from_pretrained(src, gguf_file=DEFAULT_GGUF)
-        mdl.hf_quantizer = None
-        if hasattr(mdl.config, "quantization_config"):
-            del mdl.config.quantization_config
-        mdl.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
 
-    return cached_build("smollm2-135m-instruct-fp32", build)
+def install_embedded(target: Path = EMBEDDED_TARGET) -> str:
+    """Convert the embedded SmolLM2 to its fp32 copy in ``target / EMBEDDED_FP32`` once (kept when there);
+    what ``make install`` runs, so no run converts on first use. Returns the folder path.
+
+    Raises:
+        FileNotFoundError: the GGUF package is not installed (:func:`default_model_dir` gives the command).
+    """
+    return build_once(Path(target) / EMBEDDED_FP32, _convert_embedded)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m howeval.engines.checkpoints [--target DIR]``: :func:`install_embedded` into ``DIR``
+    (default :data:`EMBEDDED_TARGET`, this interpreter's ``share/howeval/embedded``); prints the folder."""
+    import argparse
+    import time
+
+    ap = argparse.ArgumentParser(prog="python -m howeval.engines.checkpoints",
+                                 description="Convert the embedded SmolLM2 GGUF to its fp32 copy once, at install.")
+    ap.add_argument("--target", type=Path, default=EMBEDDED_TARGET, help=f"folder to put it in (default {EMBEDDED_TARGET})")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    out = install_embedded(args.target)
+    print(f"embedded model (fp32): {out} ({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

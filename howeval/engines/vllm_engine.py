@@ -20,8 +20,16 @@ import time
 from howeval.config.engines import VLLM_CPU_DEFAULTS, VLLMOptions
 from howeval.engines.base import ChatRequest, Completion
 from howeval.engines.generation import merge_sampling, request_overrides, vllm_model_defaults
+from howeval.engines.placement import vllm_parallel_defaults
+from howeval.engines.vllm_inputs import has_images, prepare_images
 from howeval.engines.vllm_loop import EngineLoop, one_line
 from howeval.parsing.reasoning import template_prefills_reasoning
+
+PREPARE_WORKERS = 2
+"""Threads per engine that decode request images before they reach the engine thread
+(:class:`howeval.engines.vllm_loop.EngineLoop`'s preparation pool); Pillow releases the GIL while it
+decodes, so they run beside the engine thread. Two is a starting point, not a measured optimum (no GPU
+run with images yet)."""
 
 
 class EngineStartError(RuntimeError):
@@ -64,9 +72,12 @@ def _sampling_params(kw: dict):
 
 
 def llm_kwargs(model: str, options: VLLMOptions, on_cpu: bool = False) -> dict:
-    """``vllm.LLM`` constructor arguments: the options' engine arguments, plus
-    :data:`VLLM_CPU_DEFAULTS` for keys left unset when ``on_cpu``."""
+    """``vllm.LLM`` constructor arguments: the options' engine arguments, plus :data:`VLLM_CPU_DEFAULTS`
+    for keys left unset when ``on_cpu``, plus ``distributed_executor_backend: ray`` when unset on GPUs with
+    ``tensor_parallel_size x pipeline_parallel_size > 1`` (:func:`howeval.engines.placement.vllm_parallel_defaults`:
+    the workers start in the replica's placement group, as in Ray Data LLM)."""
     kw = options.all_engine_kwargs()
+    kw = {**vllm_parallel_defaults(kw, on_cpu), **kw}
     if on_cpu:
         kw = {**VLLM_CPU_DEFAULTS, **kw}
     return {"model": model, **kw}
@@ -120,7 +131,8 @@ class VLLMEngine:
         self.startup_s = time.perf_counter() - t0
         self.model_defaults = vllm_model_defaults(self.llm)  # the model's generation_config sampling fields
         self._prefill_cache: dict[str, bool] = {}
-        self.loop = EngineLoop(self.llm, lambda r: _sampling_params(sampling_kwargs(r, self.model_defaults)))
+        self.loop = EngineLoop(self.llm, lambda r: _sampling_params(sampling_kwargs(r, self.model_defaults)),
+                               prepare=prepare_images, needs_prepare=has_images, prepare_workers=PREPARE_WORKERS)
 
     def _prefills(self, chat_template_kwargs: dict | None) -> bool:
         """Whether the model's chat template, with these kwargs, pre-fills ``<think>`` (rendered once per

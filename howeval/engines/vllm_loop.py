@@ -15,6 +15,13 @@ Failures stay on rows: a request vLLM refuses (too long, images to a text-only m
 engine step that raises (the engine died) ends every in-flight row with the reason, and every later
 row gets the same reason at once (a dead engine does not come back; the actor's restart does that).
 
+Images are prepared before a batch reaches the loop (issue 32): ``submit`` runs ``prepare`` (for the
+vllm engine :func:`howeval.engines.vllm_inputs.prepare_images`: data URLs decoded to RGB ``PIL`` images)
+on a small thread pool of its own, on the caller's side, and only then puts the batch on the inbox, so
+decoding a batch of 64-128 images never stops the sequences in flight. A request whose preparation
+fails gets the reason on its own row (``image: ...``) and is not sent; the others run. The loop thread
+itself only enqueues prepared requests and steps.
+
 Only ``llm.enqueue_chat`` and ``llm.llm_engine.{step, has_unfinished_requests}`` are used, so the loop
 is tested on CPU with a fake ``LLM`` (tests/cpu/engines/test_vllm_loop.py).
 """
@@ -24,6 +31,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from howeval.engines.base import ChatRequest, Completion
@@ -41,12 +49,15 @@ def error_completion(req: ChatRequest, reason: str) -> Completion:
 
 
 class _Batch:
-    """One ``generate`` call waiting in the loop: its requests, their completions, rows still running."""
+    """One ``generate`` call waiting in the loop: its requests (as the caller gave them), what is sent for
+    each (prepared: images decoded), their completions (a row that failed preparation already has its
+    error), rows still running."""
 
-    __slots__ = ("requests", "out", "left", "done", "t0")
+    __slots__ = ("requests", "sent", "out", "left", "done", "t0")
 
     def __init__(self, requests: list[ChatRequest]):
         self.requests = requests
+        self.sent: list[ChatRequest] = list(requests)
         self.out: list[Completion | None] = [None] * len(requests)
         self.left = 0
         self.done = threading.Event()
@@ -60,11 +71,32 @@ class EngineLoop:
         llm: the offline engine; only this loop's thread may use it after construction.
         params: ``ChatRequest -> vllm.SamplingParams`` (called on the loop thread, once per request).
         name: the thread's name.
+        prepare: ``ChatRequest -> ChatRequest`` run before a request is queued, off the loop thread (the
+            vllm engine: :func:`howeval.engines.vllm_inputs.prepare_images`); an exception it raises
+            becomes that row's error (``image: <Type>: <message>``). None = requests are sent as given.
+        needs_prepare: ``ChatRequest -> bool``: whether ``prepare`` has work for a request (requests
+            without are not sent through the pool; a batch with none is queued at once). None = all.
+        prepare_workers: threads of the preparation pool (>= 1), shared by every caller of :meth:`submit`.
+
+    Attributes:
+        prepare_s: seconds the pool's threads spent in ``prepare`` so far (all batches, summed).
+
+    Raises:
+        ValueError: ``prepare_workers`` < 1.
     """
 
-    def __init__(self, llm: Any, params: Callable[[ChatRequest], Any], name: str = "vllm-engine-loop"):
+    def __init__(self, llm: Any, params: Callable[[ChatRequest], Any], name: str = "vllm-engine-loop",
+                 prepare: Callable[[ChatRequest], ChatRequest] | None = None,
+                 needs_prepare: Callable[[ChatRequest], bool] | None = None, prepare_workers: int = 2):
+        if prepare_workers < 1:
+            raise ValueError(f"prepare_workers must be >= 1, got {prepare_workers}")
         self.llm = llm
         self.params = params
+        self.prepare = prepare
+        self.needs_prepare = needs_prepare
+        self.prepare_s = 0.0
+        self._pool = (ThreadPoolExecutor(prepare_workers, thread_name_prefix=f"{name}-prepare")
+                      if prepare is not None else None)
         self.failed: str | None = None  # set once the engine died: every later row gets this reason
         self.in_flight = 0  # rows in the engine now (added, not finished)
         self.peak_in_flight = 0  # the most rows ever in the engine at once
@@ -82,6 +114,7 @@ class EngineLoop:
         if not requests:
             return []
         b = _Batch(requests)
+        self._prepare(b)
         with self._lock:
             if self.failed is None:
                 self._inbox.put(b)
@@ -92,6 +125,30 @@ class EngineLoop:
             return [error_completion(r, self.failed or "vllm engine: stopped") for r in requests]
         b.done.wait()
         return b.out  # type: ignore[return-value]
+
+    def _prepare(self, b: _Batch) -> None:
+        """Run ``prepare`` on ``b``'s requests on the pool (the caller's side, never the loop thread);
+        a failure is kept on its row."""
+        if self._pool is None:
+            return
+        todo = [i for i, r in enumerate(b.requests) if self.needs_prepare is None or self.needs_prepare(r)]
+        if not todo:
+            return
+
+        def one(i: int) -> tuple[int, ChatRequest | None, str | None, float]:
+            t0 = time.perf_counter()
+            try:
+                return i, self.prepare(b.requests[i]), None, time.perf_counter() - t0  # type: ignore[misc]
+            except Exception as e:  # noqa: BLE001 - a bad image fails its own row only
+                return i, None, f"image: {one_line(e)}", time.perf_counter() - t0
+
+        for i, sent, err, dt in self._pool.map(one, todo):
+            with self._lock:
+                self.prepare_s += dt
+            if err is None:
+                b.sent[i] = sent  # type: ignore[assignment]
+            else:
+                b.out[i] = error_completion(b.requests[i], err)
 
     # -- the loop thread -----------------------------------------------------------------------------
     def _run(self) -> None:
@@ -120,7 +177,9 @@ class EngineLoop:
             return None
 
     def _add(self, b: _Batch) -> None:
-        for i, r in enumerate(b.requests):
+        for i, r in enumerate(b.sent):
+            if b.out[i] is not None:  # failed preparation: its error row is already there
+                continue
             try:
                 (rid,) = self.llm.enqueue_chat([r.messages], self.params(r), use_tqdm=False,
                                                chat_template_kwargs=r.chat_template_kwargs or None)

@@ -15,7 +15,12 @@ def test_vllm_mapping_without_a_gpu():
     assert sampling_kwargs(r1) == {"max_tokens": 5, "temperature": 0.6, "top_p": 0.95, "seed": 3}
     # engine arguments are vLLM's own, flat or under engine_kwargs, passed through unchanged
     opts = VLLMOptions.model_validate({"tensor_parallel_size": 4, "engine_kwargs": {"enable_prefix_caching": True}})
-    assert llm_kwargs("/models/q", opts) == {"model": "/models/q", "tensor_parallel_size": 4, "enable_prefix_caching": True}
+    # TP 4 on GPUs: vLLM's workers are Ray actors in the replica's placement group (a config may set another backend)
+    assert llm_kwargs("/models/q", opts) == {"model": "/models/q", "tensor_parallel_size": 4, "enable_prefix_caching": True,
+                                             "distributed_executor_backend": "ray"}
+    mp = VLLMOptions.model_validate({"tensor_parallel_size": 2, "distributed_executor_backend": "mp"})
+    assert llm_kwargs("/m", mp)["distributed_executor_backend"] == "mp"
+    assert "distributed_executor_backend" not in llm_kwargs("/m", VLLMOptions.model_validate({"tensor_parallel_size": 1}))
     # on a CPU platform the unset keys get the CPU defaults; a key the config sets wins
     cpu = llm_kwargs("/m", VLLMOptions.model_validate({"max_model_len": 4096}), on_cpu=True)
     assert cpu == {"model": "/m", "dtype": "float32", "enforce_eager": True, "gpu_memory_utilization": 0.1,

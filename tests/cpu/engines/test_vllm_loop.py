@@ -28,10 +28,15 @@ class FakeLLM:
         self.peak = 0
         self.threads: set[str] = set()
         self.tags_together: set[frozenset] = set()
+        self.parts: list[list[str]] = []  # the part types of each list-content request, as enqueued
+        self.cut = False  # set: every running request finishes at its next step (ends a test's long request)
 
     def enqueue_chat(self, messages, params, use_tqdm=False, chat_template_kwargs=None):
         self.threads.add(threading.current_thread().name)
-        text = messages[0][0]["content"]
+        c = messages[0][-1]["content"]
+        text = c if isinstance(c, str) else next(p["text"] for p in c if p["type"] == "text")
+        if not isinstance(c, str):
+            self.parts.append([p["type"] for p in c])
         if text == "refuse":
             raise ValueError("prompt too long\nfor this model")
         self.counter += 1
@@ -53,7 +58,7 @@ class FakeLLM:
         time.sleep(self.step_s)
         out = []
         for r in list(self.running):
-            r["left"] -= 1
+            r["left"] = 0 if self.cut else r["left"] - 1
             if r["left"] == 0:
                 self.running.remove(r)
                 out.append(SimpleNamespace(request_id=r["id"], finished=True, prompt_token_ids=[1, 2],
@@ -126,3 +131,106 @@ def test_an_engine_that_dies_ends_every_in_flight_row_and_every_later_one_with_t
         assert out[1].error in (None, reason)  # a 1-token answer may have finished before the failure
     later = loop.submit(_reqs("d", [1, 1]))
     assert [c.error for c in later] == [reason, reason] and [c.request_id for c in later] == ["d0", "d1"]
+
+
+# -- images prepared off the loop thread (issue 32) -------------------------------------------------------
+def _png_url(colour: tuple[int, int, int], mode: str = "RGB") -> str:
+    import base64
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (32, 24), colour).convert(mode).save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _image_reqs(n: int, tokens: int = 2) -> list[ChatRequest]:
+    return [ChatRequest(messages=[{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": _png_url((i % 256, 0, 0), "P" if i % 2 else "RGB")}},
+        {"type": "text", "text": f"img:{tokens}"}]}], max_tokens=tokens, request_id=f"img{i}") for i in range(n)]
+
+
+def test_the_loop_keeps_stepping_while_a_batch_of_images_is_prepared():
+    """64 images whose preparation takes 10 ms each (real decoding plus a sleep standing in for big images)
+    are prepared on the pool while the engine runs a long request: the loop steps during the whole
+    preparation at close to its rate without images, and the engine gets decoded RGB ``image_pil`` parts."""
+    from howeval.engines.vllm_inputs import has_images, prepare_images
+
+    llm = FakeLLM(step_s=0.002)
+    seen: list[tuple[float, int]] = []  # (time, engine steps) at the start and end of every preparation
+
+    def slow_prepare(r: ChatRequest) -> ChatRequest:
+        seen.append((time.perf_counter(), llm.steps))
+        out = prepare_images(r)
+        time.sleep(0.01)
+        seen.append((time.perf_counter(), llm.steps))
+        return out
+
+    loop = EngineLoop(llm, lambda r: r.max_tokens, prepare=slow_prepare, needs_prepare=has_images, prepare_workers=2)
+    long = threading.Thread(target=loop.submit, args=(_reqs("long", [10**6]),))
+    long.start()
+    while llm.steps < 20:  # the long request is running
+        time.sleep(0.005)
+    t0, s0 = time.perf_counter(), llm.steps
+    time.sleep(0.3)
+    base_rate = (llm.steps - s0) / (time.perf_counter() - t0)  # steps/s with nothing being prepared
+
+    out = loop.submit(_image_reqs(64))
+    (p0, ps0), (p1, ps1) = min(seen), max(seen)
+    prep_rate = (ps1 - ps0) / (p1 - p0)
+    llm.cut = True
+    long.join()
+    assert [c.error for c in out] == [None] * 64 and [c.request_id for c in out] == [f"img{i}" for i in range(64)]
+    assert p1 - p0 >= 0.3  # 64 x 10 ms on 2 threads: the window is real
+    assert ps1 - ps0 > 0 and prep_rate >= 0.5 * base_rate, (ps1 - ps0, prep_rate, base_rate)
+    assert llm.parts[:1] == [["image_pil", "text"]] and len(llm.parts) == 64  # decoded images reached enqueue_chat
+    assert loop.prepare_s >= 64 * 0.01
+    assert llm.threads == {"vllm-engine-loop"}  # preparation ran on the pool's threads, never touching the engine
+
+
+def test_work_inside_enqueue_stops_every_sequence_which_is_why_images_are_prepared_before():
+    """The same 64 x 10 ms done inside ``enqueue_chat`` (where vLLM decodes data URLs): the loop thread adds the
+    whole batch between two steps, so the engine takes no step at all while it runs."""
+    llm = FakeLLM(step_s=0.002)
+    seen: list[tuple[float, int]] = []
+    enqueue = llm.enqueue_chat
+
+    def slow_enqueue(messages, params, **kw):
+        if not isinstance(messages[0][-1]["content"], str):
+            seen.append((time.perf_counter(), llm.steps))
+            time.sleep(0.01)
+            seen.append((time.perf_counter(), llm.steps))
+        return enqueue(messages, params, **kw)
+
+    llm.enqueue_chat = slow_enqueue
+    loop = EngineLoop(llm, lambda r: r.max_tokens)
+    long = threading.Thread(target=loop.submit, args=(_reqs("long", [10**6]),))
+    long.start()
+    while llm.steps < 20:
+        time.sleep(0.005)
+    out = loop.submit(_image_reqs(64))
+    (p0, ps0), (p1, ps1) = min(seen), max(seen)
+    llm.cut = True
+    long.join()
+    assert [c.error for c in out] == [None] * 64
+    assert p1 - p0 >= 0.6 and ps1 - ps0 == 0  # 0.64 s with every sequence in flight stopped
+
+
+def test_an_image_that_cannot_be_prepared_fails_its_own_row_and_is_not_sent():
+    from howeval.engines.vllm_inputs import has_images, prepare_images
+
+    llm = FakeLLM()
+    loop = EngineLoop(llm, lambda r: r.max_tokens, prepare=prepare_images, needs_prepare=has_images)
+    reqs = _image_reqs(2)
+    reqs.insert(1, ChatRequest(messages=[{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,bm90IGFuIGltYWdl"}},
+        {"type": "text", "text": "x:2"}]}], max_tokens=2, request_id="bad"))
+    out = loop.submit([*reqs, *_reqs("t", [1])])
+    assert [c.request_id for c in out] == ["img0", "bad", "img1", "t0"]
+    assert [c.error is None for c in out] == [True, False, True, True]
+    assert out[1].finish_reason == "error" and out[1].error == (
+        "image: ImagePrepError: messages[0].content[0] (image_url): not a readable image (12 bytes; Pillow cannot "
+        "identify the format)"), out[1].error
+    assert len(llm.parts) == 2 and llm.counter == 3  # the bad row never reached the engine
+    assert loop.submit([reqs[1]])[0].error == out[1].error  # a batch of only failed rows returns too
