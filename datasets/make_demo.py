@@ -30,7 +30,7 @@ import math
 import random
 from collections import deque
 from collections.abc import Callable, Sequence
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +148,7 @@ COLOURS: dict[str, tuple[int, int, int]] = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def font(size: int) -> ImageFont.FreeTypeFont:
     """Pillow's built-in scalable font at ``size`` px (no system fonts)."""
     loaded = ImageFont.load_default(size=size)

@@ -17,16 +17,15 @@ verified by humans". The Delphi builder's pattern (``ray_jobs/build_refs.py``):
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
 from howeval.benchmarks.adapt.keysteps import keystep_instruction, read_review, review_record
 from howeval.benchmarks.loaders import load_samples
-from howeval.config import BuildKeyStepsConfig, ConfigError, load_sweep_config, with_changes
+from howeval.config import BuildKeyStepsConfig
 from howeval.records import RESPONSE_SCHEMA
 from howeval.store import fs_and_path, join, read_table, write_json, write_text
-from ray_jobs.common import generate_and_judge
+from ray_jobs.common import generate_and_judge, run_builder
 from runtime.cluster import init_ray, log  # noqa: F401  (the howeval logger)
 
 REVIEW_FILE = "key_steps_review.jsonl"
@@ -95,27 +94,16 @@ def run(cfg: BuildKeyStepsConfig) -> list[dict]:
     return rows
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m ray_jobs.build_keysteps", description=__doc__.split("\n")[0])
-    p.add_argument("--config", required=True, help="build_keysteps YAML (see configs/build_keysteps.yaml)")
-    p.add_argument("--output", help="output URI replacing the config's output_uri")
-    p.add_argument("--limit", type=int, help="use only the first N rows of each benchmark")
-    a = p.parse_args(argv)
-    try:
-        cfg = load_sweep_config(a.config, cls=BuildKeyStepsConfig)
-        if a.output:
-            cfg = with_changes(cfg, "--output", output_uri=a.output)
-        if a.limit:
-            cfg = with_changes(cfg, "--limit", benchmarks=[with_changes(b, "--limit", limit=a.limit) for b in cfg.benchmarks])
-        rows = run(cfg)
-    except (ConfigError, FileNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+def _summary(cfg: BuildKeyStepsConfig, rows: list[dict]) -> str:
     by = {st: sum(r["status"] == st for r in rows) for st in ("pending", "accepted", "edited", "rejected")}
-    print(f"wrote {join(cfg.output_uri, REVIEW_FILE)}: {len(rows)} items, "
-          f"{sum(bool(r['proposed_steps']) for r in rows)} with proposed steps, "
-          f"{sum(bool(r.get('error')) and r['status'] == 'pending' for r in rows)} failed; status {by}")
-    return 0
+    return (f"wrote {join(cfg.output_uri, REVIEW_FILE)}: {len(rows)} items, "
+            f"{sum(bool(r['proposed_steps']) for r in rows)} with proposed steps, "
+            f"{sum(bool(r.get('error')) and r['status'] == 'pending' for r in rows)} failed; status {by}")
+
+
+def main(argv=None) -> int:
+    return run_builder(argv, prog="python -m ray_jobs.build_keysteps", description=__doc__.split("\n")[0],
+                       cls=BuildKeyStepsConfig, example="configs/build_keysteps.yaml", build=run, summary=_summary)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
@@ -20,13 +19,13 @@ import numpy as np
 
 from howeval.benchmarks.delphi import build_reference, checker_messages, parse_checker
 from howeval.benchmarks.loaders import load_samples
-from howeval.config import BuildRefsConfig, ConfigError, load_sweep_config, with_changes
+from howeval.config import BuildRefsConfig
 from howeval.engines.base import ChatRequest
 from howeval.engines.prompts import CRYSTAL_INSTRUCTION
 from howeval.parsing.steps import response_steps
 from howeval.records import RESPONSE_SCHEMA
 from howeval.store import join, read_table, write_json, write_text
-from ray_jobs.common import generate_and_judge
+from ray_jobs.common import generate_and_judge, run_builder
 from runtime.cluster import init_ray, log  # noqa: F401  (the howeval logger)
 
 
@@ -101,27 +100,16 @@ def run(cfg: BuildRefsConfig) -> list[dict]:
     return records
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m ray_jobs.build_refs", description=__doc__.split("\n")[0])
-    p.add_argument("--config", required=True, help="build_refs YAML (see configs/build_refs.yaml)")
-    p.add_argument("--output", help="output URI replacing the config's output_uri")
-    p.add_argument("--limit", type=int, help="use only the first N rows of each benchmark")
-    a = p.parse_args(argv)
-    try:
-        cfg = load_sweep_config(a.config, cls=BuildRefsConfig)
-        if a.output:
-            cfg = with_changes(cfg, "--output", output_uri=a.output)
-        if a.limit:
-            cfg = with_changes(cfg, "--limit", benchmarks=[with_changes(b, "--limit", limit=a.limit) for b in cfg.benchmarks])
-        records = run(cfg)
-    except (ConfigError, FileNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+def _summary(cfg: BuildRefsConfig, records: list[dict]) -> str:
     n_checked = sum(r.get("checker_consistent") is not None for r in records)
-    print(f"wrote {join(cfg.output_uri, 'reference_steps.jsonl')}: {len(records)} items, "
-          f"{sum(len(r['reference_steps']) for r in records) / max(1, len(records)):.1f} steps/item, "
-          f"{n_checked} checked, {sum(bool(r.get('checker_error')) for r in records)} checker errors")
-    return 0
+    return (f"wrote {join(cfg.output_uri, 'reference_steps.jsonl')}: {len(records)} items, "
+            f"{sum(len(r['reference_steps']) for r in records) / max(1, len(records)):.1f} steps/item, "
+            f"{n_checked} checked, {sum(bool(r.get('checker_error')) for r in records)} checker errors")
+
+
+def main(argv=None) -> int:
+    return run_builder(argv, prog="python -m ray_jobs.build_refs", description=__doc__.split("\n")[0],
+                       cls=BuildRefsConfig, example="configs/build_refs.yaml", build=run, summary=_summary)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,10 @@
-"""What the job entry points share: the dot-list override arguments every config-driven job takes."""
+"""What the job entry points share: the dot-list override arguments every config-driven job takes, the
+builder jobs' command line, and the streamed generate -> judge call."""
 from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
 
 
 def add_override_args(p, example: str) -> None:
@@ -11,6 +16,38 @@ def add_override_args(p, example: str) -> None:
                    help="override one config value (same as a positional KEY.PATH=VALUE; repeatable)")
     p.add_argument("overrides", nargs="*", metavar="KEY.PATH=VALUE",
                    help=f"dot-list overrides, e.g. {example} (values read as YAML; ~KEY.PATH deletes a key)")
+
+
+def run_builder(argv, *, prog: str, description: str, cls: type, example: str,
+                build: Callable, summary: Callable) -> int:
+    """The command line of a builder job (``build_refs``, ``build_keysteps``): ``--config`` (a YAML of model
+    ``cls``), ``--output`` (replaces ``output_uri``), ``--limit N`` (the first N rows of each benchmark).
+
+    ``build(cfg) -> result`` does the work; ``summary(cfg, result) -> str`` is the line printed after it.
+
+    Returns:
+        0, or 2 with ``error: <reason>`` on stderr when the config, a path or a value is bad (nothing written
+        by ``build`` before the error is removed).
+    """
+    from howeval.config import ConfigError, load_sweep_config, with_changes
+
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    p.add_argument("--config", required=True, help=f"{prog.rsplit('.', 1)[-1]} YAML (see {example})")
+    p.add_argument("--output", help="output URI replacing the config's output_uri")
+    p.add_argument("--limit", type=int, help="use only the first N rows of each benchmark")
+    a = p.parse_args(argv)
+    try:
+        cfg = load_sweep_config(a.config, cls=cls)
+        if a.output:
+            cfg = with_changes(cfg, "--output", output_uri=a.output)
+        if a.limit:
+            cfg = with_changes(cfg, "--limit", benchmarks=[with_changes(b, "--limit", limit=a.limit) for b in cfg.benchmarks])
+        result = build(cfg)
+    except (ConfigError, FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(summary(cfg, result))
+    return 0
 
 
 def generate_and_judge(cfg, samples: list[dict], models: list, *, judges, modes=("NT", "T"), max_attempts: int = 3,
