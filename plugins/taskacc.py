@@ -14,16 +14,12 @@ has; its report part, "Table 6 (task accuracy)", reads the stored rows.
 """
 from __future__ import annotations
 
-import logging
-
 from howeval.benchmarks.taskacc import TASK_INPUT_SCHEMA, TASK_SCORE_KEY, TASK_SCORE_SCHEMA, summarize_task_rows
 from howeval.records import RESPONSE_SCHEMA, conform, latest_responses
 from howeval.report.tables import duration
 from howeval.store import existing_keys, join, read_table, remove_temp_files
 from plugins.pipeline import Pipeline, Plan, Stage, Tallies, Tally
 from plugins.registry import Benchmark, RunContext, Summary, register
-
-log = logging.getLogger("howeval")
 
 SCORES = "task_scores"
 """The run's folder of score rows."""

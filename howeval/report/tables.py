@@ -274,9 +274,9 @@ def render_task_accuracy(summary: dict, criteria: dict[str, str] | None = None, 
     crit = criteria or {}
     head = ("## Table 6 (task accuracy)\n\nTask accuracy of each policy (config) and mode on the task benchmarks the "
             "config lists (the PatternEval/PatternRL paper's Table 6, BaseRL vs PatternRL; the paper does not name "
-            "its benchmarks), in %, with the scored responses n. Each benchmark by its own criterion"
-            + (": " + ", ".join(f"{b} {crit[b]}" for b in benches if b in crit) if crit else "")
-            + " (docs/benchmarks.md, Table 6). A category's average is the unweighted mean of its benchmarks; "
+            "its benchmarks), in % (mean ANLS for an anls benchmark), with the scored responses n. Each benchmark by "
+            "its own criterion" + (" (" + "; ".join(f"{b}: {crit[b]}" for b in benches if b in crit) + ")" if crit else "")
+            + ", docs/metrics.md §5. A category's average is the unweighted mean of its benchmarks; "
             "`absent`: no benchmark of that category is configured.")
     out = head + "\n\n" + _table(header, rows)
     if notes:
