@@ -205,11 +205,17 @@ def score_response(criterion: str, response: str, golds: list[str], answer_type:
 
 
 def score_rows(rows: list[dict]) -> list[dict]:
-    """Score rows of :data:`TASK_INPUT_SCHEMA` (the scoring stage's batch) into :data:`TASK_SCORE_SCHEMA` rows."""
+    """Score rows of :data:`TASK_INPUT_SCHEMA` (the scoring stage's batch) into :data:`TASK_SCORE_SCHEMA` rows.
+
+    An item the criterion cannot score (no gold; a multiple-choice gold that is not among its options) gets a null
+    score whose reason names the fault, so one bad item never fails the batch of the others."""
     out = []
     for r in rows:
-        score, extracted, reason = score_response(r["criterion"], r.get("response") or "", r["golds"] or [],
-                                                  r.get("answer_type"), r.get("options"))
+        try:
+            score, extracted, reason = score_response(r["criterion"], r.get("response") or "", r["golds"] or [],
+                                                      r.get("answer_type"), r.get("options"))
+        except ValueError as e:
+            score, extracted, reason = None, None, f"{r['criterion']}: item not scorable: {e}"
         out.append({**{k: r[k] for k in TASK_SCORE_KEY}, "benchmark": r["benchmark"], "category": r["category"],
                     "score": score, "extracted": extracted, "reason": reason})
     return out

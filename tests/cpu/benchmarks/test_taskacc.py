@@ -18,7 +18,14 @@ import yaml
 from PIL import Image
 
 from howeval.benchmarks.loaders import BadRowError, load_benchmark, load_samples
-from howeval.benchmarks.taskacc import anls, levenshtein, relaxed_correct, score_response, summarize_task_rows
+from howeval.benchmarks.taskacc import (
+    anls,
+    levenshtein,
+    relaxed_correct,
+    score_response,
+    score_rows,
+    summarize_task_rows,
+)
 from howeval.config import BenchmarkConfig, ConfigError, SweepConfig, load_sweep_config
 from howeval.config.preflight import check_benchmark
 
@@ -156,6 +163,14 @@ def test_score_response_takes_the_verifiers_answer_and_the_fields_criterion():
     assert score_response("relaxed", "None", ["3"])[0] is None  # a program artefact: not a wrong answer, unresolved
     with pytest.raises(ValueError, match="unknown task criterion 'bleu'"):
         score_response("bleu", "x", ["x"])
+    # in the scoring stage a bad item is a null score naming the fault, beside its batch's good rows
+    key = {"sample_id": "s", "config": "c", "mode": "NT", "response_hash": "h", "benchmark": "b", "category": "logic"}
+    bad, good = score_rows([{**key, "criterion": "multiple_choice", "response": "\\boxed{A}", "golds": ["F"],
+                             "answer_type": "multiple_choice", "options": ["x", "y"]},
+                            {**key, "sample_id": "t", "criterion": "exact", "response": "\\boxed{y}", "golds": ["y"],
+                             "answer_type": "other_text", "options": None}])
+    assert bad["score"] is None and "item not scorable" in bad["reason"] and "F" in bad["reason"]
+    assert (good["sample_id"], good["score"], good["extracted"]) == ("t", 1.0, "y")
 
 
 def test_summary_averages_benchmarks_per_category_and_marks_absent_ones():
@@ -205,3 +220,26 @@ def test_task_config_needs_a_name_distinct_names_and_json_passes_preflight_for_r
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(raw))
     with pytest.raises(ConfigError, match="benchmarks.0.task.criterion"):
         load_sweep_config(tmp_path / "bad.yaml")
+
+
+def test_real_math_vision_responses_scored_as_a_table6_math_column(shared_data):
+    """Real responses of three VLMs to the 48 MATH-Vision testmini items (``../shared/data``, with MATH-V's own
+    correctness labels) scored by the ``math`` criterion and summarized as one Table 6 column. Each policy's figure
+    differs from the labels' only by the verifier's reviewed disagreements (tests/cpu/judges/verify/test_entry.py:
+    1727 for InternLM, 1546 for GPT-3.5, 1512 and 1546 for Qwen, where the label is believed wrong) and Qwen's one
+    unresolved response (1696), left out of n."""
+    manifest = {json.loads(x)["uid"]: json.loads(x) for x in (shared_data / "manifest.jsonl").open(encoding="utf-8")}
+    rows, labels = [], {}
+    for line in (shared_data / "responses" / "mathv_model_responses.jsonl").open(encoding="utf-8"):
+        rec = json.loads(line)
+        it = manifest[f"math-vision:{rec['id']}"]
+        score = score_response("math", rec["response"], [it["answer"]], it["answer_type"], it["options"])[0]
+        rows.append({"config": rec["model"], "mode": "NT", "benchmark": "math-vision", "score": score})
+        labels.setdefault(rec["model"], []).append(rec["correct"])
+    t = summarize_task_rows(rows, {"math-vision": "math"})
+    got = {p: m["NT"]["benchmarks"]["math-vision"] for p, m in t["rows"].items()}
+    assert got == {"InternLM-XComposer2-VL": {"acc": 12 / 48, "n": 48, "n_unresolved": 0},
+                   "gpt-3.5-turbo-0125": {"acc": 5 / 48, "n": 48, "n_unresolved": 0},
+                   "qwen-vl-max": {"acc": 11 / 47, "n": 47, "n_unresolved": 1}}
+    assert {p: sum(v) for p, v in labels.items()} == {"InternLM-XComposer2-VL": 11, "gpt-3.5-turbo-0125": 4, "qwen-vl-max": 9}
+    assert t["rows"]["qwen-vl-max"]["NT"]["categories"]["math"]["acc"] == 11 / 47 and t["absent"] == ["logic", "document"]
