@@ -205,6 +205,11 @@ class BenchmarkConfig(StrictModel):
     def _task_named(self) -> BenchmarkConfig:
         if self.task is not None and not self.name:
             raise ValueError("a benchmark with a task: block needs a name (its column in Table 6, e.g. name: chartqa)")
+        for key in ("path", "image_root"):
+            v = getattr(self, key)
+            if self.task is not None and isinstance(v, str) and v.lower().startswith("hf://"):
+                raise ValueError(f"{key} {v!r}: a task benchmark is read from a path you give, never fetched from the "
+                                 "Hugging Face Hub at run time; download it once and give the local path or your own URL")
         return self
     answer_instruction: str | None = Field(None, description="The one answer instruction appended to every question of this benchmark (recorded in each row's prompt); None = 'Put your final answer in \\boxed{}.' (howeval.engines.prompts.ANSWER_INSTRUCTION), '' = none. Mode system prompts must not set another format.")
 

@@ -199,6 +199,9 @@ def test_summary_averages_benchmarks_per_category_and_marks_absent_ones():
 def test_task_config_needs_a_name_distinct_names_and_json_passes_preflight_for_released_formats(tmp_path, repo_root):
     with pytest.raises(ValueError, match="task: block needs a name"):
         BenchmarkConfig(path="/d/val.json", format="docvqa", task={"category": "document", "criterion": "anls"})
+    with pytest.raises(ValueError, match="never fetched from the Hugging Face Hub"):
+        BenchmarkConfig(path="hf://datasets/someone/docs/val.json", name="d", format="docvqa",
+                        task={"category": "document", "criterion": "anls"})
     with pytest.raises(ValueError, match="category"):
         BenchmarkConfig(path="/d/m.jsonl", name="x", task={"category": "vision", "criterion": "exact"})
     model = {"name": "p", "engine": "replay", "options": {"path": "/r.jsonl"}, "modes": {"NT": {}}}
