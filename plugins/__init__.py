@@ -4,7 +4,8 @@
   ``Plan``), checked when built.
 - ``plugins.registry``: the ``Benchmark`` base class and the registry.
 - one module per benchmark: ``patterneval`` (generate + judge, the sweep's core), ``adapt`` (AdaptMMBench
-  episodes, beside generation), ``crystal`` (step scores, after generation).
+  episodes, beside generation), ``crystal`` (step scores, after generation), ``taskacc`` (Table 6 task accuracy:
+  the task benchmarks' responses scored by each benchmark's own criterion, after generation).
 
 The runtime (``runtime.run.run_benchmarks``) runs the plans; the jobs in ``ray_jobs/`` are entry points.
 """
@@ -15,6 +16,7 @@ from plugins.registry import Benchmark, RunContext, Summary, enabled, get, regis
 from plugins import patterneval  # noqa: E402,F401
 from plugins import crystal  # noqa: E402,F401
 from plugins import adapt  # noqa: E402,F401
+from plugins import taskacc  # noqa: E402,F401
 
 
 def write_report(cfg, **kwargs) -> dict:

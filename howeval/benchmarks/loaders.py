@@ -13,7 +13,7 @@ from pathlib import Path
 
 import fsspec
 
-from howeval.benchmarks.released import CONVERTERS, RELEASED_FORMATS, read_rows
+from howeval.benchmarks.released import CONVERTERS, RELEASED_FORMATS, RELEASED_IMAGE_FOLDER, read_rows
 from howeval.judges.images import BadImage, check_image
 from howeval.store import JSONLinesError, iter_jsonl
 
@@ -131,8 +131,9 @@ def _sample(row: dict, path: str, line: int, base: str, benchmark: str, read_ima
         options = _str_list(row.get("options"))
         ref = _str_list(row.get("reference_steps"))
         key_steps = _str_list(row.get("key_steps"))
+        answers = _str_list(row.get("answers"))
     except TypeError as e:
-        raise BadRowError(path, line, uid, "options/reference_steps/key_steps", str(e)) from None
+        raise BadRowError(path, line, uid, "options/reference_steps/key_steps/answers", str(e)) from None
     boxes = row.get("evidence_boxes")
     if boxes is not None:
         if not all(isinstance(b, (list, tuple)) and len(b) == 4 for b in boxes):
@@ -145,12 +146,15 @@ def _sample(row: dict, path: str, line: int, base: str, benchmark: str, read_ima
         "options": options or None, "answer": str(answer), "answer_type": atype,
         "reference_steps": ref, "evidence_boxes": boxes, "key_steps": key_steps,
         "domain": row.get("domain"),
+        # every accepted answer when the benchmark lists several (DocVQA): read by task-accuracy scoring only
+        # (howeval.benchmarks.taskacc); not a SAMPLE_SCHEMA column, so it never reaches the engines or the store
+        **({"answers": answers} if answers else {}),
     }
 
 
 def load_benchmark(path: str, *, name: str | None = None, limit: int | None = None,
                    skip_bad_rows: bool = False, read_images: bool = True, fmt: str = "manifest",
-                   image_dir: str | None = None) -> LoadResult:
+                   image_dir: str | None = None, image_root: str | None = None) -> LoadResult:
     """Load a manifest (JSONL or Parquet) through fsspec.
 
     Args:
@@ -164,10 +168,14 @@ def load_benchmark(path: str, *, name: str | None = None, limit: int | None = No
             the workers, ``actors/images.py``, so the driver never holds them). ``image_paths`` (resolved
             paths or URLs) is set either way.
         fmt: ``"manifest"`` (this module's format), or a released format converted by
-            :mod:`howeval.benchmarks.released`: ``"crystal"`` (CRYSTAL's items) or ``"adaptmmbench"``
-            (AdaptMMBench's items); JSONL, a JSON array, or Parquet. Ids get the format as a prefix.
+            :mod:`howeval.benchmarks.released`: ``"crystal"`` (CRYSTAL's items), ``"adaptmmbench"``
+            (AdaptMMBench's items), or a task-accuracy benchmark's (``"chartqa"``, ``"docvqa"``,
+            ``"infographicvqa"``, ``"mathvista"``); JSONL, a JSON array, or Parquet. Ids get the format as a prefix.
         image_dir: where images embedded as bytes (a Parquet export's image struct) are written, so rows
             carry a path like every other; needed only for such files.
+        image_root: the folder relative image paths are resolved against (default: the manifest's folder; for
+            ChartQA its ``png/``, ``released.RELEASED_IMAGE_FOLDER``), for releases that keep questions and images
+            apart (DocVQA: the folder holding ``documents/``).
 
     Raises:
         FileNotFoundError: the manifest does not exist.
@@ -178,6 +186,10 @@ def load_benchmark(path: str, *, name: str | None = None, limit: int | None = No
         raise ValueError(f"unknown benchmark format {fmt!r}; known: {list(RELEASED_FORMATS)}")
     base = posixpath.dirname(path)
     benchmark = name or posixpath.basename(base) or "benchmark"
+    if image_root:
+        base = image_root.rstrip("/")
+    elif fmt in RELEASED_IMAGE_FOLDER:
+        base = posixpath.join(base, RELEASED_IMAGE_FOLDER[fmt])
     stem = posixpath.splitext(posixpath.basename(path))[0]
     samples, bad, seen = [], [], set()
     rows = read_rows(path) if fmt != "manifest" and path.endswith(".json") else _read_rows(path)
@@ -216,7 +228,8 @@ def load_samples(benchmarks, skip_bad_rows: bool = False, read_images: bool = Tr
     samples, bad, seen = [], [], set()
     for b in benchmarks:
         res = load_benchmark(b.path, name=b.name, limit=b.limit, skip_bad_rows=skip_bad_rows, read_images=read_images,
-                             fmt=getattr(b, "format", "manifest"), image_dir=getattr(b, "image_dir", None))
+                             fmt=getattr(b, "format", "manifest"), image_dir=getattr(b, "image_dir", None),
+                             image_root=getattr(b, "image_root", None))
         instruction = getattr(b, "answer_instruction", None)
         for s in res.samples:
             if instruction is not None:  # the benchmark's one answer instruction (None: the default one)

@@ -13,6 +13,21 @@ a path the user gives (neither set ships with the project: both are hub-only, ga
   released dataset card lists no schema yet, so these names are the paper's and the common ones: a field
   that is missing is named in the error.
 
+Task-accuracy benchmarks (Table 6 of the PatternEval/PatternRL paper, :mod:`howeval.benchmarks.taskacc`; the
+paper does not name them, so these are the released formats of the common ones, for whichever the user lists):
+
+- ``chartqa``: ChartQA (Masry et al. 2022; github.com/vis-nlp/ChartQA): ``<split>_human.json`` /
+  ``<split>_augmented.json``, a JSON array of ``{"imgname", "query", "label"}`` with the images in ``<split>/png/``
+  (the default image folder; else give ``image_root``); the Hugging Face export's ``image`` struct and a list ``label`` are read too. No ids in
+  the release: a row's id is ``chartqa:<file stem>:<row number>``.
+- ``docvqa``: DocVQA (Mathew et al. 2021; the RRC release ``val_v1.0.json``): ``{"data": [{"questionId",
+  "question", "image": "documents/<name>.png", "answers": [...]}]}``; ``infographicvqa``: InfographicVQA (the RRC
+  release ``infographicsVQA_val_v1.0_withQT.json``): the same with ``image_local_name``. Every gold answer is kept
+  (``answers``: ANLS takes the best); ``answer`` is the first.
+- ``mathvista``: MathVista (Lu et al. 2024; ``testmini.json``): ``{pid: {"question", "image", "choices",
+  "answer", "question_type", "answer_type", "precision"}}``; ``multi_choice`` items are multiple choice over
+  ``choices`` (the gold is the choice text), ``integer`` / ``float`` answers numbers, other answers free form.
+
 A file is JSON Lines, a JSON array (or an object ``{"data": [...]}`` / ``{id: row}``), or Parquet. The
 converted rows go through the manifest loader's own checks (:mod:`howeval.benchmarks.loaders`).
 """
@@ -25,8 +40,12 @@ from collections.abc import Callable
 
 import fsspec
 
-RELEASED_FORMATS = ("manifest", "crystal", "adaptmmbench")
+RELEASED_FORMATS = ("manifest", "crystal", "adaptmmbench", "chartqa", "docvqa", "infographicvqa", "mathvista")
 """Values of a benchmark's ``format``: the project's manifest, or a released format converted here."""
+
+RELEASED_IMAGE_FOLDER = {"chartqa": "png"}
+"""Where a release keeps its images relative to the question file when no ``image_root`` is given (ChartQA:
+``<split>/png/`` beside ``<split>/<split>_human.json``, as ``howeval.training.sources.read_chartqa`` reads it)."""
 
 CRYSTAL_SOURCE_CATEGORY = {
     "mathvista": "stem", "mathvision": "stem", "mmmu": "stem", "scienceqa": "knowledge",
@@ -149,5 +168,95 @@ def adaptmmbench_row(row: dict, n: int, stem: str, image_dir: str | None = None)
     return out, err
 
 
-CONVERTERS: dict[str, Callable[..., tuple[dict, tuple[str, str] | None]]] = {"crystal": crystal_row, "adaptmmbench": adaptmmbench_row}
+def _golds(value) -> list[str]:
+    vals = value if isinstance(value, (list, tuple)) else [value]
+    return [str(v) for v in vals if v is not None and str(v).strip()]
+
+
+def chartqa_row(row: dict, n: int, stem: str, image_dir: str | None = None) -> tuple[dict, tuple[str, str] | None]:
+    """One ChartQA question (module docstring) as a manifest row, and why it is unusable (None when usable).
+
+    >>> r, why = chartqa_row({"imgname": "41699051005347.png", "query": "How many bars?", "label": "3"}, 2, "test_human")
+    >>> r["uid"], r["image"], r["answers"], r["answer_type"], r["category"], why
+    ('chartqa:test_human:2', '41699051005347.png', ['3'], 'integer_number', 'chart_understanding', None)
+    """
+    uid = f"chartqa:{stem}:{n}"
+    golds = _golds(row.get("label", row.get("answer")))
+    image, err = _image(_first(row, "imgname", "image"), uid, image_dir)
+    if err is None and not golds:
+        err = ("label", "missing or empty (the ChartQA answer)")
+    out = {"uid": uid, "source": "ChartQA", "question": _first(row, "query", "question"), "answer": golds[0] if golds else None,
+           "answers": golds, "image": image, "category": "chart_understanding",
+           "answer_type": _answer_type(golds[0], None) if golds else "other_text"}
+    if out["answer_type"] == "free_form":
+        out["answer_type"] = "other_text"  # a short text label: the verifier's normalized equality
+    return out, err
+
+
+def _docvqa_like(row: dict, n: int, stem: str, image_dir: str | None, fmt: str, source: str,
+                 image_fields: tuple[str, ...]) -> tuple[dict, tuple[str, str] | None]:
+    rid = _first(row, "questionId", "question_id", "uid", "id")
+    uid = f"{fmt}:{rid if rid is not None else f'{stem}:{n}'}"
+    golds = _golds(_first(row, "answers", "answer"))
+    image, err = _image(_first(row, *image_fields), uid, image_dir)
+    if err is None and not golds:
+        err = ("answers", f"missing or empty (every {source} question lists its accepted answers)")
+    return {"uid": uid, "source": source, "question": row.get("question"), "answer": golds[0] if golds else None,
+            "answers": golds, "image": image, "category": "ocr", "answer_type": "extractive_text"}, err
+
+
+def docvqa_row(row: dict, n: int, stem: str, image_dir: str | None = None) -> tuple[dict, tuple[str, str] | None]:
+    """One DocVQA question (module docstring) as a manifest row (every gold answer in ``answers``).
+
+    >>> r, why = docvqa_row({"questionId": 49153, "question": "What is the ratio?", "image": "documents/pybv0228_81.png",
+    ...                      "answers": ["0.28", "0.28 ratio"]}, 1, "val_v1.0")
+    >>> r["uid"], r["image"], r["answer"], r["answers"], why
+    ('docvqa:49153', 'documents/pybv0228_81.png', '0.28', ['0.28', '0.28 ratio'], None)
+    """
+    return _docvqa_like(row, n, stem, image_dir, "docvqa", "DocVQA", ("image", "image_path"))
+
+
+def infographicvqa_row(row: dict, n: int, stem: str, image_dir: str | None = None) -> tuple[dict, tuple[str, str] | None]:
+    """One InfographicVQA question (module docstring) as a manifest row (every gold answer in ``answers``).
+
+    >>> r, why = infographicvqa_row({"questionId": 98313, "question": "Which year?", "image_local_name": "37313.jpeg",
+    ...                              "answers": ["2015"]}, 1, "infographicsVQA_val_v1.0_withQT")
+    >>> r["uid"], r["image"], r["answers"], why
+    ('infographicvqa:98313', '37313.jpeg', ['2015'], None)
+    """
+    return _docvqa_like(row, n, stem, image_dir, "infographicvqa", "InfographicVQA", ("image_local_name", "image"))
+
+
+_MATHVISTA_TYPES = {"integer": "integer_number", "float": "decimal_number"}
+
+
+def mathvista_row(row: dict, n: int, stem: str, image_dir: str | None = None) -> tuple[dict, tuple[str, str] | None]:
+    """One MathVista item (module docstring) as a manifest row.
+
+    >>> r, why = mathvista_row({"pid": "1", "question": "d?", "image": "images/1.jpg", "choices": None,
+    ...                         "answer": "1.2", "question_type": "free_form", "answer_type": "float"}, 1, "testmini")
+    >>> r["uid"], r["answer_type"], r["category"], why
+    ('mathvista:1', 'decimal_number', 'stem', None)
+    >>> mathvista_row({"pid": "2", "question": "Which?", "image": "images/2.jpg", "choices": ["3", "4"],
+    ...                "answer": "4", "question_type": "multi_choice", "answer_type": "text"}, 2, "t")[0]["answer_type"]
+    'multiple_choice'
+    """
+    rid = _first(row, "pid", "uid", "id")
+    uid = f"mathvista:{rid if rid is not None else f'{stem}:{n}'}"
+    image, err = _image(_first(row, "image", "decoded_image"), uid, image_dir)
+    choices = row.get("choices") or None
+    if row.get("question_type") == "multi_choice":
+        atype = "multiple_choice"
+        if err is None and not choices:
+            err = ("choices", "missing for a multi_choice item")
+    else:
+        atype = _MATHVISTA_TYPES.get(row.get("answer_type"), "free_form")
+    return {"uid": uid, "source": "MathVista", "question": row.get("question"), "answer": row.get("answer"),
+            "options": choices if atype == "multiple_choice" else None, "image": image, "category": "stem",
+            "answer_type": atype}, err
+
+
+CONVERTERS: dict[str, Callable[..., tuple[dict, tuple[str, str] | None]]] = {
+    "crystal": crystal_row, "adaptmmbench": adaptmmbench_row, "chartqa": chartqa_row, "docvqa": docvqa_row,
+    "infographicvqa": infographicvqa_row, "mathvista": mathvista_row}
 """Released format -> row converter ``(row, row number, file stem, image_dir) -> (manifest row, (field, reason) or None)``."""

@@ -38,6 +38,7 @@ from howeval.config.sweep import (
     RulesJudgeConfig,
     SamplingConfig,
     SweepConfig,
+    TaskConfig,
     VerifierConfig,
     load_run_config,
     load_sweep_config,
@@ -48,7 +49,7 @@ __all__ = [
     "PATTERN_JUDGE_CONFIGS", "AdaptConfig", "apply_dotlist", "check_config", "dotlist_keys", "BenchmarkConfig", "BuildKeyStepsConfig", "BuildRefsConfig", "ConfigError", "CrystalConfig",
     "JudgeEngineConfig", "JudgesConfig", "LLMJudgeConfig", "ModeConfig", "ModelConfig", "PatternJudgeBase",
     "PatternJudgeConfig", "PatternRMJudgeConfig", "RayConfig", "ResourcesConfig", "RulesJudgeConfig",
-    "SamplingConfig", "StrictModel", "SweepConfig", "VerifierConfig", "format_validation_error", "pattern_judge_config",
+    "SamplingConfig", "StrictModel", "SweepConfig", "TaskConfig", "VerifierConfig", "format_validation_error", "pattern_judge_config",
     "load_run_config", "load_sweep_config", "load_yaml_config", "merge_overrides", "preflight", "refuse_stale_resume",
     "require_ready", "resolve_path", "stale_fields", "validate", "with_changes",
 ]

@@ -102,7 +102,8 @@ def check_model(m: ModelConfig, key: str, env: Mapping[str, str], exists: Exists
 def check_benchmark(b: BenchmarkConfig, key: str, exists: Exists = _default_exists) -> list[str]:
     """Problems with one benchmark file (``key`` = e.g. ``benchmarks.0``)."""
     p = b.path
-    if not p.lower().endswith(BENCHMARK_FORMATS):
+    endings = BENCHMARK_FORMATS + ((".json",) if b.format != "manifest" else ())  # released JSON files (released.read_rows)
+    if not p.lower().endswith(endings):
         return [f"{key}.path: {p!r} is not a benchmark file this project reads (formats read: "
                 f"{', '.join(BENCHMARK_FORMATS)}: a manifest in JSON lines or Parquet). Fix: convert it, or give the "
                 f"manifest.jsonl / .parquet file itself (not its folder)."]

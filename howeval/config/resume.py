@@ -17,7 +17,8 @@ Counted (a difference refuses the resume), per model config present in both and 
 Not counted (free to change on a resume):
     ``judges`` (judgments are keyed by judge ``name@version``), ``ray``, ``resources``, ``name``, ``overrides``
     (the record of the command line; what it changed is compared in the fields above),
-    ``skip_bad_rows``, ``crystal`` (step rows are keyed by tau/alpha/order/embedder), ``benchmarks.*.limit``
+    ``skip_bad_rows``, ``crystal`` (step rows are keyed by tau/alpha/order/embedder), ``benchmarks.*.task`` (Table 6 score rows are
+    keyed by criterion), ``benchmarks.*.limit``
     (a larger limit adds rows made with the same settings), models, modes or benchmarks *added*
     (new keys), models or modes *removed*, and the options in :data:`NON_RESPONSE_OPTIONS`: throughput,
     concurrency, timeouts and where the same model is reached (``base_url``, ``base_url_env``,

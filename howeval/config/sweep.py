@@ -181,14 +181,36 @@ class ModelConfig(StrictModel):
         return ENGINE_OPTIONS[self.engine].model_validate(self.options)
 
 
+class TaskConfig(StrictModel):
+    """A benchmark's ``task:`` block: it counts in Table 6 (task accuracy of trained policies, PatternEval/PatternRL
+    paper; ``howeval.benchmarks.taskacc``), in a category, scored by its own answer criterion."""
+
+    category: Literal["math", "logic", "document"] = Field(..., description="Table 6's task category of this benchmark.")
+    criterion: Literal["exact", "multiple_choice", "math", "relaxed", "anls"] = Field(..., description="The benchmark's own answer criterion (howeval.benchmarks.taskacc): exact (normalized text equality), multiple_choice or math (the project's verifier), relaxed (ChartQA: numbers within 5%, else exact), anls (DocVQA / InfographicVQA ANLS, threshold 0.5).")
+
+
 class BenchmarkConfig(StrictModel):
-    """A benchmark file in the manifest format (JSONL or Parquet; local path or fsspec URL)."""
+    """A benchmark file in the manifest format (JSONL or Parquet; local path or fsspec URL), or in a released format
+    converted on load (``format``)."""
 
     path: str = Field(..., description="Manifest path or URL; relative paths resolve against the config file's folder.")
     name: str | None = Field(None, description="Benchmark name on records; default = the file's stem's parent folder.")
     limit: int | None = Field(None, ge=1, description="Use only the first N rows (smoke runs).")
-    format: Literal["manifest", "crystal", "adaptmmbench"] = Field("manifest", description="The file's format: the project's manifest, or a released one converted on load (howeval.benchmarks.released): 'crystal' (CRYSTAL's items with reference steps), 'adaptmmbench' (AdaptMMBench's items with evidence boxes and key steps).")
+    format: Literal["manifest", "crystal", "adaptmmbench", "chartqa", "docvqa", "infographicvqa", "mathvista"] = Field("manifest", description="The file's format: the project's manifest, or a released one converted on load (howeval.benchmarks.released): 'crystal' (CRYSTAL's items with reference steps), 'adaptmmbench' (AdaptMMBench's items with evidence boxes and key steps), 'chartqa', 'docvqa', 'infographicvqa', 'mathvista' (task-accuracy benchmarks; JSON as released, JSONL or Parquet).")
     image_dir: str | None = Field(None, description="Folder to write images embedded as bytes (a Parquet export's image struct) to; needed only for such files.")
+    image_root: str | None = Field(None, description="Folder the rows' relative image paths are resolved against; None = the file's folder. For releases that keep images apart (ChartQA: <split>/png; DocVQA: the folder holding documents/). Relative paths resolve against the config file's folder.")
+    task: TaskConfig | None = Field(None, description="Count this benchmark in Table 6 (task accuracy): its category and answer criterion; None = not a task-accuracy benchmark. Needs a name.")
+
+    @model_validator(mode="after")
+    def _task_named(self) -> BenchmarkConfig:
+        if self.task is not None and not self.name:
+            raise ValueError("a benchmark with a task: block needs a name (its column in Table 6, e.g. name: chartqa)")
+        for key in ("path", "image_root"):
+            v = getattr(self, key)
+            if self.task is not None and isinstance(v, str) and v.lower().startswith("hf://"):
+                raise ValueError(f"{key} {v!r}: a task benchmark is read from a path you give, never fetched from the "
+                                 "Hugging Face Hub at run time; download it once and give the local path or your own URL")
+        return self
     answer_instruction: str | None = Field(None, description="The one answer instruction appended to every question of this benchmark (recorded in each row's prompt); None = 'Put your final answer in \\boxed{}.' (howeval.engines.prompts.ANSWER_INSTRUCTION), '' = none. Mode system prompts must not set another format.")
 
 
@@ -450,6 +472,10 @@ class SweepConfig(StrictModel):
                     f"{[list(m.modes) for m in ms]}")
             if g in names:
                 raise ValueError(f"models: pair_as {g!r} is also a config's name: give the pair its own name")
+        tasks = [b.name for b in self.benchmarks if b.task is not None]
+        dup = sorted({n for n in tasks if tasks.count(n) > 1})
+        if dup:
+            raise ValueError(f"benchmarks: task benchmarks need distinct names (Table 6's columns), repeated: {dup}")
         return self
 
     def mode_pairs(self) -> dict[str, str]:
@@ -506,8 +532,9 @@ class BuildRefsConfig(StrictModel):
 
 def _resolve_benchmarks(raw: dict, folder: Path) -> None:
     for b in raw.get("benchmarks") or []:
-        if isinstance(b, dict) and isinstance(b.get("path"), str):
-            b["path"] = resolve_path(b["path"], folder)
+        for key in ("path", "image_root"):
+            if isinstance(b, dict) and isinstance(b.get(key), str):
+                b[key] = resolve_path(b[key], folder)
 
 
 def load_sweep_config(path: str | Path, overrides: dict[str, Any] | None = None, cls: type[BaseModel] = SweepConfig,

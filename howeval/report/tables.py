@@ -246,6 +246,44 @@ def render_crystal(crystal: dict, cherry: dict | None = None) -> str:
                                     "LIS ratio", "Ordered Match F1"], rows)
 
 
+def render_task_accuracy(summary: dict, criteria: dict[str, str] | None = None, notes: list[str] | None = None) -> str:
+    """"Table 6 (task accuracy)": per policy (config) x mode, each category's average accuracy and each task
+    benchmark's accuracy, in %, with the scored responses ``n`` (``howeval.benchmarks.taskacc.summarize_task_rows``).
+    A category no benchmark of the config belongs to is ``absent`` (not 0); a benchmark or category with no
+    scored response ``–``. ``criteria``: benchmark -> criterion (named under the table); ``notes``: lines after it.
+
+    >>> s = {"benchmarks": {"cq": "document"}, "categories": ["document"], "absent": ["math", "logic"],
+    ...      "rows": {"p": {"NT": {"benchmarks": {"cq": {"acc": 0.5, "n": 2, "n_unresolved": 0}},
+    ...                            "categories": {"document": {"acc": 0.5, "n": 2, "n_benchmarks": 1}}}}}}
+    >>> render_task_accuracy(s).splitlines()[-1]
+    '| p | NT | absent | absent | 50.0 (n=2) | 50.0 (n=2) |'
+    """
+    from howeval.benchmarks.taskacc import TASK_CATEGORIES
+
+    def cell(x: dict) -> str:
+        return "–" if x.get("acc") is None else f"{pct(x['acc'])} (n={x['n']})"
+
+    benches = sorted(summary["benchmarks"], key=lambda b: (TASK_CATEGORIES.index(summary["benchmarks"][b]), b))
+    header = ["policy", "mode", *(f"{c} avg" for c in TASK_CATEGORIES),
+              *(f"{b} ({summary['benchmarks'][b]})" for b in benches)]
+    rows = []
+    for policy, modes in summary["rows"].items():
+        for mode, x in modes.items():
+            rows.append([policy, mode, *(cell(x["categories"][c]) if c in x["categories"] else "absent" for c in TASK_CATEGORIES),
+                         *(cell(x["benchmarks"][b]) for b in benches)])
+    crit = criteria or {}
+    head = ("## Table 6 (task accuracy)\n\nTask accuracy of each policy (config) and mode on the task benchmarks the "
+            "config lists (the PatternEval/PatternRL paper's Table 6, BaseRL vs PatternRL; the paper does not name "
+            "its benchmarks), in % (mean ANLS for an anls benchmark), with the scored responses n. Each benchmark by "
+            "its own criterion" + (" (" + "; ".join(f"{b}: {crit[b]}" for b in benches if b in crit) + ")" if crit else "")
+            + ", docs/metrics.md §5. A category's average is the unweighted mean of its benchmarks; "
+            "`absent`: no benchmark of that category is configured.")
+    out = head + "\n\n" + _table(header, rows)
+    if notes:
+        out += "\n\n" + "\n".join(f"- {n}" for n in notes)
+    return out
+
+
 def mcc_text(value: float | None, confusion: dict | None) -> str:
     """MCC as shown: three decimals, or ``undefined (<why>)`` when a margin of the confusion is empty (no
     tool ever called, a tool called on every item, no item of one label): the ε of the formula then
