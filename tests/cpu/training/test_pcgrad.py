@@ -75,15 +75,53 @@ def test_component_reward_functions_split_one_scoring_call():
         rea(**{**kw, "completions": ["c", "d"]})
 
 
-def test_pcgrad_config_needs_two_components_and_one_process(repo_root):
+def test_pcgrad_config_needs_two_components_and_no_sharded_engine(repo_root):
     from howeval.training.config import load_train_config
 
     path = str(repo_root / "configs" / "train" / "smoke.yaml")
     assert load_train_config(path, {"pcgrad": True}).pcgrad is True  # kind pattern: accuracy + pattern
     with pytest.raises(ValueError, match=r"pcgrad: true needs a reward with two or more components .*'base'"):
         load_train_config(path, {"pcgrad": True, "reward": {"source": "inprocess", "kind": "base"}})
-    with pytest.raises(ValueError, match="pcgrad: true runs in one training process"):
-        load_train_config(path, {"pcgrad": True, "scaling": {"num_workers": 2}})
+    # data parallelism (DDP), fixed or elastic: the component gradients are averaged over the workers
+    assert load_train_config(path, {"pcgrad": True, "scaling": {"num_workers": 2}}).scaling.num_workers == 2
+    elastic = load_train_config(path, {"pcgrad": True, "scaling": {"min_workers": 1, "max_workers": 2}})
+    assert elastic.scaling.elastic
+    with pytest.raises(ValueError, match=r"pcgrad: true does not run with grpo.deepspeed: .*ZeRO.*Fix: remove grpo.deepspeed"):
+        load_train_config(path, {"pcgrad": True, "scaling": {"num_workers": 2},
+                                 "grpo": {"deepspeed": {"zero_optimization": {"stage": 2}}}})
+    with pytest.raises(ValueError, match=r"pcgrad: true does not run with grpo.fsdp: .*Fix: remove grpo.fsdp"):
+        load_train_config(path, {"pcgrad": True, "grpo": {"fsdp": "full_shard"}})
+    with pytest.raises(ValueError, match="remove grpo.reward_weights"):
+        load_train_config(path, {"pcgrad": True, "grpo": {"reward_weights": [1.0, 1.0]}})
+
+
+def test_two_processes_project_the_averaged_component_gradients_and_agree(tmp_path):
+    """DDP on 2 CPU processes (gloo, ``torch.multiprocessing.spawn``; the worker is tests/pcgrad_ddp.py): each rank
+    holds half of a 4-row batch. The update every rank applies is the single-process PCGrad of the component
+    gradients averaged over the ranks (= those of the whole batch), the same on both ranks; DDP's own sync adds
+    nothing (0 buckets reduced, where a plain DDP backward reduces one). Rank 0's local gradients do not conflict
+    and rank 1's do, so projecting locally and averaging would be another update."""
+    import pcgrad_ddp as w
+    import torch.multiprocessing as mp
+
+    mp.spawn(w.worker, args=(2, str(tmp_path / "pg_init"), str(tmp_path)), nprocs=2, join=True)
+    r = [torch.load(tmp_path / f"rank{k}.pt") for k in (0, 1)]
+    full = w.component_grads(slice(0, 4))  # one process on the whole batch
+    assert full[0].tolist() == [0.75, 1.0, 0.0, 0.0] and full[1].tolist() == [-0.5, -1.25, -0.25, 1.0]
+    (p0, p1), st = project_conflicting(full)
+    expected = p0 + p1
+    assert st.conflicts == 2 and float(full[0] @ full[1]) == pytest.approx(-1.625)
+    assert float(p0 @ full[1]) >= -1e-6 and float(p1 @ full[0]) >= -1e-6  # the conflicting pair, after: no conflict
+    for k in (0, 1):
+        assert torch.allclose(r[k]["grad"], expected, atol=1e-6), (k, r[k]["grad"], expected)
+        assert torch.equal(r[k]["total"], r[k]["grad"])
+        assert r[k]["stats"][0] == 2 and r[k]["stats"][1] == pytest.approx(st.cos_before) and r[k]["stats"][2] >= 0
+        assert r[k]["buckets_after_pcgrad"] == 0
+        assert torch.load(tmp_path / f"rank{k}.plain.pt")["buckets_after_plain"] == 1
+    assert torch.equal(r[0]["grad"], r[1]["grad"])  # bit for bit: both ranks step the same way
+    assert float(r[0]["local"][0] @ r[0]["local"][1]) > 0 > float(r[1]["local"][0] @ r[1]["local"][1])
+    local = [sum(project_conflicting(r[k]["local"])[0]) for k in (0, 1)]
+    assert not torch.allclose((local[0] + local[1]) / 2, expected, atol=1e-3)  # PCGrad-then-DDP-average differs
 
 
 def _pcgrad_trainer(tmp_path, reward_funcs, beta=0.0, pcgrad=True):
