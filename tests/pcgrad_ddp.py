@@ -62,3 +62,65 @@ def worker(rank: int, world: int, init_file: str, out_dir: str) -> None:
         torch.save({"buckets_after_plain": len(buckets)}, f"{out_dir}/rank{rank}.plain.pt")
     finally:
         dist.destroy_process_group()
+
+
+SEEN_PROMPTS: list[str] = []  # the prompts this rank's reward functions scored
+
+
+def _length(completions, prompts=None, **_):
+    SEEN_PROMPTS.extend(p[-1]["content"] for p in prompts or [])
+    return [float(len(c[0]["content"])) for c in completions]
+
+
+def _neg_half_length(completions, **_):
+    return [-x / 2 for x in [float(len(c[0]["content"])) for c in completions]]
+
+
+def _half_length(completions, **_):
+    return [x / 2 for x in [float(len(c[0]["content"])) for c in completions]]
+
+
+def trainer_worker(rank: int, world: int, init_file: str, out_dir: str) -> None:
+    """One rank of a real TRL GRPO step with ``PCGradGRPOTrainer`` on the tiny LM, DDP over gloo as accelerate
+    sets it up (``MULTI_CPU``, the process group already initialized as Ray Train leaves it). Two runs, each one
+    step: components opposed (B = −A/2) with β = 0, then aligned (B = A/2) with β = 0.04. Saves, per run, the
+    PCGrad log line, the wrapper's class, accelerate's distributed type and the flat parameters after the step.
+    Each rank gets its own prompt: the step takes both rows, TRL's sampler gives each rank one (4 generations)."""
+    import os
+    import warnings
+
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
+                      MASTER_ADDR="127.0.0.1", OMP_NUM_THREADS="1")
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    try:
+        from transformers import AutoModelForCausalLM
+
+        from datasets import Dataset
+        from howeval.engines.tiny_vlm import tiny_lm_checkpoint
+        from howeval.training.config import build_grpo_args
+        from howeval.training.pcgrad import pcgrad_trainer_class
+
+        out = {}
+        for name, funcs, beta in (("opposed", [_length, _neg_half_length], 0.0), ("aligned", [_length, _half_length], 0.04)):
+            args = build_grpo_args(dict(max_steps=1, per_device_train_batch_size=4, num_generations=4,
+                                        max_completion_length=8, learning_rate=1e-2, beta=beta, logging_steps=1,
+                                        save_strategy="no", use_cpu=True, report_to="none", disable_tqdm=True, seed=0,
+                                        dataloader_num_workers=0), f"{out_dir}/r{rank}-{name}")
+            data = Dataset.from_list([{"prompt": [{"role": "user", "content": q}]}
+                                      for q in ("What is 2+2?", "Name a colour.")])  # 2 prompts: one per rank
+            SEEN_PROMPTS.clear()
+            model = AutoModelForCausalLM.from_pretrained(tiny_lm_checkpoint())
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tr = pcgrad_trainer_class()(model=model, reward_funcs=funcs, args=args, train_dataset=data)
+                tr.train()
+            out[name] = {"log": next(h for h in tr.state.log_history if "pcgrad/conflicts" in h),
+                         "wrapper": type(tr.model_wrapped).__name__, "distributed": tr.accelerator.distributed_type.value,
+                         "processes": tr.accelerator.num_processes, "prompts": sorted(set(SEEN_PROMPTS)),
+                         "params": torch.cat([p.detach().reshape(-1) for p in tr.model.parameters()])}
+        torch.save(out, f"{out_dir}/trainer.rank{rank}.pt")
+    finally:
+        dist.destroy_process_group()

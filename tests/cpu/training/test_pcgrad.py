@@ -185,3 +185,32 @@ def test_a_grpo_step_with_aligned_components_is_not_projected_and_trains(tmp_pat
     assert log["pcgrad/conflicts"] == 0 and log["pcgrad/cos_before"] == pytest.approx(1.0, abs=1e-4)
     assert log["pcgrad/cos_after"] == pytest.approx(log["pcgrad/cos_before"])
     assert not all(torch.allclose(a, b) for a, b in zip(before, tr.model.parameters()))
+
+
+@pytest.mark.slow
+def test_a_real_grpo_step_on_two_ddp_processes_projects_global_gradients(tmp_path):
+    """TRL's GRPO step with PCGrad on 2 CPU processes (tests/pcgrad_ddp.py::trainer_worker; accelerate's
+    MULTI_CPU, the model wrapped in DDP): opposed components are projected (2 conflicts, cosine −1, the step
+    about 0); aligned ones with β > 0 train, and both ranks end with the same weights bit for bit although each
+    saw its own prompt (their local gradients differ: without the all_reduce, and with DDP's sync bypassed by
+    ``torch.autograd.grad``, the ranks would drift apart)."""
+    import pcgrad_ddp as w
+    import torch.multiprocessing as mp
+
+    mp.spawn(w.trainer_worker, args=(2, str(tmp_path / "pg_init"), str(tmp_path)), nprocs=2, join=True)
+    r = [torch.load(tmp_path / f"trainer.rank{k}.pt") for k in (0, 1)]
+    for k in (0, 1):
+        for name in ("opposed", "aligned"):
+            run = r[k][name]
+            assert (run["wrapper"], run["distributed"], run["processes"]) == ("DistributedDataParallel", "MULTI_CPU", 2)
+            assert len(run["prompts"]) == 1, run["prompts"]
+        opp, ali = r[k]["opposed"]["log"], r[k]["aligned"]["log"]
+        assert opp["pcgrad/conflicts"] == 2 and opp["pcgrad/cos_before"] == pytest.approx(-1.0, abs=1e-4)
+        assert opp["pcgrad/cos_after"] >= 0 and opp["grad_norm"] < 0.05, opp
+        assert ali["pcgrad/conflicts"] == 0 and ali["pcgrad/cos_before"] == pytest.approx(1.0, abs=1e-4)
+        assert ali["grad_norm"] > 0.1, ali
+    assert r[0]["aligned"]["prompts"] != r[1]["aligned"]["prompts"]  # one prompt each: their local gradients differ
+    assert torch.equal(r[0]["aligned"]["params"], r[1]["aligned"]["params"])
+    assert torch.equal(r[0]["opposed"]["params"], r[1]["opposed"]["params"])
+    print({name: {k: r[0][name]["log"][k] for k in ("pcgrad/conflicts", "pcgrad/cos_before", "pcgrad/cos_after",
+                                                    "grad_norm")} for name in ("opposed", "aligned")})
