@@ -156,7 +156,7 @@ class TrainConfig(StrictModel):
     data: DataSpec = Field(default_factory=DataSpec)
     reward: RewardSpec
     curriculum: CurriculumSpec | None = Field(None, description="CPR-Curriculum phases; needs reward.kind=cpr.")
-    pcgrad: bool = Field(False, description="PCGrad (CRYSTAL; Yu et al. 2020) over the reward's components as tasks: accuracy + reasoning (cpr, composite) or accuracy + pattern (pattern); each gets its own GRPO advantage and policy gradient, a gradient conflicting with another (negative dot product) is projected onto its normal plane, and the projected gradients are summed (howeval.training.pcgrad). One training process, no DeepSpeed.")
+    pcgrad: bool = Field(False, description="PCGrad (CRYSTAL; Yu et al. 2020) over the reward's components as tasks: accuracy + reasoning (cpr, composite) or accuracy + pattern (pattern); each gets its own GRPO advantage and policy gradient, a gradient conflicting with another (negative dot product) is projected onto its normal plane, and the projected gradients are summed (howeval.training.pcgrad). With several workers (DDP) each component gradient is averaged over them before the projection; not with grpo.deepspeed or grpo.fsdp.")
     scaling: ScalingSpec = Field(default_factory=ScalingSpec)
     storage: StorageSpec = Field(default_factory=StorageSpec)
     ray: RayConfig = Field(default_factory=RayConfig)
@@ -202,10 +202,20 @@ class TrainConfig(StrictModel):
             if len(COMPONENTS[self.reward.kind]) < 2:
                 raise ValueError(f"pcgrad: true needs a reward with two or more components (cpr, composite, pattern); "
                                  f"reward.kind={self.reward.kind!r} has only {list(COMPONENTS[self.reward.kind])}")
-            if self.scaling.elastic or self.scaling.num_workers != 1 or "deepspeed" in self.grpo:
-                raise ValueError("pcgrad: true runs in one training process: set scaling.num_workers: 1 (no "
-                                 "min_workers/max_workers) and no grpo.deepspeed (the per-component gradients bypass "
-                                 "the data-parallel gradient sync)")
+            # several workers are DDP: howeval.training.pcgrad averages each component's gradient over them
+            # before the projection. DeepSpeed ZeRO and FSDP shard the parameters and reduce the gradients
+            # inside their engine (accelerate's no_sync does nothing under ZeRO-2/3), so no process holds a
+            # component's full gradient to average and project
+            if "deepspeed" in self.grpo:
+                raise ValueError("pcgrad: true does not run with grpo.deepspeed: DeepSpeed ZeRO shards the parameters "
+                                 "and reduces the gradients inside its engine, so the per-component gradients PCGrad "
+                                 "projects cannot be taken whole. Fix: remove grpo.deepspeed (several workers then "
+                                 "train with DDP, scaling.num_workers) or set pcgrad: false")
+            if self.grpo.get("fsdp"):
+                raise ValueError("pcgrad: true does not run with grpo.fsdp: FSDP shards the parameters and reduces "
+                                 "the gradients itself, so the per-component gradients PCGrad projects cannot be "
+                                 "taken whole. Fix: remove grpo.fsdp (several workers then train with DDP) or set "
+                                 "pcgrad: false")
             if "reward_weights" in self.grpo:
                 raise ValueError("pcgrad: true gives TRL one reward function per component with weight 1: remove grpo.reward_weights")
         if args.use_vllm and not self.scaling.use_gpu:

@@ -9,20 +9,33 @@ objective do not interfere". Here each reward component (``howeval.rewards.funct
 - :func:`project_conflicting`: the surgery on flat gradient vectors (pure; no trainer);
 - :func:`component_advantages`: one GRPO advantage per component, normalized within each prompt's group as
   TRL normalizes the summed reward;
+- :func:`projected_gradient`: the per-component gradients of a set of losses, averaged over the data-parallel
+  processes (``reduce``), projected, summed; :func:`surrogate_loss` turns that vector into a loss whose
+  gradient it is; :func:`all_reduce_mean` is the ``reduce`` of a ``torch.distributed`` process group;
 - :class:`PCGradGRPOTrainer` (built by :func:`pcgrad_trainer_class`, TRL imported lazily): TRL's
-  ``GRPOTrainer`` whose loss gradient is the sum of the projected per-component policy gradients.
+  ``GRPOTrainer`` whose loss gradient is the sum of the projected per-component policy gradients, in one
+  process or several (DDP).
+
+Several processes (DDP: Ray Train's ``TorchTrainer`` workers, set up by accelerate inside TRL): PCGrad's
+projection is not linear, so projecting each process's local gradients and letting DDP average the results is
+not PCGrad of the batch. Here each component's flat gradient is averaged over the processes first (one
+``all_reduce`` per component), every process projects the same global vectors and gets the same update, the
+one a single process would compute on the whole batch. The component forwards run under DDP's ``no_sync`` and
+the gradients are taken with ``torch.autograd.grad``, so DDP's reducer never arms: the surrogate's backward is
+a local one and nothing is averaged twice.
 
 Pure of Ray (``ray_jobs/train_grpo.py`` builds the trainer).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-__all__ = ["PCGradStats", "project_conflicting", "component_advantages", "pcgrad_trainer_class"]
+__all__ = ["PCGradStats", "project_conflicting", "component_advantages", "projected_gradient", "surrogate_loss",
+           "all_reduce_mean", "pcgrad_trainer_class"]
 
 
 @dataclass(frozen=True)
@@ -97,6 +110,78 @@ def project_conflicting(grads: Sequence[torch.Tensor], order: Sequence[Sequence[
     return out, PCGradStats(conflicts, _min_cos(grads), _min_cos(out))
 
 
+def all_reduce_mean(flat: torch.Tensor) -> torch.Tensor:
+    """The mean of ``flat`` over the processes of ``torch.distributed``'s default group, in place (sum
+    ``all_reduce``, then divided by the world size: gloo has no AVG); ``flat`` unchanged when no group is
+    initialized or it has one process. Every process must call it, in the same order, with the same shape.
+
+    Returns:
+        ``flat`` itself (reduced).
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+        flat.div_(dist.get_world_size())
+    return flat
+
+
+def projected_gradient(losses: Iterable[torch.Tensor], params: Sequence[torch.Tensor], *,
+                       reduce: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                       regularizer: Callable[[], torch.Tensor] | None = None,
+                       order: Sequence[Sequence[int]] | None = None,
+                       ) -> tuple[torch.Tensor, PCGradStats, list[torch.Tensor]]:
+    """The PCGrad update of K task losses over ``params``: Σ_k PCGrad(ḡ_k) + ḡ_reg, flat.
+
+    ḡ_k = ``reduce``(∇ loss_k), the gradient of task k averaged over the data-parallel processes (each
+    process's loss being its local mean, as DDP assumes), so that the projection (:func:`project_conflicting`)
+    acts on the global gradients and gives every process the same vector; ḡ_reg = ``reduce``(∇ regularizer()),
+    added unprojected (the KL term). Each loss is differentiated with ``torch.autograd.grad`` as soon as it is
+    drawn from ``losses`` (a generator keeps one graph alive at a time); ``.grad`` is not touched. With a DDP
+    model, draw the losses under its ``no_sync()``: the reducer then expects no backward.
+
+    Args:
+        losses: K scalar losses (K >= 1), each depending on ``params``.
+        params: the trained parameters (a parameter a loss does not reach gets a zero gradient).
+        reduce: the mean over processes of a flat gradient (:func:`all_reduce_mean`; it may work in place);
+            None = one process.
+        regularizer: a callable returning a scalar loss whose gradient is added after the projection; None =
+            none.
+        order: as in :func:`project_conflicting`.
+
+    Returns:
+        (the flat update, a 1-D tensor of Σ numel(params) elements; :class:`PCGradStats` of the projection of the
+        global gradients; the detached loss values, the K task losses then the regularizer's, local).
+
+    Raises:
+        ValueError: ``losses`` is empty.
+    """
+    grads, values = [], []
+    for loss in losses:
+        grads.append(_flat(torch.autograd.grad(loss, params, allow_unused=True), params))
+        values.append(loss.detach())
+    if reduce is not None:
+        grads = [reduce(g) for g in grads]
+    projected, stats = project_conflicting(grads, order)
+    total = torch.stack(projected).sum(dim=0)
+    del grads, projected
+    if regularizer is not None:
+        reg = regularizer()
+        g = _flat(torch.autograd.grad(reg, params, allow_unused=True), params)
+        total = total + (g if reduce is None else reduce(g))
+        values.append(reg.detach())
+    return total, stats, values
+
+
+def surrogate_loss(value: torch.Tensor, update: torch.Tensor, params: Sequence[torch.Tensor]) -> torch.Tensor:
+    """A scalar equal to ``value`` whose gradient with respect to ``params`` is ``update`` (flat, as from
+    :func:`projected_gradient`): ``value + Σ p·u − (Σ p·u).detach()``. Its backward only adds ``update`` into
+    each ``.grad`` (no forward to redo); under DDP it triggers no gradient sync when the last forward ran
+    under ``no_sync()``."""
+    lin = sum((p * u).sum() for p, u in zip(params, _unflat(update, params)))
+    return value.detach() + lin - lin.detach()
+
+
 def component_advantages(rewards: torch.Tensor, num_generations: int, scale: str = "group") -> torch.Tensor:
     """GRPO advantages of each reward component: ``(r_k − mean of its group) / (std of its group + 1e-4)``.
 
@@ -155,8 +240,13 @@ def pcgrad_trainer_class() -> type:
     over micro-batches and averaged over the log window), ``pcgrad/cos_before`` and ``pcgrad/cos_after``
     (smallest pairwise cosine of the component gradients).
 
-    One process only (no DDP / DeepSpeed: the component gradients are taken with ``torch.autograd.grad``,
-    which the data-parallel gradient hooks do not see); ``howeval.training.config`` refuses the rest at load.
+    Several processes (DDP, as accelerate sets it up for TRL): the component forwards run under
+    ``accelerator.no_sync(model)`` and each component's gradient is averaged over the processes
+    (:func:`all_reduce_mean`) before the projection (:func:`projected_gradient`), so every process applies the
+    update one process would compute on the whole batch and DDP's own sync never runs (its reducer is armed
+    only by a forward outside ``no_sync``). The logged figures are those of the global gradients, the same on
+    every process. Not DeepSpeed / FSDP (the parameters and gradients are sharded inside the engine);
+    ``howeval.training.config`` refuses them at load.
     """
     from trl import GRPOTrainer
 
@@ -181,30 +271,33 @@ def pcgrad_trainer_class() -> type:
                 return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
             params = [p for p in model.parameters() if p.requires_grad]
             comp = inputs["component_advantages"]
-            beta, losses, grads = self.beta, [], []
-            try:
-                self.beta = 0.0  # the component losses are policy terms only
-                for k in range(comp.shape[1]):
-                    loss_k = super().compute_loss(model, {**inputs, "advantages": comp[:, k]})
-                    g = torch.autograd.grad(loss_k, params, allow_unused=True)
-                    grads.append(_flat(g, params))
-                    losses.append(loss_k.detach())
-            finally:
-                self.beta = beta
-            projected, stats = project_conflicting(grads)
-            total = torch.stack(projected).sum(dim=0)
-            if beta != 0.0:  # the KL term alone: zero advantages, the configured beta
-                kl_loss = super().compute_loss(model, {**inputs, "advantages": torch.zeros_like(comp[:, 0])})
-                total = total + _flat(torch.autograd.grad(kl_loss, params, allow_unused=True), params)
-                losses.append(kl_loss.detach())
+            beta = self.beta
+
+            def component_losses():
+                try:
+                    self.beta = 0.0  # the component losses are policy terms only
+                    for k in range(comp.shape[1]):
+                        yield super(PCGradGRPOTrainer, self).compute_loss(model, {**inputs, "advantages": comp[:, k]})
+                finally:
+                    self.beta = beta
+
+            def kl_loss():  # the KL term alone: zero advantages, the configured beta
+                return super(PCGradGRPOTrainer, self).compute_loss(
+                    model, {**inputs, "advantages": torch.zeros_like(comp[:, 0])})
+
+            reduce = all_reduce_mean if self.accelerator.num_processes > 1 else None
+            # no_sync: DDP's reducer stays unarmed, so several forwards before one backward are allowed and the
+            # surrogate's backward below adds the (already global) update to .grad without a second average
+            with self.accelerator.no_sync(model):
+                total, stats, losses = projected_gradient(component_losses(), params, reduce=reduce,
+                                                          regularizer=kl_loss if beta != 0.0 else None)
             m = self._metrics["train"]
             m["pcgrad/conflicts"].append(float(stats.conflicts))
             m["pcgrad/cos_before"].append(stats.cos_before)
             m["pcgrad/cos_after"].append(stats.cos_after)
             # a surrogate whose gradient is `total` and whose value is the summed loss: Trainer's backward and
             # its loss logging stay TRL's own
-            lin = sum((p * t).sum() for p, t in zip(params, _unflat(total, params)))
-            return torch.stack(losses).sum() + lin - lin.detach()
+            return surrogate_loss(torch.stack(losses).sum(), total, params)
 
     return PCGradGRPOTrainer
 

@@ -238,17 +238,14 @@ def test_killed_run_continues_when_the_same_command_is_run_again(tmp_path, repo_
     assert [h["step"] for h in history if "loss" in h] == [1, 2, 3]  # none lost, none twice
 
 
-@pytest.mark.ray
-@pytest.mark.slow
-def test_pcgrad_smoke_step_logs_the_projection_per_step(tmp_path, repo_root):
-    """Issue 31: a GRPO step with ``pcgrad: true`` through the job (Ray Train + TRL, CPU, the tiny policy): the
-    reward's components are TRL reward functions of their own and every step line carries PCGrad's figures."""
+def _pcgrad_smoke(tmp_path, repo_root, *overrides):
+    """One GRPO step of the job with ``pcgrad: true`` on the tiny policy; returns (the step line, metrics.jsonl)."""
     import tempfile
 
     storage = tmp_path / "ckpt"
     cmd = [sys.executable, "-m", "ray_jobs.train_grpo", "--config", "configs/train/smoke.yaml", "--storage-path",
            str(storage), "--max-steps", "1", "--model", "embedded:tiny-lm", "reward.source=inprocess",
-           "reward.patternrm.kind=rules", "reward.pattern.p=1.0", "pcgrad=true", "scaling.resources_per_worker.CPU=2"]
+           "reward.patternrm.kind=rules", "reward.pattern.p=1.0", "pcgrad=true", *overrides]
     ray_tmp = tempfile.mkdtemp(prefix="ray-pc-", dir="/tmp")
     env = {**os.environ, "RAY_TMPDIR": ray_tmp, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "RAY_USAGE_STATS_ENABLED": "0", "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
@@ -277,3 +274,24 @@ def test_pcgrad_smoke_step_logs_the_projection_per_step(tmp_path, repo_root):
     assert 0 <= line["pcgrad/conflicts"] <= 2 and line["pcgrad/cos_after"] >= min(line["pcgrad/cos_before"], 0.0)
     history = [json.loads(x) for x in open(storage / "grpo-smoke" / "metrics.jsonl")]
     assert any("pcgrad/conflicts" in h for h in history)
+    return line, history
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_pcgrad_smoke_step_logs_the_projection_per_step(tmp_path, repo_root):
+    """Issue 31: a GRPO step with ``pcgrad: true`` through the job (Ray Train + TRL, CPU, the tiny policy): the
+    reward's components are TRL reward functions of their own and every step line carries PCGrad's figures."""
+    line, _ = _pcgrad_smoke(tmp_path, repo_root, "scaling.resources_per_worker.CPU=2")
+    assert line["world_size"] == 1
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_pcgrad_smoke_step_with_two_ddp_workers(tmp_path, repo_root):
+    """Issue 31: the same step with 2 Ray Train workers (DDP over gloo, as TRL's accelerate sets it up): the
+    component forwards under ``no_sync`` and the per-component all_reduce run inside TRL's real training step
+    without a DDP error or a hang, and the step line carries PCGrad's figures (the averaging itself:
+    tests/cpu/training/test_pcgrad.py::test_two_processes_project_the_averaged_component_gradients_and_agree)."""
+    line, _ = _pcgrad_smoke(tmp_path, repo_root, "scaling.num_workers=2", "scaling.resources_per_worker.CPU=1")
+    assert line["world_size"] == 2

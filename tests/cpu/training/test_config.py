@@ -26,7 +26,7 @@ def test_recipes_validate(recipe, repo_root):
     assert c.reward.kind == kinds[recipe]
     assert (c.curriculum is not None) == (recipe in ("cpr-curriculum", "crystal"))
     assert c.pcgrad == (recipe == "crystal")
-    if recipe == "crystal":  # the paper's recipe: Qwen2.5-VL-3B, 2,800 steps, PCGrad in one process (no DeepSpeed)
+    if recipe == "crystal":  # the paper's recipe: Qwen2.5-VL-3B, 2,800 steps, PCGrad; one GPU, no DeepSpeed (PCGrad refuses it)
         assert "Qwen2.5-VL-3B" in c.model and c.grpo["max_steps"] == 2800 and c.scaling.num_workers == 1
         assert c.scaling.use_gpu and c.grpo["use_vllm"] and "deepspeed" not in c.grpo
     elif recipe != "smoke":

@@ -75,15 +75,53 @@ def test_component_reward_functions_split_one_scoring_call():
         rea(**{**kw, "completions": ["c", "d"]})
 
 
-def test_pcgrad_config_needs_two_components_and_one_process(repo_root):
+def test_pcgrad_config_needs_two_components_and_no_sharded_engine(repo_root):
     from howeval.training.config import load_train_config
 
     path = str(repo_root / "configs" / "train" / "smoke.yaml")
     assert load_train_config(path, {"pcgrad": True}).pcgrad is True  # kind pattern: accuracy + pattern
     with pytest.raises(ValueError, match=r"pcgrad: true needs a reward with two or more components .*'base'"):
         load_train_config(path, {"pcgrad": True, "reward": {"source": "inprocess", "kind": "base"}})
-    with pytest.raises(ValueError, match="pcgrad: true runs in one training process"):
-        load_train_config(path, {"pcgrad": True, "scaling": {"num_workers": 2}})
+    # data parallelism (DDP), fixed or elastic: the component gradients are averaged over the workers
+    assert load_train_config(path, {"pcgrad": True, "scaling": {"num_workers": 2}}).scaling.num_workers == 2
+    elastic = load_train_config(path, {"pcgrad": True, "scaling": {"min_workers": 1, "max_workers": 2}})
+    assert elastic.scaling.elastic
+    with pytest.raises(ValueError, match=r"pcgrad: true does not run with grpo.deepspeed: .*ZeRO.*Fix: remove grpo.deepspeed"):
+        load_train_config(path, {"pcgrad": True, "scaling": {"num_workers": 2},
+                                 "grpo": {"deepspeed": {"zero_optimization": {"stage": 2}}}})
+    with pytest.raises(ValueError, match=r"pcgrad: true does not run with grpo.fsdp: .*Fix: remove grpo.fsdp"):
+        load_train_config(path, {"pcgrad": True, "grpo": {"fsdp": "full_shard"}})
+    with pytest.raises(ValueError, match="remove grpo.reward_weights"):
+        load_train_config(path, {"pcgrad": True, "grpo": {"reward_weights": [1.0, 1.0]}})
+
+
+def test_two_processes_project_the_averaged_component_gradients_and_agree(tmp_path):
+    """DDP on 2 CPU processes (gloo, ``torch.multiprocessing.spawn``; the worker is tests/pcgrad_ddp.py): each rank
+    holds half of a 4-row batch. The update every rank applies is the single-process PCGrad of the component
+    gradients averaged over the ranks (= those of the whole batch), the same on both ranks; DDP's own sync adds
+    nothing (0 buckets reduced, where a plain DDP backward reduces one). Rank 0's local gradients do not conflict
+    and rank 1's do, so projecting locally and averaging would be another update."""
+    import pcgrad_ddp as w
+    import torch.multiprocessing as mp
+
+    mp.spawn(w.worker, args=(2, str(tmp_path / "pg_init"), str(tmp_path)), nprocs=2, join=True)
+    r = [torch.load(tmp_path / f"rank{k}.pt") for k in (0, 1)]
+    full = w.component_grads(slice(0, 4))  # one process on the whole batch
+    assert full[0].tolist() == [0.75, 1.0, 0.0, 0.0] and full[1].tolist() == [-0.5, -1.25, -0.25, 1.0]
+    (p0, p1), st = project_conflicting(full)
+    expected = p0 + p1
+    assert st.conflicts == 2 and float(full[0] @ full[1]) == pytest.approx(-1.625)
+    assert float(p0 @ full[1]) >= -1e-6 and float(p1 @ full[0]) >= -1e-6  # the conflicting pair, after: no conflict
+    for k in (0, 1):
+        assert torch.allclose(r[k]["grad"], expected, atol=1e-6), (k, r[k]["grad"], expected)
+        assert torch.equal(r[k]["total"], r[k]["grad"])
+        assert r[k]["stats"][0] == 2 and r[k]["stats"][1] == pytest.approx(st.cos_before) and r[k]["stats"][2] >= 0
+        assert r[k]["buckets_after_pcgrad"] == 0
+        assert torch.load(tmp_path / f"rank{k}.plain.pt")["buckets_after_plain"] == 1
+    assert torch.equal(r[0]["grad"], r[1]["grad"])  # bit for bit: both ranks step the same way
+    assert float(r[0]["local"][0] @ r[0]["local"][1]) > 0 > float(r[1]["local"][0] @ r[1]["local"][1])
+    local = [sum(project_conflicting(r[k]["local"])[0]) for k in (0, 1)]
+    assert not torch.allclose((local[0] + local[1]) / 2, expected, atol=1e-3)  # PCGrad-then-DDP-average differs
 
 
 def _pcgrad_trainer(tmp_path, reward_funcs, beta=0.0, pcgrad=True):
@@ -147,3 +185,32 @@ def test_a_grpo_step_with_aligned_components_is_not_projected_and_trains(tmp_pat
     assert log["pcgrad/conflicts"] == 0 and log["pcgrad/cos_before"] == pytest.approx(1.0, abs=1e-4)
     assert log["pcgrad/cos_after"] == pytest.approx(log["pcgrad/cos_before"])
     assert not all(torch.allclose(a, b) for a, b in zip(before, tr.model.parameters()))
+
+
+@pytest.mark.slow
+def test_a_real_grpo_step_on_two_ddp_processes_projects_global_gradients(tmp_path):
+    """TRL's GRPO step with PCGrad on 2 CPU processes (tests/pcgrad_ddp.py::trainer_worker; accelerate's
+    MULTI_CPU, the model wrapped in DDP): opposed components are projected (2 conflicts, cosine −1, the step
+    about 0); aligned ones with β > 0 train, and both ranks end with the same weights bit for bit although each
+    saw its own prompt (their local gradients differ: without the all_reduce, and with DDP's sync bypassed by
+    ``torch.autograd.grad``, the ranks would drift apart)."""
+    import pcgrad_ddp as w
+    import torch.multiprocessing as mp
+
+    mp.spawn(w.trainer_worker, args=(2, str(tmp_path / "pg_init"), str(tmp_path)), nprocs=2, join=True)
+    r = [torch.load(tmp_path / f"trainer.rank{k}.pt") for k in (0, 1)]
+    for k in (0, 1):
+        for name in ("opposed", "aligned"):
+            run = r[k][name]
+            assert (run["wrapper"], run["distributed"], run["processes"]) == ("DistributedDataParallel", "MULTI_CPU", 2)
+            assert len(run["prompts"]) == 1, run["prompts"]
+        opp, ali = r[k]["opposed"]["log"], r[k]["aligned"]["log"]
+        assert opp["pcgrad/conflicts"] == 2 and opp["pcgrad/cos_before"] == pytest.approx(-1.0, abs=1e-4)
+        assert opp["pcgrad/cos_after"] >= 0 and opp["grad_norm"] < 0.05, opp
+        assert ali["pcgrad/conflicts"] == 0 and ali["pcgrad/cos_before"] == pytest.approx(1.0, abs=1e-4)
+        assert ali["grad_norm"] > 0.1, ali
+    assert r[0]["aligned"]["prompts"] != r[1]["aligned"]["prompts"]  # one prompt each: their local gradients differ
+    assert torch.equal(r[0]["aligned"]["params"], r[1]["aligned"]["params"])
+    assert torch.equal(r[0]["opposed"]["params"], r[1]["opposed"]["params"])
+    print({name: {k: r[0][name]["log"][k] for k in ("pcgrad/conflicts", "pcgrad/cos_before", "pcgrad/cos_after",
+                                                    "grad_norm")} for name in ("opposed", "aligned")})
