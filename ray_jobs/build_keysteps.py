@@ -101,9 +101,18 @@ def _summary(cfg: BuildKeyStepsConfig, rows: list[dict]) -> str:
             f"{sum(bool(r.get('error')) and r['status'] == 'pending' for r in rows)} failed; status {by}")
 
 
+def _failed(rows: list[dict]) -> str | None:
+    asked = [r for r in rows if r["status"] == "pending"]
+    # the writer never answered (its engine failed, or nothing was written); a reply that does not parse is an answer
+    errors = [r for r in asked if (r.get("error") or "").startswith(("engine:", "no response written"))]
+    if asked and len(errors) == len(asked):
+        return f"the writer failed on all {len(asked)} items to write: {errors[0]['error']}"
+    return None
+
+
 def main(argv=None) -> int:
     return run_builder(argv, prog="python -m ray_jobs.build_keysteps", description=__doc__.split("\n")[0],
-                       cls=BuildKeyStepsConfig, example="configs/build_keysteps.yaml", build=run, summary=_summary)
+                       cls=BuildKeyStepsConfig, example="configs/build_keysteps.yaml", build=run, summary=_summary, failed=_failed)
 
 
 if __name__ == "__main__":

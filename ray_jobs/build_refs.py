@@ -107,9 +107,15 @@ def _summary(cfg: BuildRefsConfig, records: list[dict]) -> str:
             f"{n_checked} checked, {sum(bool(r.get('checker_error')) for r in records)} checker errors")
 
 
+def _failed(records: list[dict]) -> str | None:
+    if records and not any(r["reference_steps"] for r in records):
+        return f"none of {len(records)} items got a reference step: every writer failed (reasons in the log above)"
+    return None
+
+
 def main(argv=None) -> int:
     return run_builder(argv, prog="python -m ray_jobs.build_refs", description=__doc__.split("\n")[0],
-                       cls=BuildRefsConfig, example="configs/build_refs.yaml", build=run, summary=_summary)
+                       cls=BuildRefsConfig, example="configs/build_refs.yaml", build=run, summary=_summary, failed=_failed)
 
 
 if __name__ == "__main__":

@@ -38,12 +38,13 @@ import json
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from howeval.config import with_changes
+from howeval.config import ConfigError, with_changes
 from howeval.training.config import TrainConfig, load_train_config
 from ray_jobs.common import add_override_args
 
@@ -408,7 +409,11 @@ def config_from_args(a: argparse.Namespace) -> TrainConfig:
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    cfg = config_from_args(a)
+    try:
+        cfg = config_from_args(a)
+    except (ConfigError, FileNotFoundError, ValueError) as e:  # bad input: one line, before Ray starts
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     result = run(cfg, a.storage_path, a.max_steps, a.resume)
     ck = result.checkpoint
     print(json.dumps({"run": cfg.run_name, "checkpoint": ck.path if ck else None,

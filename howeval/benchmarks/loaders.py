@@ -2,7 +2,8 @@
 
 The manifest format is that of ``../shared/data/manifest.jsonl``: ``uid, source, category, question,
 options, answer, answer_type, image`` (path relative to the manifest file), ``reference_steps``; the
-project's demo set adds ``family, evidence_boxes, key_steps, domain``. Images are read as bytes and
+project's demo set adds ``family, evidence_boxes, key_steps, domain``; a task benchmark (Table 6, docs/metrics.md
+§5) may list several accepted answers in ``answers`` (a list of strings beside ``answer``). Images are read as bytes and
 carried on the row, so workers need no access to the original files.
 """
 from __future__ import annotations

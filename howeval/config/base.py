@@ -298,11 +298,19 @@ def load_yaml_config(path: str | Path, cls: type[M], overrides: Mapping[str, Any
     in it resolve against the current directory, by ``prepare(raw, cwd)``), validate against ``cls``.
 
     Raises:
-        FileNotFoundError: ``path`` does not exist.
-        ConfigError: the top level is not a mapping, or the mapping does not validate (each bad key path named).
+        FileNotFoundError: ``path`` does not exist (the message names it and says to give a YAML file).
+        ConfigError: ``path`` is a folder or not YAML (the parser's line and column named), the top level is
+            not a mapping, or the mapping does not validate (each bad key path named).
     """
     path = Path(path)
-    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a folder; give the config's YAML file (e.g. {path}/<name>.yaml)")
+    if not path.exists():
+        raise FileNotFoundError(f"config file not found: {path} (give the path of a YAML config; examples in configs/)")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:  # the parser's own message names the line and column
+        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):

@@ -206,17 +206,18 @@ class TrainConfig(StrictModel):
             # before the projection. DeepSpeed ZeRO and FSDP shard the parameters and reduce the gradients
             # inside their engine (accelerate's no_sync does nothing under ZeRO-2/3), so no process holds a
             # component's full gradient to average and project
-            if "deepspeed" in self.grpo:
+            if self.grpo.get("deepspeed"):  # null / "" = off, as TRL reads it
                 raise ValueError("pcgrad: true does not run with grpo.deepspeed: DeepSpeed ZeRO shards the parameters "
                                  "and reduces the gradients inside its engine, so the per-component gradients PCGrad "
-                                 "projects cannot be taken whole. Fix: remove grpo.deepspeed (several workers then "
-                                 "train with DDP, scaling.num_workers) or set pcgrad: false")
+                                 "projects cannot be taken whole. Fix: remove grpo.deepspeed (on the command line: "
+                                 "~grpo.deepspeed; patternrl.yaml and cpr.yaml set it) so several workers train with "
+                                 "DDP (scaling.num_workers), or set pcgrad: false")
             if self.grpo.get("fsdp"):
                 raise ValueError("pcgrad: true does not run with grpo.fsdp: FSDP shards the parameters and reduces "
                                  "the gradients itself, so the per-component gradients PCGrad projects cannot be "
                                  "taken whole. Fix: remove grpo.fsdp (several workers then train with DDP) or set "
                                  "pcgrad: false")
-            if "reward_weights" in self.grpo:
+            if self.grpo.get("reward_weights") is not None:
                 raise ValueError("pcgrad: true gives TRL one reward function per component with weight 1: remove grpo.reward_weights")
         if args.use_vllm and not self.scaling.use_gpu:
             raise ValueError("grpo.use_vllm=true needs scaling.use_gpu=true (vLLM rollouts are a GPU feature here)")

@@ -42,13 +42,17 @@ class EngineActor:
         import ray
 
         @ray.remote(num_cpus=0, num_gpus=1)
-        def worker():
-            pg = ray.util.get_current_placement_group()
-            return ray.get_gpu_ids(), pg.id.hex() if pg else None
+        class Worker:  # an actor, as vLLM's Ray workers are: it holds its GPU while it lives
+            def where(self):
+                pg = ray.util.get_current_placement_group()
+                return ray.get_gpu_ids(), pg.id.hex() if pg else None
 
         pg = ray.util.get_current_placement_group()
-        return (ray.get_runtime_context().get_assigned_resources(), pg.id.hex() if pg else None,
-                ray.get([worker.remote() for _ in range(workers)]))
+        alive = [Worker.remote() for _ in range(workers)]  # all at once: distinct GPUs, whatever the timing
+        out = ray.get([w.where.remote() for w in alive])
+        for w in alive:
+            ray.kill(w)
+        return ray.get_runtime_context().get_assigned_resources(), pg.id.hex() if pg else None, out
 
 
 @pytest.mark.ray

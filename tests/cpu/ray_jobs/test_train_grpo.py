@@ -295,3 +295,19 @@ def test_pcgrad_smoke_step_with_two_ddp_workers(tmp_path, repo_root):
     tests/cpu/training/test_pcgrad.py::test_two_processes_project_the_averaged_component_gradients_and_agree)."""
     line, _ = _pcgrad_smoke(tmp_path, repo_root, "scaling.num_workers=2", "scaling.resources_per_worker.CPU=1")
     assert line["world_size"] == 2
+
+
+def test_train_job_refuses_a_bad_config_in_one_line_before_ray(tmp_path, repo_root, capsys):
+    """A missing file, broken YAML and a refused combination (pcgrad with DeepSpeed) exit 2 with one ``error:``
+    line naming the fix, not a traceback; ``deepspeed: null`` is not DeepSpeed."""
+    from ray_jobs.train_grpo import main
+
+    assert main(["--config", str(tmp_path / "nope.yaml")]) == 2
+    assert "error: config file not found" in capsys.readouterr().err
+    (tmp_path / "b.yaml").write_text("grpo: {max_steps: 1\n")
+    assert main(["--config", str(tmp_path / "b.yaml")]) == 2
+    assert "not valid YAML" in capsys.readouterr().err
+    smoke = str(repo_root / "configs" / "train" / "smoke.yaml")
+    assert main(["--config", smoke, "pcgrad=true", "grpo.deepspeed={zero_optimization: {stage: 2}}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Fix: remove grpo.deepspeed" in err and "Traceback" not in err

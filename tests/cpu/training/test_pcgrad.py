@@ -89,6 +89,8 @@ def test_pcgrad_config_needs_two_components_and_no_sharded_engine(repo_root):
     with pytest.raises(ValueError, match=r"pcgrad: true does not run with grpo.deepspeed: .*ZeRO.*Fix: remove grpo.deepspeed"):
         load_train_config(path, {"pcgrad": True, "scaling": {"num_workers": 2},
                                  "grpo": {"deepspeed": {"zero_optimization": {"stage": 2}}}})
+    # deepspeed: null is DeepSpeed off (TRL's reading), not a refusal
+    assert load_train_config(path, {"pcgrad": True, "scaling": {"num_workers": 2}, "grpo": {"deepspeed": None}}).pcgrad
     with pytest.raises(ValueError, match=r"pcgrad: true does not run with grpo.fsdp: .*Fix: remove grpo.fsdp"):
         load_train_config(path, {"pcgrad": True, "grpo": {"fsdp": "full_shard"}})
     with pytest.raises(ValueError, match="remove grpo.reward_weights"):
