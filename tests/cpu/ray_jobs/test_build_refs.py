@@ -40,3 +40,24 @@ def test_build_refs_job_with_replay_writers(tmp_path, repo_root):
     assert out[1]["checker_consistent"] is None and "consistent" in out[1]["checker_error"]
     assert out[2]["checker_error"].startswith("engine: replay: no recorded response")
     assert all(r["human_gate"] == "pending" for r in out)
+
+
+@pytest.mark.ray
+def test_build_refs_exits_3_when_every_writer_fails(tmp_path, repo_root, capsys):
+    """Writers with no recorded response for any item (every engine call fails): the file is still written, each
+    item with no reference step, and the job exits 3 naming why, not 0."""
+    from ray_jobs.build_refs import main
+
+    writers = []
+    for name in ("w1", "w2"):
+        p = tmp_path / f"{name}.jsonl"
+        p.write_text(json.dumps({"sample_id": "not-in-the-set", "response": "x"}) + "\n")
+        writers.append({"name": name, "engine": "replay", "options": {"path": str(p)}, "modes": {"NT": {}},
+                        "resources": {"num_cpus": 0.5, "batch_size": 4}})
+    cfg = {"output_uri": str(tmp_path / "out"), "writers": writers, "ray": {"num_cpus": 2},
+           "benchmarks": [{"path": str(repo_root / "datasets" / "demo" / "manifest.jsonl"), "limit": 2}]}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    assert main(["--config", str(tmp_path / "c.yaml")]) == 3
+    assert "none of 2 items got a reference step" in capsys.readouterr().err
+    out = [json.loads(line) for line in (tmp_path / "out" / "reference_steps.jsonl").open()]
+    assert len(out) == 2 and all(r["reference_steps"] == [] for r in out)
