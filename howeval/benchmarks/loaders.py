@@ -36,6 +36,13 @@ CATEGORY_FAMILY = {
 """Category -> family (VG / OS / KR), used when a row gives no ``family``."""
 
 
+def _where(name: str, base: str) -> str:
+    """For a relative image name: where it was looked for, and the setting that moves it."""
+    if "://" in name or name.startswith("/"):
+        return ""
+    return f"; relative image names resolve against {base} (the file's folder, or the benchmark's image_root)"
+
+
 class BadRowError(ValueError):
     """A benchmark row that cannot be used; names the file, the line and the field."""
 
@@ -115,7 +122,7 @@ def _sample(row: dict, path: str, line: int, base: str, benchmark: str, read_ima
                 fs, fpath = fsspec.core.url_to_fs(ipath)
                 size = fs.size(fpath)
             except (FileNotFoundError, OSError) as e:
-                raise BadRowError(path, line, uid, "image", f"cannot read {ipath} ({type(e).__name__})") from None
+                raise BadRowError(path, line, uid, "image", f"cannot read {ipath} ({type(e).__name__}){_where(name, base)}") from None
             if not size:
                 raise BadRowError(path, line, uid, "image", f"{ipath}: empty (0 bytes)")
             continue
@@ -123,7 +130,7 @@ def _sample(row: dict, path: str, line: int, base: str, benchmark: str, read_ima
             with fsspec.open(ipath, "rb") as f:
                 images.append(f.read())
         except (FileNotFoundError, OSError) as e:
-            raise BadRowError(path, line, uid, "image", f"cannot read {ipath} ({type(e).__name__})") from None
+            raise BadRowError(path, line, uid, "image", f"cannot read {ipath} ({type(e).__name__}){_where(name, base)}") from None
         try:
             check_image(images[-1], ipath)  # 0 bytes or not an image: a bad row now, not a judge crash later
         except BadImage as e:
