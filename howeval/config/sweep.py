@@ -200,6 +200,7 @@ class BenchmarkConfig(StrictModel):
     image_dir: str | None = Field(None, description="Folder to write images embedded as bytes (a Parquet export's image struct) to; needed only for such files.")
     image_root: str | None = Field(None, description="Folder the rows' relative image paths are resolved against; None = the file's folder. For releases that keep images apart (ChartQA: <split>/png; DocVQA: the folder holding documents/). Relative paths resolve against the config file's folder.")
     task: TaskConfig | None = Field(None, description="Count this benchmark in Table 6 (task accuracy): its category and answer criterion; None = not a task-accuracy benchmark. Needs a name.")
+    answer_instruction: str | None = Field(None, description="The one answer instruction appended to every question of this benchmark (recorded in each row's prompt); None = 'Put your final answer in \\boxed{}.' (howeval.engines.prompts.ANSWER_INSTRUCTION), '' = none. Mode system prompts must not set another format.")
 
     @model_validator(mode="after")
     def _task_named(self) -> BenchmarkConfig:
@@ -211,7 +212,6 @@ class BenchmarkConfig(StrictModel):
                 raise ValueError(f"{key} {v!r}: a task benchmark is read from a path you give, never fetched from the "
                                  "Hugging Face Hub at run time; download it once and give the local path or your own URL")
         return self
-    answer_instruction: str | None = Field(None, description="The one answer instruction appended to every question of this benchmark (recorded in each row's prompt); None = 'Put your final answer in \\boxed{}.' (howeval.engines.prompts.ANSWER_INSTRUCTION), '' = none. Mode system prompts must not set another format.")
 
 
 class JudgeEngineConfig(StrictModel):
