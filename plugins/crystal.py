@@ -17,24 +17,23 @@ import logging
 import pyarrow as pa
 
 from howeval.records import RESPONSE_KEY, RESPONSE_SCHEMA, STEP_KEY, STEPS_SCHEMA, key_of, latest_responses
-from howeval.report.tables import duration
 from howeval.store import existing_keys, join, read_table, remove_temp_files
 from plugins.pipeline import Pipeline, Plan, Stage, Tallies, Tally
-from plugins.registry import Benchmark, RunContext, Summary, register
+from plugins.registry import Benchmark, RunContext, Summary, register, scoring_line, scoring_summary
 
 log = logging.getLogger("howeval")
 
 
-def crystal_line(res: dict) -> str:
-    """The CRYSTAL result in words: ``CRYSTAL: 84 responses scored in 1:05 (steps/)``.
+CRYSTAL_WORDS = {"title": "CRYSTAL", "all_done": "every response with reference steps was already scored",
+                 "folder": "steps", "after_failure": "the responses stay unscored"}
+"""The wording of CRYSTAL's summary line (:func:`plugins.registry.scoring_line`)."""
 
-    ``res``: ``{"scored": n, "seconds": s}`` and ``"failed"`` (a one-line reason) when the pipeline failed.
+
+def crystal_line(res: dict) -> str:
+    """CRYSTAL's pass in words: ``CRYSTAL: 84 responses scored in 1:05 (steps/)``, or why nothing was, or that
+    it failed. ``res``: ``{"scored": n, "seconds": s}`` and ``"failed"`` (a one-line reason) when the pipeline failed.
     """
-    if res.get("failed"):
-        return f"CRYSTAL FAILED after {duration(res.get('seconds', 0))}: {res['failed']} (the responses stay unscored)"
-    if not res.get("scored"):
-        return "CRYSTAL: every response with reference steps was already scored"
-    return f"CRYSTAL: {res['scored']} responses scored in {duration(res.get('seconds', 0))} (steps/)"
+    return scoring_line(res, **CRYSTAL_WORDS)
 
 
 @register
@@ -79,14 +78,12 @@ class Crystal(Benchmark):
         return Plan("CRYSTAL step scores", [Pipeline("crystal", table, [stage])], {"crystal": (len(todo), 0)})
 
     def finish(self, ctx: RunContext, plan: Plan, tallies: Tallies) -> Summary:
-        """``result``: ``{"scored", "seconds"}`` (+ ``"failed"``); one :func:`crystal_line`. A failure is said in
-        the line, not in ``failures`` (the responses stay unscored: a rerun scores them)."""
-        scored = plan.lines.get("crystal", (0, 0))[0]
-        res = {"scored": scored, "seconds": tallies.seconds,
-               **({"failed": tallies.failures["crystal"]} if "crystal" in tallies.failures else {})}
-        if scored:
-            log.info("CRYSTAL: scored %d responses", scored)
-        return Summary([crystal_line(res)], {}, res)
+        """``result``: ``{"scored", "seconds"}`` (+ ``"failed"``); one :func:`crystal_line`
+        (:func:`plugins.registry.scoring_summary`)."""
+        summary = scoring_summary(plan, tallies, line="crystal", pipeline="crystal", **CRYSTAL_WORDS)
+        if summary.result["scored"]:
+            log.info("CRYSTAL: scored %d responses", summary.result["scored"])
+        return summary
 
     def report(self, cfg, joined: list[dict]) -> tuple[dict, list[str]] | None:
         """``crystal`` (step metrics per config x mode with answer Acc) and ``crystal_cherry_picking`` (the

@@ -84,6 +84,40 @@ class Benchmark:
 _REGISTRY: dict[str, Benchmark] = {}
 
 
+def scoring_summary(plan: Plan, tallies: Tallies, *, line: str, pipeline: str, title: str, all_done: str,
+                    folder: str, after_failure: str) -> Summary:
+    """The :class:`Summary` of a phase-1 plug-in that scores stored responses in one pipeline (CRYSTAL, task
+    accuracy): ``result`` = ``{"scored", "seconds"}`` (+ ``"failed"``: the pipeline's one-line reason), and one line
+    (:func:`scoring_line`). A failure is said in the line, not in ``failures`` (the responses stay unscored: a rerun
+    scores them).
+
+    Args:
+        line: the plan's progress line whose total is the responses to score; pipeline: the pipeline's name.
+        title, all_done, folder, after_failure: the wording of :func:`scoring_line`.
+    """
+    res = {"scored": plan.lines.get(line, (0, 0))[0], "seconds": tallies.seconds,
+           **({"failed": tallies.failures[pipeline]} if pipeline in tallies.failures else {})}
+    return Summary([scoring_line(res, title=title, all_done=all_done, folder=folder, after_failure=after_failure)],
+                   {}, res)
+
+
+def scoring_line(res: dict, *, title: str, all_done: str, folder: str, after_failure: str) -> str:
+    """A scoring pass in words: ``<title>: 84 responses scored in 1:05 (<folder>/)``, ``<title>: <all_done>`` when
+    nothing was left to score, ``<title> FAILED after <time>: <reason> (<after_failure>)`` when it failed.
+
+    >>> scoring_line({"scored": 84, "seconds": 65.2}, title="CRYSTAL", all_done="nothing to do", folder="steps",
+    ...              after_failure="unscored")
+    'CRYSTAL: 84 responses scored in 1:05 (steps/)'
+    """
+    from howeval.report.tables import duration
+
+    if res.get("failed"):
+        return f"{title} FAILED after {duration(res.get('seconds', 0))}: {res['failed']} ({after_failure})"
+    if not res.get("scored"):
+        return f"{title}: {all_done}"
+    return f"{title}: {res['scored']} responses scored in {duration(res.get('seconds', 0))} ({folder}/)"
+
+
 def register(benchmark: Benchmark | type[Benchmark]) -> Benchmark | type[Benchmark]:
     """Register a plug-in (an instance, or a class built with no arguments; usable as a class decorator).
 

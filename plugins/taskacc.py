@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from howeval.benchmarks.taskacc import TASK_INPUT_SCHEMA, TASK_SCORE_KEY, TASK_SCORE_SCHEMA, summarize_task_rows
 from howeval.records import RESPONSE_SCHEMA, conform, latest_responses
-from howeval.report.tables import duration
 from howeval.store import existing_keys, join, read_table, remove_temp_files
 from plugins.pipeline import Pipeline, Plan, Stage, Tallies, Tally
-from plugins.registry import Benchmark, RunContext, Summary, register
+from plugins.registry import Benchmark, RunContext, Summary, register, scoring_line, scoring_summary
 
 SCORES = "task_scores"
 """The run's folder of score rows."""
@@ -50,14 +49,14 @@ def pending_scores(samples: list[dict], responses: dict[tuple, dict], tasks: dic
     return out
 
 
+TASKACC_WORDS = {"title": "TASK ACCURACY", "all_done": "every response of a task benchmark was already scored",
+                 "folder": SCORES, "after_failure": "the responses stay unscored; a rerun scores them"}
+"""The wording of the task-accuracy summary line (:func:`plugins.registry.scoring_line`)."""
+
+
 def taskacc_line(res: dict) -> str:
     """The scoring in words: ``TASK ACCURACY: 84 responses scored in 0:05 (task_scores/)``."""
-    if res.get("failed"):
-        return (f"TASK ACCURACY FAILED after {duration(res.get('seconds', 0))}: {res['failed']} "
-                "(the responses stay unscored; a rerun scores them)")
-    if not res.get("scored"):
-        return "TASK ACCURACY: every response of a task benchmark was already scored"
-    return f"TASK ACCURACY: {res['scored']} responses scored in {duration(res.get('seconds', 0))} ({SCORES}/)"
+    return scoring_line(res, **TASKACC_WORDS)
 
 
 @register
@@ -89,12 +88,9 @@ class TaskAccuracy(Benchmark):
                     {"task accuracy": (len(todo), 0)})
 
     def finish(self, ctx: RunContext, plan: Plan, tallies: Tallies) -> Summary:
-        """``result``: ``{"scored", "seconds"}`` (+ ``"failed"``); one :func:`taskacc_line`. A failure is said in the
-        line, not in ``failures`` (the responses stay unscored: a rerun scores them)."""
-        scored = plan.lines.get("task accuracy", (0, 0))[0]
-        res = {"scored": scored, "seconds": tallies.seconds,
-               **({"failed": tallies.failures["taskacc"]} if "taskacc" in tallies.failures else {})}
-        return Summary([taskacc_line(res)], {}, res)
+        """``result``: ``{"scored", "seconds"}`` (+ ``"failed"``); one :func:`taskacc_line`
+        (:func:`plugins.registry.scoring_summary`)."""
+        return scoring_summary(plan, tallies, line="task accuracy", pipeline="taskacc", **TASKACC_WORDS)
 
     def report(self, cfg, joined: list[dict]) -> tuple[dict, list[str]] | None:
         """``task_accuracy`` (``summarize_task_rows``, plus each benchmark's ``criteria``) and the section "Table 6
