@@ -3,7 +3,6 @@ builder jobs' command line, and the streamed generate -> judge call."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 
@@ -19,27 +18,12 @@ def add_override_args(p, example: str) -> None:
                    help=f"dot-list overrides, e.g. {example} (values read as YAML; ~KEY.PATH deletes a key)")
 
 
-def builder_problems(cfg) -> list[str]:
-    """What would make a builder job fail for sure, found before Ray starts (``howeval.config.preflight``):
-    each benchmark's path, and the writer(s) and checker (a local model path that is missing, an endpoint
-    without its API key). One line per problem, naming the config key and the fix."""
-    from howeval.config.preflight import check_benchmark, check_model
-
-    env = dict(os.environ)
-    out = [p for i, b in enumerate(cfg.benchmarks) for p in check_benchmark(b, f"benchmarks.{i}")]
-    models = [("writer", cfg.writer)] if hasattr(cfg, "writer") else []
-    models += [(f"writers.{i}", m) for i, m in enumerate(getattr(cfg, "writers", None) or [])]
-    if getattr(cfg, "checker", None) is not None:
-        models.append(("checker", cfg.checker))
-    return out + [p for key, m in models for p in check_model(m, key, env)]
-
-
 def run_builder(argv, *, prog: str, description: str, cls: type, example: str,
                 build: Callable, summary: Callable, failed: Callable) -> int:
     """The command line of a builder job (``build_refs``, ``build_keysteps``): ``--config`` (a YAML of model
     ``cls``), ``--output`` (replaces ``output_uri``), ``--limit N`` (the first N rows of each benchmark).
 
-    Before Ray starts the config is checked (:func:`builder_problems`). ``build(cfg) -> result`` does the work;
+    Before Ray starts the config is checked (``howeval.config.preflight.builder_preflight``). ``build(cfg) -> result`` does the work;
     ``summary(cfg, result) -> str`` is the line printed after it; ``failed(result) -> str | None`` says why the
     run produced nothing (every item's call failed), or None.
 
@@ -49,7 +33,7 @@ def run_builder(argv, *, prog: str, description: str, cls: type, example: str,
         is still written, with each item's reason.
     """
     from howeval.config import ConfigError, load_sweep_config, with_changes
-    from howeval.config.preflight import raise_problems
+    from howeval.config.preflight import builder_preflight, raise_problems
     from ray_jobs.outcome import EXIT_ALL_ROWS_FAILED, EXIT_USAGE
 
     p = argparse.ArgumentParser(prog=prog, description=description)
@@ -63,7 +47,7 @@ def run_builder(argv, *, prog: str, description: str, cls: type, example: str,
             cfg = with_changes(cfg, "--output", output_uri=a.output)
         if a.limit:
             cfg = with_changes(cfg, "--limit", benchmarks=[with_changes(b, "--limit", limit=a.limit) for b in cfg.benchmarks])
-        raise_problems(builder_problems(cfg), a.config)
+        raise_problems(builder_preflight(cfg), a.config)
         result = build(cfg)
     except (ConfigError, FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

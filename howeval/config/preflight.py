@@ -147,6 +147,19 @@ def preflight(cfg: SweepConfig, env: Mapping[str, str] | None = None, exists: Ex
     return problems
 
 
+def builder_preflight(cfg, env: Mapping[str, str] | None = None, exists: Exists = _default_exists) -> list[str]:
+    """:func:`preflight` for a builder job's config (``BuildRefsConfig``, ``BuildKeyStepsConfig``): each benchmark,
+    the ``writer`` or ``writers`` and the ``checker`` (a local model path that is missing, an endpoint without its
+    API key). One line per problem, naming the config key and the fix; ``[]`` when none."""
+    env = os.environ if env is None else env
+    problems = [p for i, b in enumerate(cfg.benchmarks) for p in check_benchmark(b, f"benchmarks.{i}", exists)]
+    models = [("writer", cfg.writer)] if getattr(cfg, "writer", None) is not None else []
+    models += [(f"writers.{i}", m) for i, m in enumerate(getattr(cfg, "writers", None) or [])]
+    if getattr(cfg, "checker", None) is not None:
+        models.append(("checker", cfg.checker))
+    return problems + [p for key, m in models for p in check_model(m, key, env, exists)]
+
+
 def raise_problems(problems: Iterable[str], source: str) -> None:
     """Raise :class:`ConfigError` listing ``problems`` under ``source``; return when there are none."""
     problems = list(problems)
