@@ -76,8 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
                                 text=True).stdout.strip())
-    examples = [{"source": r["source"], "id": r["id"], "model": r["model"], "answer": r["answer"],
-                 "official_correct": r["official_correct"], **v}
+    # ids, verdicts and methods only: no response text (it keeps its sources' licenses, outside the repository)
+    examples = [{"source": r["source"], "id": r["id"], "model": r["model"], "official_correct": r["official_correct"],
+                 "correct": v["correct"], "method": v["method"],
+                 "why": "declines" if v["reason"].startswith("declines") else v["reason"].split(" in a ")[0][:60]
+                 if v["correct"] is None else None}
                 for r, v in zip(rows, per) if v["method"] in ("nearest_option", "source_rule") or v["correct"] is None]
     out = {"commit": commit, "dirty": dirty, "date": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
            "seconds": round(time.time() - t0, 1), "responses": str(path), "n": len(rows),
