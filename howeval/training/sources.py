@@ -16,7 +16,8 @@ against the folder of the file that names them.
 
 What is known of each layout, and what is not:
 
-- ``PuzzleVQA`` / ``AlgoPuzzleVQA`` (declare-lab/LLM-PuzzleTest, README "Dataset"): one JSON object per line,
+- ``PuzzleVQA`` / ``AlgoPuzzleVQA`` (declare-lab/LLM-PuzzleTest @ 9b3a074c, README "Dataset"; the rows of
+  ``../shared/data/vqa/puzzlevqa_subset.jsonl`` come from it): one JSON object per line,
   ``image``, ``question``, ``options`` (option texts), ``answer`` (the correct option's text), plus
   ``caption`` / ``explanation`` / ``solution``. The answer becomes its option letter; the file stem (the
   puzzle) is the ``subset``.
@@ -47,12 +48,13 @@ What is known of each layout, and what is not:
 - ``MMK12`` (FanqingM/MMK12, ``data/*.parquet``): ``id``, ``subject``, ``question`` (options written inline
   as ``A. ...`` lines), ``answer`` (the letter for multiple choice), ``image`` (``{"bytes", "path"}``);
   ``subject`` is the subset.
-- ``WeMath`` (We-Math/We-Math ``testmini``: ``ID``, ``question``, ``option`` as one string ``"A. 5; B. 6"``,
-  ``answer``, ``image_path``, ``knowledge concept``) and ``ThinkLite-VL-Hard-11K`` (russwang/ThinkLite-VL-hard-11k:
-  an image, ``problem``, ``answer``, an id): Hugging Face releases whose exact column names this module could
-  not read offline beyond these. The reader takes the alternatives listed in :data:`FIELDS` and names the
-  missing field and the fix when none is present. An answer wrapped as ``<answer>...</answer>`` or
-  ``\\boxed{...}`` is unwrapped.
+- ``WeMath`` (We-Math/We-Math, its README's row: ``ID``, ``split``, ``knowledge concept``, ``question``,
+  ``option`` as one string ``"A. 200.96;B. 3215.36;...; E. No correct answer"``, ``answer`` (a letter),
+  ``image_path``, ``key``, ``question number``, ``knowledge concept description``): checked.
+- ``ThinkLite-VL-Hard-11K`` (russwang/ThinkLite-VL-hard-11k): its card was not readable offline; the columns
+  known from its users are an image, ``problem``, ``answer`` and an id, which the reader takes among the
+  alternatives of :data:`FIELDS` (naming the missing field and the fix when none is present). An answer
+  wrapped as ``<answer>...</answer>`` or ``\\boxed{...}`` is unwrapped.
 
 A row the reader cannot use raises :class:`SourceFieldError`, which names the source, the file, the row and
 the field; converting such a set by hand into the project's manifest (``format: manifest``) is always possible.

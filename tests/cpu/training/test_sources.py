@@ -155,6 +155,22 @@ def test_mmk12_real_layout(tmp_path):
     assert r["image"] == {"bytes": b"\x89PNG-m", "path": "phy_12.png"}
 
 
+def test_wemath_real_row(tmp_path):
+    """We-Math's published row layout (its README example: ``ID, split, knowledge concept, question, option`` as one
+    ``"A. ...;B. ..."`` string, ``answer``, ``image_path``, ``key``, ``question number``, ``knowledge concept
+    description``), option string as released."""
+    jsonl(tmp_path / "wemath" / "testmini.json", [
+        {"ID": "3steps_165", "split": "testmini", "knowledge concept": "Area of circles",
+         "question": "As shown in the figure, what is the area of the flower bed (  ) m²?(π = 3.14)",
+         "option": "A. 200.96;B. 3215.36;C. 6280;D. 32; E. No correct answer", "answer": "B",
+         "image_path": "3steps/image/165-3.png", "key": "3steps_3", "question number": 1575,
+         "knowledge concept description": "Area of ..."}])
+    (w,) = read_released("WeMath", str(tmp_path / "wemath"))
+    assert (w["uid"], w["options"], w["answer"], w["answer_type"]) == (
+        "WeMath:3steps_165", ["200.96", "3215.36", "6280", "32", "No correct answer"], "B", "multiple_choice")
+    assert w["image"] == str(tmp_path / "wemath" / "3steps/image/165-3.png")
+
+
 def test_released_sources_in_a_mixture_leave_virl39k_out_and_write_only_kept_images(tmp_path):
     """OpenMMReasoner in its released layout: virl39k rows left out, each row in its subset's domain, OpenMMReasoner
     drawn first, and only the rows the mixture keeps get their image written."""
