@@ -20,7 +20,7 @@ what :mod:`howeval.benchmarks.released` (MathVista) and the shared manifest (MAT
 give the verifier. Written outside the repository (the responses keep their sources' licenses): default
 ``../heldout/mathvista_mathv_heldout.jsonl`` beside the checkout.
 
-Usage: ``python bench/heldout_responses.py --mathvista REPO --mathv REPO [--out FILE]``, where REPO is a checkout
+Usage: ``python bench/heldout_responses.py --mathvista REPO --mathv REPO [--second] [--out FILE]``, where REPO is a checkout
 or a bare git directory of each repository (read with ``git show HEAD:<path>``).
 """
 from __future__ import annotations
@@ -41,6 +41,21 @@ MATHV_FILES = {"Gemini-Pro-CoT": "outputs/closed-source/Gemini/Gemini-Pro-CoT.js
                "ShareGPT4V-13B": "outputs/open-source/ShereGPT4V/ShareGPT4V-13B.jsonl"}
 PER_MATHVISTA_MODEL, PER_MATHV_MODEL = 100, 48
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "heldout" / "mathvista_mathv_heldout.jsonl"
+
+SECOND = {"mathvista": {"chatgpt-2shot-solution": "results/chatgpt/output_chatgpt_2shot_solution.json",
+                        "claude-2shot-solution": "results/claude/output_claude_2shot_solution.json",
+                        "idefics-9b": "results/idefics/output_idefics_9b_instruct.json",
+                        "minigpt4": "results/minigpt4/output_minigpt4_llama2.json",
+                        "mplugowl": "results/mplugowl/output_mplugowl_7b_ft.json"},
+          "mathv": {"Gemini-Pro": "outputs/closed-source/Gemini/Gemini-Pro.jsonl",
+                    "Qwen-VL-Plus": "outputs/closed-source/Qwen/Qwen-VL-Plus.jsonl",
+                    "InternLM-XComposer2-VL-CoT": "outputs/open-source/Internlm/InternLM-XComposer2-VL-CoT.jsonl",
+                    "SPHINX-v2": "outputs/open-source/Sphinx/SPHINX-v2.jsonl",
+                    "ShareGPT4V-7B": "outputs/open-source/ShereGPT4V/ShareGPT4V-7B.jsonl"},
+          "per": (60, 40)}
+"""The second sample (``--second``): other models (MathVista 5 x 60, MATH-V 5 x 40 = 500 rows), to check that the
+criteria were not fitted to the first: ``../heldout/mathvista_mathv_second.jsonl``."""
+SECOND_OUT = DEFAULT_OUT.with_name("mathvista_mathv_second.jsonl")
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
@@ -63,14 +78,14 @@ def _h(*parts: str) -> str:
     return hashlib.sha1("/".join(parts).encode()).hexdigest()
 
 
-def mathvista_rows(repo: str) -> list[dict]:
-    """The MathVista part (module docstring): 100 responses per model, with the official verdict."""
+def mathvista_rows(repo: str, files: dict[str, str] | None = None, per: int = PER_MATHVISTA_MODEL) -> list[dict]:
+    """The MathVista part (module docstring): ``per`` responses per model, with the official verdict."""
     from howeval.benchmarks.released import mathvista_row
 
     out = []
-    for model, path in MATHVISTA_FILES.items():
+    for model, path in (files or MATHVISTA_FILES).items():
         d = json.loads(read_repo_file(repo, path))
-        for pid in sorted(d, key=lambda p: _h(model, p))[:PER_MATHVISTA_MODEL]:
+        for pid in sorted(d, key=lambda p: _h(model, p))[:per]:
             r = d[pid]
             row, err = mathvista_row({**r, "image": r.get("image") or "images/x.jpg"}, 0, "testmini")
             if err:
@@ -85,8 +100,9 @@ def mathvista_rows(repo: str) -> list[dict]:
     return out
 
 
-def mathv_rows(repo: str, shared: Path = SHARED) -> list[dict]:
-    """The MATH-Vision part (module docstring): 48 responses per model on testmini items not in ``shared``."""
+def mathv_rows(repo: str, shared: Path = SHARED, files: dict[str, str] | None = None, per: int = PER_MATHV_MODEL
+               ) -> list[dict]:
+    """The MATH-Vision part (module docstring): ``per`` responses per model on testmini items not in ``shared``."""
     items = {str(x["id"]): x for x in map(json.loads, read_repo_file(repo, "data/test.jsonl").splitlines()) if x}
     mini = [str(json.loads(x)["id"]) for x in read_repo_file(repo, "data/testmini.jsonl").splitlines() if x.strip()]
     taken: set[str] = set()
@@ -95,9 +111,9 @@ def mathv_rows(repo: str, shared: Path = SHARED) -> list[dict]:
         taken = {str(json.loads(x)["id"]) for x in sub.read_text().splitlines() if x.strip()}
     pool = [i for i in mini if i not in taken]
     out = []
-    for model, path in MATHV_FILES.items():
+    for model, path in (files or MATHV_FILES).items():
         resp = {str(x["id"]): x for x in map(json.loads, read_repo_file(repo, path).splitlines()) if x}
-        for i in sorted((i for i in pool if i in resp), key=lambda i: _h(model, i))[:PER_MATHV_MODEL]:
+        for i in sorted((i for i in pool if i in resp), key=lambda i: _h(model, i))[:per]:
             it, r = items[i], resp[i]
             mc = bool(it.get("options"))
             out.append({"source": "MATH-Vision", "id": i, "model": model, "question": it["question"],
@@ -112,9 +128,16 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--mathvista", required=True, help="lupantech/MathVista checkout or git directory")
     p.add_argument("--mathv", required=True, help="mathllm/MATH-V checkout or git directory")
-    p.add_argument("--out", default=str(DEFAULT_OUT))
+    p.add_argument("--out", default=None, help="output JSONL (default ../heldout/mathvista_mathv_heldout.jsonl, "
+                   "or ..._second.jsonl with --second)")
+    p.add_argument("--second", action="store_true", help="the second sample (SECOND: other models)")
     a = p.parse_args(argv)
-    rows = mathvista_rows(a.mathvista) + mathv_rows(a.mathv)
+    if a.second:
+        rows = (mathvista_rows(a.mathvista, SECOND["mathvista"], SECOND["per"][0])
+                + mathv_rows(a.mathv, files=SECOND["mathv"], per=SECOND["per"][1]))
+    else:
+        rows = mathvista_rows(a.mathvista) + mathv_rows(a.mathv)
+    a.out = a.out or str(SECOND_OUT if a.second else DEFAULT_OUT)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     with open(a.out, "w") as f:
         for r in rows:

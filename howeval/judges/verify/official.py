@@ -32,6 +32,7 @@ from howeval.judges.verify.mathexpr import math_equal
 from howeval.judges.verify.numbers import lenient_number
 from howeval.judges.verify.result import METHOD_RULE, VerifyResult
 from howeval.parsing.answers import last_sentence
+from howeval.parsing.text import NUMBER_WORDS
 
 __all__ = [
     "METHOD_NEAREST_OPTION",
@@ -145,6 +146,9 @@ _DECLINE_RE = re.compile(
     r"|\bnone of the (?:options|choices)\b|\b(?:option|answer) is not (?:available|among|in|listed)\b"
     r"|\bmistake in the (?:question|problem|options|choices)\b", re.IGNORECASE)
 _NUM_TOKEN_RE = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?(?![\w])|(?<![\w.])[-+]?\.\d+%?(?![\w])")
+_BOUND_RE = re.compile(r"\b(?:less|more|greater|fewer|larger|smaller|higher|lower)\s+than\s*$|\bat\s+(?:least|most)\s*$"
+                       r"|\b(?:over|under|above|below|exceed(?:s|ing)?)\s*$|[<>≤≥]\s*$", re.IGNORECASE)
+_NUMBER_WORD_RE = re.compile(r"\b(?:" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")\b", re.IGNORECASE)
 _ZH_ANSWER_RE = re.compile(r"答案(?:是|为)[:：]?\s*(.+?)\s*[。.]?\s*$", re.MULTILINE)
 
 
@@ -176,19 +180,29 @@ def declines(response: str) -> bool:
 def sentence_value(response: str) -> str | None:
     """The value the response's final sentence states, in the manner of MathVista's extraction demos
     (``evaluation/prompts/ext_ans.py``: "The number missing in the sequence is 14." -> 14; "Luca needs $1.45 to
-    buy ..." -> 1.45): the sentence's only number, else the number that follows its last "is" / "=" / "are"
-    / "was", else None.
+    buy ..." -> 1.45): the sentence's only number (a bound it restates, "less than 8", "at least 60", is not one;
+    with no other number, its only number word: "two" -> 2), else the number that follows its last "is" / "=" /
+    "are" / "was", else None.
 
     >>> sentence_value("The value of f(4) is 3."), sentence_value("So 81 - 35 = **46%**.")
     ('3', '46%')
-    >>> sentence_value("It rose between 2007 and 2008.") is None
-    True
+    >>> sentence_value("It rose between 2007 and 2008.") is None, sentence_value("Both score less than 8.") is None
+    (True, True)
+    >>> sentence_value("There are two people who did at least 60 push-ups.")
+    '2'
+
     """
     last = last_sentence(final_text(response)) or ""
     last = last.replace("**", "").replace("$", "")
-    nums = _NUM_TOKEN_RE.findall(last)
-    if len(nums) == 1:
-        return nums[0]
+    nums = list(_NUM_TOKEN_RE.finditer(last))
+    # "less than 8", "at least one": a bound the sentence restates, not the value it states
+    free = [m for m in nums if not _BOUND_RE.search(last[: m.start()])]
+    if len(nums) == 1 and free:
+        return nums[0].group(0)
+    if not free:  # no digits, or only bounds: the one number word left ("There are two people who did at least 60")
+        words = [m for m in _NUMBER_WORD_RE.finditer(last) if not _BOUND_RE.search(last[: m.start()])]
+        if len(words) == 1:
+            return str(NUMBER_WORDS[words[0].group(0).lower()])
     m = re.search(r"(?:\bis|\bare|\bwas|\bequals|=|≈)\s*(?:approximately\s+|about\s+)?([^\s,;]+)[\s.]*$", last)
     if m and _NUM_TOKEN_RE.fullmatch(m.group(1).rstrip(".")):
         return m.group(1).rstrip(".")
