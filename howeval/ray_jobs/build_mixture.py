@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = validate(MixtureConfig, raw, "mixture config")
         rows, comp = build_mixture(cfg)
     except (ValidationError, ValueError, FileNotFoundError, KeyError, OSError) as e:
-        print(f"build_mixture: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"error: build_mixture: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "mixture.jsonl", "w", encoding="utf-8") as f:

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"no judgments under {join(a.run, 'judgments')}")
         res = triggers_from_judgments(rows, a.judge)
     except (ValueError, FileNotFoundError, OSError, StoreReadError) as e:
-        print(f"build_triggers: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"error: build_triggers: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
     out = Path(a.output)
     out.mkdir(parents=True, exist_ok=True)
