@@ -15,10 +15,11 @@ rows the rules leave open or where the scorer decides otherwise by design, and s
   answer extraction and ``is_equal`` (``evaluation/evaluate.py`` and ``evaluation/utils.py``,
   github.com/mathllm/MATH-V @ a1f5cc3a).
 
-Sources with a criterion here (:data:`SOURCE_CRITERIA`, keyed by :func:`source_key`): MathVista, MATH-Vision.
-TabMWP's (PromptPG ``normalize_answer``) is the ``integer_number`` / ``decimal_number`` rule itself
-(``numbers.py``). PuzzleVQA, Bingo and CRYSTAL publish no rule scorer of their own (Bingo: human/GPT-4 review;
-PuzzleVQA: option letter equality, which ``choice.py`` is). The departures that remain are listed in
+Sources with a criterion here (:data:`SOURCE_CRITERIA`, keyed by :func:`source_key`): MathVista, MATH-Vision,
+TabMWP (PromptPG ``extract_prediction`` / ``normalize_answer``, github.com/lupantech/PromptPG @ 914db772, on the
+rows the rules leave open; its number rule is also the ``integer_number`` / ``decimal_number`` rule of
+``numbers.py``). PuzzleVQA, Bingo and CRYSTAL: no rule scorer of theirs was read here (Bingo is judged by people /
+GPT-4); the answer-type rules apply. The departures that remain are listed in
 ``docs/metrics.md`` ("Each source's own criterion").
 """
 from __future__ import annotations
@@ -44,6 +45,9 @@ __all__ = [
     "mathv_find_math_answer",
     "mathv_is_equal",
     "mathvista_most_similar",
+    "tabmwp_extract",
+    "tabmwp_normalize",
+    "tabmwp_similarity",
     "row_source",
     "source_key",
 ]
@@ -65,12 +69,14 @@ def source_key(source: str | None) -> str | None:
     """The criterion key of a source name, or None: lower case, letters and digits only, ``[...]`` suffixes
     and a ``testmini`` / ``test`` split dropped.
 
-    >>> source_key("MathVista"), source_key("MATH-Vision testmini"), source_key("math-v"), source_key("TabMWP")
-    ('mathvista', 'mathvision', 'mathvision', None)
+    >>> source_key("MathVista"), source_key("MATH-Vision testmini"), source_key("math-v"), source_key("TabMWP test1k")
+    ('mathvista', 'mathvision', 'mathvision', 'tabmwp')
+    >>> source_key("PuzzleVQA") is None
+    True
     """
     if not source:
         return None
-    k = re.sub(r"[^a-z0-9]", "", re.sub(r"\b(testmini|test|val|train)\b", "", source.lower()))
+    k = re.sub(r"[^a-z0-9]", "", re.sub(r"\b(testmini|test\w*|dev\w*|val|train)\b", "", source.lower()))
     k = {"mathv": "mathvision"}.get(k, k)
     return k if k in SOURCE_CRITERIA else None
 
@@ -497,8 +503,116 @@ def _mathv(response: str, gold: str | None, answer_type: str, options: Sequence[
                         f"{gold!r}{f' / {gold_value!r}' if gold_value else ''} (rules: {rule.reason}) [{MATHV_REF}]")
 
 
+# --- TabMWP: PromptPG run_gpt3/utilities.py extract_prediction and run_gpt3.py normalize_answer --------------------
+
+TABMWP_REF = "lupantech/PromptPG@914db772 run_gpt3/utilities.py"
+_TABMWP_MC = [r"^\(([A-Za-z])\)$", r"^([A-Za-z])$", r"^([A-Za-z]). ", r"[Th]he answer is ([A-Z])",
+              r"^\(([A-Za-z])\) [\s\S]+$", r"[Th]he answer is \(([A-Za-z])\) [\s\S]+$"]
+_TABMWP_FREE = [r"[Th]he answer is ([\s\S]+)$", r"[Th]he table shows that ([\d\$\.\,\/\:]+) ",
+                r" = ([\d\$\.\,\/\:]+)", r"(?<= be| is) ([\-\d\$\.\,\/\:]{0,}[\d]+)",
+                r"(?<= are| was) ([\-\d\$\.\,\/\:]{0,}[\d]+)", r"(?<= were) ([\-\d\$\.\,\/\:]{0,}[\d]+)",
+                r" ([\d\$\.\,\/\:]+ [AP]\.M\.)", r"([\-\d\$\.\,\/\:]{0,}[\d]+)"]
+
+
+def tabmwp_similarity(a: str, b: str) -> float:
+    """PromptPG's ``score_string_similarity``: 2 for equal strings, else the share of shared words (over the longer)
+    when either has a space, else 0.
+
+    >>> tabmwp_similarity("April", "April"), tabmwp_similarity("the answer is April", "April is")
+    (2.0, 0.5)
+    """
+    if a == b:
+        return 2.0
+    if " " in a or " " in b:
+        sa, sb = a.split(" "), b.split(" ")
+        return len(set(sa) & set(sb)) / max(len(sa), len(sb))
+    return 0.0
+
+
+def tabmwp_extract(output: str, options: Sequence[str] | None) -> tuple[str | None, str]:
+    """PromptPG's ``extract_prediction`` (``run_gpt3/utilities.py``): ``(prediction, how)``.
+
+    With options: the first letter pattern that matches ("(B)", "B", "The answer is B", ...) picks its option; else
+    the option of greatest word overlap (``how`` names the score). A letter past the options (PromptPG picks a random
+    option) and a best overlap of 0 (``argmax`` picks the first option) give ``(None, why)`` here. Without options:
+    the last match of the first pattern that matches ("The answer is X", "= X", "is X", a number), else the output.
+
+    >>> tabmwp_extract("The answer is B", ["9", "10"]), tabmwp_extract("He will pay $1.40 in all", None)
+    (('10', 'letter'), ('$1.40', 'pattern'))
+    """
+    out = re.sub(r"\$?\\frac\{([\d\.\,\-]+)\}\{([\d\.\,]+)\}\$?", r"\1/\2", output)
+    out = re.sub(r"(?<![AP]\.M)\.$", "", out)
+    out = re.sub(r"(?<=\d)[\=](?=[\-\$\d])", " = ", out)
+    out = out.replace("\u2212", "-")
+    if options:
+        for pat in _TABMWP_MC:
+            res = re.findall(pat, out)
+            if res:
+                i = ord(res[0].upper()) - ord("A")
+                if 0 <= i < 6:
+                    if i >= len(options):
+                        return None, f"letter {res[0].upper()} past the options (PromptPG picks one at random)"
+                    return options[i], "letter"
+        scores = [tabmwp_similarity(str(o), out) for o in options]
+        best = max(scores)
+        if best <= 0:
+            return None, "no option shares a word (PromptPG's argmax picks the first option)"
+        return options[scores.index(best)], f"nearest option (word overlap {best:.2f})"
+    for pat in _TABMWP_FREE:
+        res = re.findall(pat, out)
+        if res:
+            pred = res[-1].strip()
+            return (pred[:-1] if pred.endswith(".") and ".M." not in pred else pred), "pattern"
+    return out, "whole output"
+
+
+def tabmwp_normalize(text: str, unit: str | None = None) -> str:
+    """PromptPG's ``normalize_answer`` (``run_gpt3/run_gpt3.py``): a number to its canonical string (fractions and
+    decimals rounded to 3 places), a text without its unit.
+
+    >>> tabmwp_normalize("$1,000"), tabmwp_normalize("3/4"), tabmwp_normalize("56.4500")
+    ('1000', '0.75', '56.45')
+    """
+    text = re.sub(r"^[\$]", "", text)
+    text = re.sub(r"[\,\.\,\/]$", "", text)
+    if re.match(r"^[-+]?[\d,./]+$", text) is not None:
+        text = text.replace(",", "")
+        try:
+            if re.match(r"[-+]?\d+$", text) is not None:
+                number = str(int(text))
+            elif "/" in text:
+                a, b = text.split("/")[:2]
+                number = str(round(float(a) / float(b), 3))
+            else:
+                number = str(round(float(text), 3))
+        except (ValueError, ZeroDivisionError):
+            return text
+        return re.sub(r"\.[0]+$", "", number)
+    return text.replace(unit, "").strip() if unit else text
+
+
+def _tabmwp(response: str, gold: str | None, answer_type: str, options: Sequence[str] | None,
+            rule: VerifyResult, meta: dict) -> VerifyResult:
+    """TabMWP (lupantech/PromptPG @ 914db772): on rows the rules leave open, PromptPG's extraction (letter patterns,
+    else the option of greatest word overlap; free answers by its pattern cascade) and its normalized comparison."""
+    if gold is None or rule.correct is not None or rule.method != METHOD_RULE or "program artefact" in rule.reason:
+        return rule
+    opts = [str(o) for o in options] if options else None
+    pred, how = tabmwp_extract(response.strip(), opts)
+    if pred is None:
+        return VerifyResult(None, None, METHOD_RULE, f"{rule.reason}; TabMWP: {how} [{TABMWP_REF}]")
+    g = gold
+    if opts and len(gold) == 1 and "A" <= gold.upper() <= option_letter(len(opts) - 1):
+        g = opts[ord(gold.upper()) - ord("A")]
+    ok = tabmwp_normalize(pred).lower() == tabmwp_normalize(g).lower()
+    method = METHOD_NEAREST_OPTION if how.startswith("nearest option") else METHOD_SOURCE_RULE
+    shown = pred if len(pred) <= 80 else pred[:77] + "..."
+    return VerifyResult(ok, pred, method, f"TabMWP: prediction {shown!r} by {how} {'==' if ok else '!='} gold {g!r} "
+                                          f"(rules: {rule.reason}) [{TABMWP_REF}]")
+
+
 CriterionFn = Callable[[str, "str | None", str, "Sequence[str] | None", VerifyResult, dict], VerifyResult]
-SOURCE_CRITERIA: dict[str, CriterionFn] = {"mathvista": _mathvista, "mathvision": _mathv}
+SOURCE_CRITERIA: dict[str, CriterionFn] = {"mathvista": _mathvista, "mathvision": _mathv, "tabmwp": _tabmwp}
 """Source key (:func:`source_key`) -> criterion ``fn(response, gold, answer_type, options, rule verdict, meta)``."""
 
 

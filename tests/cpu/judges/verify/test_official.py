@@ -26,6 +26,8 @@ from howeval.judges.verify.official import (
     row_source,
     sentence_value,
     source_key,
+    tabmwp_extract,
+    tabmwp_normalize,
 )
 
 HELDOUT = Path(os.environ.get("HOWEVAL_HELDOUT_RESPONSES",
@@ -33,8 +35,9 @@ HELDOUT = Path(os.environ.get("HOWEVAL_HELDOUT_RESPONSES",
 
 
 def test_source_keys_and_row_source():
-    assert [source_key(s) for s in ("MathVista", "MATH-Vision testmini", "math-v", "mathvision", "TabMWP", None)] == \
-        ["mathvista", "mathvision", "mathvision", "mathvision", None, None]
+    assert [source_key(s) for s in ("MathVista", "MATH-Vision testmini", "math-v", "mathvision", "TabMWP test1k",
+                                    "PuzzleVQA", None)] == \
+        ["mathvista", "mathvision", "mathvision", "mathvision", "tabmwp", None, None]
     assert row_source({"sample_id": "mathvista:5", "benchmark": "b"}) == "mathvista"
     assert row_source({"source": "MATH-Vision", "sample_id": "x:1"}) == "MATH-Vision"
 
@@ -58,7 +61,7 @@ def test_nearest_option_verdict_says_so_on_the_row():
     # an echoed list naming letters the item does not have: the first "(X)" letter, then distance
     v = verify("The options are (C) Yes (D) No", "Yes", "multiple_choice", ["Yes", "No"], "MathVista")
     assert v.correct is not None and v.method in ("nearest_option", "source_rule")
-    # other sources keep the rules' verdict
+    # sources without a criterion here keep the rules' verdict
     assert verify("The answer is 92.5.", "97", "multiple_choice", opts, "PuzzleVQA").method == "rule"
 
 
@@ -99,6 +102,23 @@ def test_mathv_extraction_and_comparison():
     # a program artefact stays unresolved: a failed call, not an answer
     assert verify("<Client.Response object at 0x7f00>", "E", "multiple_choice", ["A", "B", "C", "D", "E"],
                   "MATH-Vision").correct is None
+
+
+def test_tabmwp_as_promptpg_extracts_and_normalizes():
+    assert tabmwp_extract("The answer is B", ["9", "10"]) == ("10", "letter")
+    assert tabmwp_extract("(G) 7", ["9", "10"])[0] is None  # past the options: PromptPG picks at random; not copied
+    assert tabmwp_normalize("$1,000") == "1000" and tabmwp_normalize("7/18") == "0.389"
+    long = ("Look at the table.\nCount the rows with values over 30.\nThere are rows for Monday, Tuesday and Friday, "
+            "so three days qualify overall in the week shown")
+    assert verify(long, "3", "integer_number", None, "TabMWP", source_criteria=False).correct is None
+    v = verify(long, "3", "integer_number", None, "TabMWP test1k")  # PromptPG: the last number of its last pattern
+    assert (v.correct, v.method, v.extracted) == (False, "source_rule", "30") and "utilities.py" in v.reason
+    pens = ("First compare the prices.\nThe cheaper item of the two listed is the red pen costs less than the blue "
+            "pen in this table listing")
+    v = verify(pens, "red pen", "extractive_text", ["red pen", "blue pen"], "TabMWP")
+    assert (v.correct, v.method) == (True, "nearest_option") and "word overlap" in v.reason
+    v = verify("Find the totals.\n(C) is what we get", "blue pen", "extractive_text", ["red pen", "blue pen"], "TabMWP")
+    assert v.correct is None and "no option shares a word" in v.reason  # argmax's first option: not copied
 
 
 @pytest.mark.skipif(not HELDOUT.is_file(), reason=f"held-out responses absent ({HELDOUT}): build them with "
