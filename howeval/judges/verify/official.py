@@ -18,8 +18,9 @@ rows the rules leave open or where the scorer decides otherwise by design, and s
 Sources with a criterion here (:data:`SOURCE_CRITERIA`, keyed by :func:`source_key`): MathVista, MATH-Vision,
 TabMWP (PromptPG ``extract_prediction`` / ``normalize_answer``, github.com/lupantech/PromptPG @ 914db772, on the
 rows the rules leave open; its number rule is also the ``integer_number`` / ``decimal_number`` rule of
-``numbers.py``). PuzzleVQA, Bingo and CRYSTAL: no rule scorer of theirs was read here (Bingo is judged by people /
-GPT-4); the answer-type rules apply. The departures that remain are listed in
+``numbers.py``). PuzzleVQA's scorer (declare-lab/LLM-PuzzleTest @ beea2300, ``PuzzleVQA/prompting.py``) asks the
+model a second extraction question and reads the last ``(X)`` of that reply: without that call the answer-type
+rules read the response. Bingo and CRYSTAL: no rule scorer (Bingo is judged by people / GPT-4); the rules apply. The departures that remain are listed in
 ``docs/metrics.md`` ("Each source's own criterion").
 """
 from __future__ import annotations
