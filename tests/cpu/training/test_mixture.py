@@ -91,3 +91,13 @@ def test_cli_writes_the_manifest_and_its_composition(sources, tmp_path, capsys):
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     comp = json.loads((tmp_path / "out" / "mixture.jsonl.composition.json").read_text())
     assert len(rows) == 12 and comp["by_domain"] == {"math": 4, "logic": 4, "document": 4}
+
+
+def test_the_shipped_paper_config_validates(repo_root):
+    import yaml
+
+    from howeval.config.base import validate
+
+    cfg = validate(MixtureConfig, yaml.safe_load((repo_root / "configs" / "train" / "mixture.yaml").read_text()), "m")
+    assert cfg.total == 44_200 and cfg.primary == "OpenMMReasoner-RL-74K" and len(cfg.sources) == 9
+    assert cfg.balance_tolerance == 0.10 and cfg.sources[0].resolved_exclude == {"subset": ["virl39k"]}
