@@ -304,6 +304,18 @@ def _mathvista(response: str, gold: str | None, answer_type: str, options: Seque
         return VerifyResult(ok, ext, METHOD_SOURCE_RULE,
                             f"MathVista: extraction ({how_ext}) {ext[:80]!r}, {how} = {pred!r} "
                             f"{'==' if ok else '!='} gold {gold!r} (rules: {rule.reason}) [{MATHVISTA_REF}]")
+    if answer_type == "free_form" and rule.correct is None and re.fullmatch(r"\[.*\]", gold.strip()):
+        # a 'list' answer: str(extraction) == answer; the extraction demo reads "between 2007 and 2008" as
+        # [2007, 2008]: the final sentence's numbers, in order, as a Python list
+        last = (last_sentence(final_text(response)) or "").replace("**", "").replace("$", "")
+        nums = [m.group(0) for m in _NUM_TOKEN_RE.finditer(last)]
+        if len(nums) < 2:
+            return rule
+        pred = "[" + ", ".join(nums) + "]"
+        ok = pred == gold.strip()
+        return VerifyResult(ok, pred, METHOD_SOURCE_RULE,
+                            f"MathVista: list extraction (final sentence) {pred!r} {'==' if ok else '!='} gold "
+                            f"{gold!r} (rules: {rule.reason}) [{MATHVISTA_REF}]")
     return rule
 
 
