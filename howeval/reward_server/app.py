@@ -598,6 +598,8 @@ class RewardIngress:
                 response = ""
             items.append(self._openrlhf_item(i, response, p, lab))
         scored = [it for i, it in enumerate(items) if i not in refused]
+        if not scored:  # every row refused: nothing to score, the request still counted
+            self.metrics.requests.inc(tags={"route": route, "status": "200"})
         got = iter(await self._timed(route, scored) if scored else [])
         if refused:
             log.warning("%s: %d of %d rows refused (e.g. %s)", route, len(refused), len(items), next(iter(refused.values())))
