@@ -483,3 +483,24 @@ def test_reward_server_reaches_the_verifier_by_its_short_service_name(overlay, r
         assert c["image"].endswith("-gpu") and quantity(c["resources"]["requests"]["nvidia.com/gpu"]) >= 1
     text = rendered_path(overlay).read_text()
     assert "namespace:" not in text and ".svc" not in text, "no namespace is written: apply into any namespace"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_reward_workers_are_ready_only_when_healthz_says_so_and_liveness_stays_kuberays(overlay, rendered):
+    """Issue 40: every reward-serving worker's readiness probe asks the reward app's /healthz (503 until
+    PatternRM and the step scorer answer) after KubeRay's own raylet and Serve-proxy checks; no probe sets a
+    liveness on /healthz (KubeRay's raylet liveness stays, so a slowly loading PatternRM kills no pod)."""
+    doc = ray_docs(rendered, overlay)["patternrm-reward"]
+    serve_port = yaml.safe_load(doc["spec"]["serveConfigV2"])["http_options"]["port"]
+    workers = [spec for _, is_head, spec in pod_specs(doc) if not is_head]
+    assert workers
+    for spec in workers:
+        c = spec["containers"][0]
+        cmd = " ".join(c["readinessProbe"]["exec"]["command"])
+        assert "api/local_raylet_healthz" in cmd and f"localhost:{serve_port}/-/healthz" in cmd
+        assert f"localhost:{serve_port}/healthz" in cmd.split("&&")[-1]
+        assert c["readinessProbe"]["timeoutSeconds"] >= 2 + 2 + 4  # the three wget timeouts fit in one probe
+        assert "livenessProbe" not in c and "startupProbe" not in c
+    for _, _, spec in pod_specs(doc):
+        for c in spec["containers"]:
+            assert "/healthz" not in str(c.get("livenessProbe", "")), "a liveness probe must not wait on the models"
