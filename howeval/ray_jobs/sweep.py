@@ -40,7 +40,7 @@ from howeval.config import (
     with_changes,
 )
 from howeval.config.preflight import check_cluster_fit, raise_problems
-from howeval.plugins import RunContext, enabled, write_report
+from howeval.plugins import RunContext, coverage_lines, enabled, write_report
 from howeval.plugins.patterneval import MAX_ATTEMPTS
 from howeval.ray_jobs.common import add_override_args
 from howeval.ray_jobs.outcome import EXIT_OK, EXIT_USAGE, exit_code, read_unmeasured, written_configs
@@ -70,13 +70,16 @@ def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool 
     progress = progress or Progress()
     progress.note(f"{len(samples)} samples x {len(cfg.models)} config(s) -> {cfg.output_uri}; starting Ray"
                   + (f" ({len(bad)} bad rows skipped: bad_rows.json)" if bad else ""))
+    ctx = RunContext(cfg, samples, verbose=verbose, max_attempts=max_attempts)
+    benchmarks = enabled(cfg)
+    for line in coverage_lines(ctx, benchmarks):  # what each benchmark scores of these rows, and why not the rest
+        progress.note(line)
     init_ray(cfg.ray, verbose=verbose)
     # a config no node can ever hold would leave its actors pending (a RayJob until its deadline): refuse now
     raise_problems(check_cluster_fit(cfg, cluster_node_shapes()), "the cluster's shape")
     record_provenance(cfg, cluster=cluster_summary())  # <run>/provenance.json: code, packages, hardware, arguments
-    ctx = RunContext(cfg, samples, verbose=verbose, max_attempts=max_attempts)
     failures: dict[str, str] = {}
-    for summary in run_benchmarks(ctx, enabled(cfg), progress).values():
+    for summary in run_benchmarks(ctx, benchmarks, progress).values():
         failures.update(summary.failures)
     write_json(join(cfg.output_uri, "failures.json"), json.dumps(failures, indent=2, sort_keys=True))
     finish_provenance(cfg)  # wall time to the report, in provenance.json and the report

@@ -133,7 +133,8 @@ def test_one_sweep_runs_patterneval_crystal_and_adaptmmbench(tmp_path, repo_root
     assert main(["--config", str(repo_root / "configs" / "all-benchmarks.yaml"), "--output", str(out),
                  "--limit", "4", "--max-tokens", "16"]) == 0
     printed = capsys.readouterr().out
-    for line in (f"4 samples x 1 config(s) -> {out}; starting Ray\n", "] generate + judge · AdaptMMBench\n",  # one block: beside generation
+    for line in (f"4 samples x 1 config(s) -> {out}; starting Ray\n", "PatternEval: all 4 rows\nCRYSTAL: all 4 rows\n",
+                 "AdaptMMBench: all 4 rows\n", "] generate + judge · AdaptMMBench\n",  # one block: beside generation
                  "] CRYSTAL step scores\n", "\nCRYSTAL: 8 responses scored in ", "\nAdaptMMBench smollm2-135m: Acc text ", "] report: metrics, tables, plots, samples\n",
                  f"  wrote {out / 'metrics.json'}  ", f"  wrote {out / 'index.html'}  "):
         assert line in printed, line
