@@ -172,6 +172,23 @@ class RowsDigest:
         return self._h.hexdigest()
 
 
+def undefined_as_null(value: Any) -> Any:
+    """``value`` with every float that is not finite (NaN, ±inf: a mean of nothing, a ratio over 0) replaced by
+    None, through dicts, lists and tuples, so a JSON output says ``null`` for an undefined figure (JSON has no
+    NaN; Python would write the invalid token ``NaN``).
+
+    >>> undefined_as_null({"a": float("nan"), "b": [1.0, float("inf")], "c": (0.0,)})
+    {'a': None, 'b': [1.0, None], 'c': [0.0]}
+    """
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+    if isinstance(value, dict):
+        return {k: undefined_as_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [undefined_as_null(v) for v in value]
+    return value
+
+
 def read_jsonl(path: str | os.PathLike, *, limit: int | None = None,
                storage_options: dict[str, Any] | None = None) -> list[Any]:
     """The values of a JSON Lines file's non-blank lines, in order (at most ``limit`` of them).

@@ -40,7 +40,7 @@ from howeval.report.plots import all_plots
 from howeval.report.provenance import provenance_section, relative_to_run, run_provenance
 from howeval.report.samples import write_samples
 from howeval.report.tables import render_agreement
-from howeval.store import fs_and_path, join, read_table, write_bytes, write_json, write_text
+from howeval.store import fs_and_path, join, read_table, undefined_as_null, write_bytes, write_json, write_text
 
 JUDGMENT_COLUMNS = ("correct", "extracted", "verify_method", "verify_reason", "cot", "rep", "con", "pr",
                     "judge_error", "judge")
@@ -230,7 +230,9 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
             metrics.update(part[0])
             extra.extend(part[1])
     done = on_file or (lambda _uri: None)
-    write_json(join(out, "metrics.json"), json.dumps(metrics, indent=2, sort_keys=True, default=str))
+    # an undefined figure is null (never 0.0, never the invalid token NaN): allow_nan=False proves it
+    write_json(join(out, "metrics.json"), json.dumps(undefined_as_null(metrics), indent=2, sort_keys=True, default=str,
+                                                     allow_nan=False))
     done(join(out, "metrics.json"))
     for uri in write_tables(out, metrics, vision):
         done(uri)
