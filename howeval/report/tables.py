@@ -352,7 +352,8 @@ def unresolved_text(s: dict) -> str | None:
     if not total:
         return None
     why = {"unresolved": "with no LLM verifier configured: judges.verifier.llm_fallback",
-           "llm_error": "the LLM verifier failed", "budget": "over the verifier's size or time budget"}
+           "llm_error": "the LLM verifier failed", "budget": "over the verifier's size or time budget",
+           "rule": "left open by the rules (rows stored before the LLM verifier was asked)"}
     parts = [f"{n} {why.get(m, f'method {m}')}" for m, n in (s.get("unresolved_by_method") or {}).items() if n]
     return f"{total} unresolved answers counted as not correct" + (f" ({'; '.join(parts)})" if parts else "")
 
@@ -362,7 +363,8 @@ def render_adapt(adapt: dict) -> str:
     answers with a verdict, MCC of tool calling over every item, efficiency."""
     rows, eff = [], []
     for c, s in adapt.items():
-        for mode, acc in s["accuracy"].items():
+        for mode in sorted(s["accuracy"], key=lambda m: (ADAPT_MODES.index(m) if m in ADAPT_MODES else 3, m)):
+            acc = s["accuracy"][mode]
             dec = (s.get("accuracy_decided") or {}).get(mode) or {}
             doms = ", ".join(f"{d} {pct(v)}" for d, v in acc.items() if d != "all")
             rows.append([c, mode, str(s["n"].get(mode, 0)), pct(acc.get("all")),
