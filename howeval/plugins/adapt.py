@@ -109,6 +109,9 @@ class Adapt(Benchmark):
 
         cfg = ctx.cfg
         items = adapt_items(ctx.samples)
+        # the verifier's LLM fallback caches its calls beside the sweep's judges (none without a fallback)
+        verifier_cache = (judge_cache_dir(cfg.judges, cfg.output_uri)
+                          if cfg.judges.verifier.llm_fallback is not None else None)
         plan = Plan("AdaptMMBench")
         if not items:
             return plan
@@ -127,7 +130,7 @@ class Adapt(Benchmark):
             r = model.resources
             plan.pipelines.append(Pipeline(f"adapt:{model.name}", conform(todo, ADAPT_WORK_SCHEMA), [Stage(
                 "adapt", AdaptStage, {"model_config": model, "settings": s, "schema": ADAPT_SCHEMA,
-                                      "judges": cfg.judges, "cache_dir": judge_cache_dir(cfg.judges, cfg.output_uri)},
+                                      "judges": cfg.judges, "cache_dir": verifier_cache},
                 out_uri=uri,
                 inputs=tuple(REQUIRED_COLUMNS), outputs=tuple(ADAPT_SCHEMA.names),
                 batch_size=r.batch_size, replicas=r.replicas, num_cpus=r.num_cpus, num_gpus=r.num_gpus,
