@@ -74,6 +74,7 @@ RESPONSE_SCHEMA = pa.schema(
         ("prompt", pa.string()),  # the prompt as sent: JSON of messages (image ids, no bytes) + request settings
         ("raw_output", pa.string()),  # the generated text before the reasoning split (null when not kept)
         ("attempt", pa.int64()),  # 1 for the first try; a rerun retries error rows up to --max-attempts
+        ("source", pa.string()),  # the item's source dataset (manifest ``source``; issue 41: the report's composition)
     ]
 )
 
@@ -127,6 +128,9 @@ ADAPT_SCHEMA = pa.schema([
     # tool calls the LLM process judge found effective out of those it judged (null without a process judge)
     ("coverage_method", pa.string()), ("coverage_error", pa.string()),
     ("n_calls_effective", pa.int64()), ("n_calls_judged", pa.int64()),
+    # issue 41: why the verdict is what it is (an unresolved answer: why, and that it counts as not correct in
+    # the all-items accuracy) and which verifier gave it (``howeval.judges.pipeline.verifier_id``)
+    ("verify_reason", pa.string()), ("verifier", pa.string()),
 ])
 
 

@@ -1,8 +1,13 @@
 """Ray Data stage: AdaptMMBench episodes (text / adaptive / oracle-visual) with a policy engine.
 
 Input: Sample columns with ``evidence_boxes`` plus ``config`` and ``adapt_mode``. Output: one row per
-item and mode (``howeval.records.ADAPT_SCHEMA``), the final answer verified with ``howeval.judges.verify``.
-An engine failure ends that item with ``error`` set; the rest of the batch goes on.
+item and mode (``howeval.records.ADAPT_SCHEMA``), the final answer verified as the sweep verifies responses
+(``howeval.judges.pipeline.Judger.verify_rows``: the rules, then the sweep's ``judges.verifier.llm_fallback``
+for what they leave open, through the run's write-ahead judge cache). Where no LLM verifier is configured an
+answer the rules leave open keeps ``correct`` null with ``verify_method`` ``"unresolved"`` and a
+``verify_reason`` that says it counts as not correct in the paper's all-items accuracy
+(``howeval.benchmarks.adapt.metrics.summarize``). An engine failure ends that item with ``error`` set; the rest
+of the batch goes on.
 """
 from __future__ import annotations
 
@@ -13,14 +18,40 @@ import pyarrow as pa
 
 from howeval.benchmarks.adapt.loop import run_adaptive_batch
 from howeval.benchmarks.adapt.metrics import key_step_coverage
-from howeval.config import AdaptConfig, ModelConfig, check_config
+from howeval.config import AdaptConfig, JudgesConfig, ModelConfig, check_config
 from howeval.engines.registry import build_engine
-from howeval.judges.verify import verify
+from howeval.judges.pipeline import Judger
+from howeval.judges.verify import VerifyResult
 from howeval.records import check_columns, conform
+
+METHOD_UNRESOLVED = "unresolved"
+"""``verify_method`` of an answer the rules could not decide with no LLM verifier configured (the reward
+server's name for the same case)."""
+NOT_CORRECT_NOTE = "counted as not correct in the all-items accuracy (AdaptMMBench's figure)"
 
 REQUIRED_COLUMNS = {"sample_id": "item id", "images": "image bytes", "question": "question", "answer": "gold",
                     "answer_type": "verifier type", "evidence_boxes": "gold boxes", "adapt_mode": "text|adaptive|oracle",
                     "config": "model config"}
+
+
+JUDGE_INPUT_MAX_SIDE = 1024
+"""The image a call acted on goes to the effectiveness judge at most this many pixels a side (a thumbnail keeps
+the request small; the judge needs where the box lies, not every pixel); the output image goes as it is."""
+
+
+def call_image_urls(images) -> dict:
+    """``{"input_image", "output_image"}`` PNG data URLs of one executed call's ``AdaptiveResult.call_images``
+    entry: the image it acted on (shrunk to :data:`JUDGE_INPUT_MAX_SIDE` a side when larger) and its output,
+    pixel for pixel (None when the call failed); {} without an entry (a call that did not parse ran on no image)."""
+    if not images:
+        return {}
+    from howeval.benchmarks.adapt.loop import image_to_data_url
+
+    src, out = images
+    if max(src.size) > JUDGE_INPUT_MAX_SIDE:
+        src = src.copy()
+        src.thumbnail((JUDGE_INPUT_MAX_SIDE, JUDGE_INPUT_MAX_SIDE))
+    return {"input_image": image_to_data_url(src), "output_image": None if out is None else image_to_data_url(out)}
 
 
 class AdaptStage:
@@ -31,15 +62,24 @@ class AdaptStage:
         settings: the sweep's ``adapt:`` block with ``tool_format`` filled in for this engine
             (``howeval.plugins.adapt.adapt_settings``): turns, tokens per turn, coverage threshold, embedder.
         schema: the output schema (``howeval.records.ADAPT_SCHEMA``).
+        judges: the sweep's ``judges:`` block; only its verifier is used (rules, then ``llm_fallback`` when
+            set). None = the rules alone.
+        cache_dir: the run's write-ahead judge cache folder (``howeval.judges.cache.judge_cache_dir``) for the
+            LLM verifier's calls (the verifier id is the namespace, as in the sweep's judge stage), or None.
 
     Raises:
         TypeError: ``model_config`` or ``settings`` is not the config object (a dict is not re-validated here).
         ValueError: ``settings.tool_format`` is unset (call ``AdaptConfig.for_engine`` first).
     """
 
-    def __init__(self, model_config: ModelConfig, settings: AdaptConfig, schema: pa.Schema):
+    def __init__(self, model_config: ModelConfig, settings: AdaptConfig, schema: pa.Schema,
+                 judges: JudgesConfig | None = None, cache_dir: str | None = None):
         check_config(model_config, ModelConfig, "model_config")
         check_config(settings, AdaptConfig, "settings")
+        if judges is not None:
+            check_config(judges, JudgesConfig, "judges")
+        # the sweep's verifier, no pattern judge (only=[]): the same rules, LLM fallback and cache as JudgeStage
+        self.verifier = Judger(judges or JudgesConfig(), only=[], cache_dir=cache_dir)
         if settings.tool_format is None:
             raise ValueError("settings.tool_format is None: pass AdaptConfig.for_engine(engine), which fills it in")
         self.model, self.settings, self.schema = model_config, settings, schema
@@ -79,20 +119,45 @@ class AdaptStage:
                                           "steps": list(results[i].trajectory_steps)} for i in todo])
         for i, v in zip(todo, verdicts):
             out[i].update(key_step_coverage=v.value, coverage_method=f"llm:{judge.judge_id}", coverage_error=v.error)
-        calls = [(i, c) for i, res in enumerate(results) if not res.error for c in res.calls if c.status != "not_executed"]
+        calls = [(i, k, c) for i, res in enumerate(results) if not res.error
+                 for k, c in enumerate(res.calls) if c.status != "not_executed"]
         texts = {(i, t.turn): t.text for i, res in enumerate(results) for t in res.turns}
         eff = judge.effectiveness_batch([{
             "question": rows[i]["question"], "step": (texts.get((i, c.turn)) or "").strip()[-600:], "tool": c.name,
             "arguments": c.arguments, "status": c.status + (f" ({c.error})" if c.error else ""),
             "result": None if c.output_size is None else f"output image {c.output_size[0]}x{c.output_size[1]}",
-        } for i, c in calls])
+            **call_image_urls(results[i].call_images.get(k)),
+        } for i, k, c in calls])
         for i, res in enumerate(results):
             if not res.error:
                 out[i]["n_calls_effective"], out[i]["n_calls_judged"] = 0, 0
-        for (i, _c), v in zip(calls, eff):
+        for (i, _k, _c), v in zip(calls, eff):
             if v.value is not None:  # a failed judgment counts in neither (never a default decision)
                 out[i]["n_calls_judged"] += 1
                 out[i]["n_calls_effective"] += bool(v.value)
+        return out
+
+    def verified(self, rows: list[dict], results: list) -> list[VerifyResult | None]:
+        """The verdict on each episode's final answer (None for an engine error: no answer).
+
+        ``Judger.verify_rows`` decides (rules, then the LLM fallback when configured; a truncated final answer
+        is wrong with method ``truncated``). An answer still without a verdict keeps ``correct`` None and gets
+        a reason saying it counts as not correct in the all-items accuracy; with no LLM verifier configured
+        its method is :data:`METHOD_UNRESOLVED` (the rules' reason kept)."""
+        todo = [i for i, res in enumerate(results) if not res.error]
+        verdicts = self.verifier.verify_rows([{
+            "question": rows[i]["question"], "response": results[i].final_text or "", "answer": rows[i]["answer"],
+            "answer_type": rows[i]["answer_type"], "options": rows[i].get("options"),
+            "benchmark": rows[i].get("benchmark"), "truncated": results[i].truncated} for i in todo])
+        out: list[VerifyResult | None] = [None] * len(rows)
+        for i, v in zip(todo, verdicts):
+            if v.correct is None and self.verifier.llm_verifier is None:
+                v = VerifyResult(None, v.extracted, METHOD_UNRESOLVED,
+                                 f"rules could not decide ({v.reason}); no LLM verifier configured "
+                                 f"(judges.verifier.llm_fallback): {NOT_CORRECT_NOTE}")
+            elif v.correct is None:
+                v = VerifyResult(None, v.extracted, v.method, f"{v.reason}: {NOT_CORRECT_NOTE}")
+            out[i] = v
         return out
 
     def coverage(self, key_steps: list[str] | None, steps: list[str]) -> float | None:
@@ -119,14 +184,14 @@ class AdaptStage:
                                              max_tokens=self.settings.max_tokens, temperature=0.0)
             except Exception as e:  # noqa: BLE001 - the whole batch failed in the engine: recorded on each row
                 out += [{"sample_id": r["sample_id"], "config": self.model.name, "mode": mode,
-                         "error": f"{type(e).__name__}: {e}"} for r in sel]
+                         "domain": r.get("domain"), "error": f"{type(e).__name__}: {e}"} for r in sel]
                 continue
             process = self.judged(sel, results)
-            for r, res, pj in zip(sel, results, process):
-                v = None if res.error else verify(res.final_text or "", r["answer"], r["answer_type"], r.get("options"))
+            for r, res, pj, v in zip(sel, results, process, self.verified(sel, results)):
                 out.append({
                     "sample_id": r["sample_id"], "config": self.model.name, "mode": mode, "domain": r.get("domain"),
                     "correct": None if v is None else v.correct, "verify_method": None if v is None else v.method,
+                    "verify_reason": None if v is None else v.reason, "verifier": self.verifier.verifier_id,
                     "called": res.called, "n_calls": res.n_calls, "n_ineffective": res.n_ineffective,
                     "tokens": res.tokens, "steps": res.steps, "n_turns": res.n_turns, "final_text": res.final_text,
                     "trajectory_steps": list(res.trajectory_steps), "key_steps": r.get("key_steps"),

@@ -40,7 +40,7 @@ def response_row(sample: dict, model: ModelConfig, mode: str, c: Completion, ima
         "images_seen": images_seen, "error": c.error,
         "response_hash": None if c.error else response_hash(c.text, c.reasoning),
         "prompt": prompt, "raw_output": c.raw,
-        "attempt": sample.get("attempt") or 1,
+        "attempt": sample.get("attempt") or 1, "source": sample.get("source"),
     }
 
 

@@ -25,8 +25,9 @@ from howeval.judges.verdict import JudgeParseError
 
 log = logging.getLogger(__name__)
 
-PROCESS_RUBRIC_VERSION = "process-v1"
-"""Bumped when a prompt or a parser changes (part of the judge id, so the cache misses on purpose)."""
+PROCESS_RUBRIC_VERSION = "process-v2"
+"""Bumped when a prompt or a parser changes (part of the judge id, so the cache misses on purpose). v2 (issue 41):
+the effectiveness judge sees the image each call acted on and its output image."""
 
 COVERAGE_SYSTEM = (
     "You check whether a model's reasoning covers the key steps of a solution. A key step is covered when some "
@@ -114,13 +115,40 @@ def coverage_messages(question: str, key_steps: Sequence[str], steps: Sequence[s
 
 
 def effectiveness_messages(question: str, step: str, tool: str, arguments: Any, status: str,
-                           result: str | None) -> list[dict[str, Any]]:
-    """The effectiveness request for one call: the question, the step it serves, the call, what it returned."""
+                           result: str | None, input_image: str | None = None,
+                           output_image: str | None = None) -> list[dict[str, Any]]:
+    """The effectiveness request for one call: the question, the step it serves, the call, what it returned.
+
+    ``input_image`` (the image the call acted on) and ``output_image`` (what it returned; None when it failed)
+    are ``data:image/...`` or http(s) URLs. With either, the user content is a list, as the pattern judge's
+    (``howeval.judges.rubric.build_pattern_messages``): each image as an ``image_url`` part after a text part
+    naming it, then the text; without both, a plain string.
+
+    Raises:
+        ValueError: an image that is not a data:image/... or http(s) URL.
+
+    >>> m = effectiveness_messages("q", "zoom on the sign", "zoom_in", {"box": [0, 0, 8, 8]}, "ok", "output image 8x8",
+    ...                            "data:image/png;base64,AA", "data:image/png;base64,BB")
+    >>> [p["type"] for p in m[1]["content"]]
+    ['text', 'image_url', 'text', 'image_url', 'text']
+    """
     args = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True, default=str)
+    text = (f"Question: {question}\n\nReasoning step before the call: {step or '(none)'}\n"
+            f"Tool call: {tool}({args})\nExecution: {status}" + (f"; {result}" if result else ""))
+    parts: list[dict[str, Any]] = []
+    for caption, url in (("The image the tool was applied to:", input_image),
+                         ("The tool's output image:", output_image)):
+        if url is None:
+            continue
+        if not isinstance(url, str) or not url.startswith(("data:image/", "http://", "https://")):
+            raise ValueError(f"{caption} must be a data:image/... or http(s) URL, got {str(url)[:40]!r}")
+        parts += [{"type": "text", "text": caption}, {"type": "image_url", "image_url": {"url": url}}]
+    if not parts:
+        return [{"role": "system", "content": EFFECTIVENESS_SYSTEM}, {"role": "user", "content": text}]
+    if output_image is None:
+        text += "\n(The call returned no image.)"
     return [{"role": "system", "content": EFFECTIVENESS_SYSTEM},
-            {"role": "user", "content": (f"Question: {question}\n\nReasoning step before the call: {step or '(none)'}\n"
-                                         f"Tool call: {tool}({args})\nExecution: {status}"
-                                         + (f"; {result}" if result else ""))}]
+            {"role": "user", "content": [*parts, {"type": "text", "text": text}]}]
 
 
 class LLMProcessJudge:
@@ -211,10 +239,12 @@ class LLMProcessJudge:
         return self._run(msgs, parse, "cov")
 
     def effectiveness_batch(self, calls: Sequence[dict]) -> list[ProcessVerdict]:
-        """Whether each tool call (``question``, ``step``, ``tool``, ``arguments``, ``status``, ``result``) is
-        effective: ``value`` True / False, None on failure."""
+        """Whether each tool call (``question``, ``step``, ``tool``, ``arguments``, ``status``, ``result``, and
+        optionally ``input_image`` / ``output_image``: data URLs of the image the call acted on and of its
+        output) is effective: ``value`` True / False, None on failure."""
         msgs = [effectiveness_messages(c.get("question") or "", c.get("step") or "", c.get("tool") or "?",
-                                       c.get("arguments"), c.get("status") or "?", c.get("result")) for c in calls]
+                                       c.get("arguments"), c.get("status") or "?", c.get("result"),
+                                       c.get("input_image"), c.get("output_image")) for c in calls]
 
         def parse(_i: int, text: str) -> ProcessVerdict:
             ok, reason = parse_effectiveness_output(text)

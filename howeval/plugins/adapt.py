@@ -4,8 +4,10 @@ oracle-visual mode, beside generation.
 The plug-in runs in phase 0, at the same time as the sweep's generation (it needs no response): one
 ``adapt:<config>`` pipeline per config of ``AdaptStage`` actors (``howeval.actors.adapt``) with rows under
 ``<run>/adapt/<config>/``, keyed by (sample_id, config, mode): rerunning computes only what is missing.
-Its progress lines are ``adapt <config> <mode>``; its summary a line per config (Acc per mode, MCC of
-tool calling, text-vs-adaptive consistency); its report part the AdaptMMBench table.
+Its progress lines are ``adapt <config> <mode>``; its summary a line per config (Acc per mode over every item,
+the paper's figure, and over the decided answers; MCC of tool calling; text-vs-adaptive consistency); its report
+part the AdaptMMBench table. Episode answers are verified with the sweep's verifier (``judges.verifier``: rules,
+then its ``llm_fallback``), through the run's judge cache.
 """
 from __future__ import annotations
 
@@ -63,9 +65,12 @@ def _counted(output_uri: str, rows: list[dict]) -> list[dict]:
 
 
 def adapt_lines(summaries: dict, failures: dict[str, str]) -> list[str]:
-    """The AdaptMMBench result in words, one line per config: accuracy per mode (text, adaptive, oracle)
-    with its count, the MCC of tool calling, errors and unresolved verdicts; a failed config (a key of
-    ``failures``: the config name) with its reason."""
+    """The AdaptMMBench result in words, one line per config: accuracy per mode (text, adaptive, oracle) over
+    every item, the paper's figure, with the item count; the same over the answers with a verdict; the MCC of
+    tool calling over every item; engine errors and unresolved answers (counted as not correct, and why); a
+    failed config (a key of ``failures``: the config name) with its reason."""
+    from howeval.report.tables import unresolved_text
+
     out = []
     for name, s in sorted(summaries.items()):
         if name in failures:
@@ -75,14 +80,16 @@ def adapt_lines(summaries: dict, failures: dict[str, str]) -> list[str]:
             continue
         modes = sorted(s["n"], key=lambda m: (ORDER.index(m) if m in ORDER else len(ORDER), m))
         accs = " · ".join(f"{m} {_pct(s['accuracy'][m]['all'])} ({s['n'][m]})" for m in modes)
+        dec = " · ".join(f"{m} {_pct((s.get('accuracy_decided') or {}).get(m, {}).get('all'))} "
+                         f"({(s.get('n_decided') or {}).get(m, 0)})" for m in modes)
         extra = [f"MCC {mcc_text(s.get('mcc'), s.get('confusion'))}"]
         if s.get("consistency"):
             extra.append(f"text vs adaptive-text inconsistent {consistency_text(s['consistency'])}")
         if sum((s.get("errors") or {}).values()):
-            extra.append(f"{sum(s['errors'].values())} engine errors")
-        if s.get("unresolved"):
-            extra.append(f"{s['unresolved']} unresolved")
-        out.append(f"AdaptMMBench {name}: Acc {accs}; {', '.join(extra)}")
+            extra.append(f"{sum(s['errors'].values())} engine errors counted as not correct")
+        if (u := unresolved_text(s)) is not None:
+            extra.append(u)
+        out.append(f"AdaptMMBench {name}: Acc (all items) {accs}; decided only {dec}; {', '.join(extra)}")
     return out
 
 
@@ -115,9 +122,13 @@ class Adapt(Benchmark):
         """One ``adapt:<config>`` pipeline per config with episodes still to run (item-major: each batch
         holds every mode of its items, so the modes' lines advance together)."""
         from howeval.actors.adapt import REQUIRED_COLUMNS, AdaptStage
+        from howeval.judges.cache import judge_cache_dir
 
         cfg = ctx.cfg
         items = adapt_items(ctx.samples)
+        # the verifier's LLM fallback caches its calls beside the sweep's judges (none without a fallback)
+        verifier_cache = (judge_cache_dir(cfg.judges, cfg.output_uri)
+                          if cfg.judges.verifier.llm_fallback is not None else None)
         plan = Plan("AdaptMMBench")
         if not items:
             return plan
@@ -135,7 +146,9 @@ class Adapt(Benchmark):
                 plan.lines[f"adapt {model.name} {m}"] = (modes.count(m), 0)
             r = model.resources
             plan.pipelines.append(Pipeline(f"adapt:{model.name}", conform(todo, ADAPT_WORK_SCHEMA), [Stage(
-                "adapt", AdaptStage, {"model_config": model, "settings": s, "schema": ADAPT_SCHEMA}, out_uri=uri,
+                "adapt", AdaptStage, {"model_config": model, "settings": s, "schema": ADAPT_SCHEMA,
+                                      "judges": cfg.judges, "cache_dir": verifier_cache},
+                out_uri=uri,
                 inputs=tuple(REQUIRED_COLUMNS), outputs=tuple(ADAPT_SCHEMA.names),
                 batch_size=r.batch_size, replicas=r.replicas, num_cpus=r.num_cpus, num_gpus=r.num_gpus,
                 accelerator_type=r.accelerator_type, read_images=any(x.get("images") is None for x in todo),

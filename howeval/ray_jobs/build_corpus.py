@@ -15,6 +15,10 @@ Steps, each printing its counts:
 
 The data are small (tens of thousands of rows): this job runs in one process, without Ray.
 
+Each invocation appends its provenance (arguments, git commit, package versions, SHA-256 of the judgments and
+responses it read, or of the offline corpus's sources, start and end time) to ``<out>/provenance.json``
+(``howeval.report.provenance.job_provenance``).
+
 ``--offline`` builds the corpus that needs no judge instead (``howeval.judges.patternrm.corpus``: real
 texts plus pattern injections with labels known by construction, the 47 hand-labelled responses left
 out; card: ``docs/patternrm_corpus.md``) and writes ``offline.jsonl`` (every record, unknown labels as
@@ -197,14 +201,26 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     if a.offline == bool(a.run):
         p.error("give exactly one of --run RUN (three judges' judgments) or --offline")
+    from howeval.report.provenance import finish_job_provenance, job_provenance, record_job_provenance
+
     try:
         if a.offline:
+            from howeval.judges.patternrm.head import default_sources
+
+            src = default_sources()
+            data = [src["data_root"], src["human_labels"], src["demo_manifest"]]
+        else:
+            data = [join(a.run, "judgments"), join(a.run, "responses")]
+        record_job_provenance(a.out, job_provenance("howeval.ray_jobs.build_corpus", vars(a), data, a.out))
+        if a.offline:
             build_offline(a.out, tuple(a.targets), a.seed, a.max_chars)
-            return 0
-        build_corpus(a.run, a.judges, a.out, tuple(a.targets), a.min_rate, a.max_copies, a.holdout, a.seed, a.max_chars)
+        else:
+            build_corpus(a.run, a.judges, a.out, tuple(a.targets), a.min_rate, a.max_copies, a.holdout, a.seed,
+                         a.max_chars)
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    finish_job_provenance(a.out, outcome="ok")
     return 0
 
 

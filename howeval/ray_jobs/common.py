@@ -23,7 +23,10 @@ def run_builder(argv, *, prog: str, description: str, cls: type, example: str,
     """The command line of a builder job (``build_refs``, ``build_keysteps``): ``--config`` (a YAML of model
     ``cls``), ``--output`` (replaces ``output_uri``), ``--limit N`` (the first N rows of each benchmark).
 
-    Before Ray starts the config is checked (``howeval.config.preflight.builder_preflight``). ``build(cfg) -> result`` does the work;
+    Before Ray starts the config is checked (``howeval.config.preflight.builder_preflight``) and the job's provenance
+    (config, git commit, package versions, each benchmark file's SHA-256, start time) is appended to
+    ``<output_uri>/provenance.json`` (``howeval.report.provenance.job_provenance``; ``finished``, ``wall_s`` and
+    ``outcome`` added when the build returns). ``build(cfg) -> result`` does the work;
     ``summary(cfg, result) -> str`` is the line printed after it; ``failed(result) -> str | None`` says why the
     run produced nothing (every item's call failed), or None.
 
@@ -35,6 +38,7 @@ def run_builder(argv, *, prog: str, description: str, cls: type, example: str,
     from howeval.config import ConfigError, load_sweep_config, with_changes
     from howeval.config.preflight import builder_preflight, raise_problems
     from howeval.ray_jobs.outcome import EXIT_ALL_ROWS_FAILED, EXIT_USAGE
+    from howeval.report.provenance import finish_job_provenance, job_provenance, record_job_provenance
 
     p = argparse.ArgumentParser(prog=prog, description=description)
     p.add_argument("--config", required=True, help=f"{prog.rsplit('.', 1)[-1]} YAML (see {example})")
@@ -48,12 +52,15 @@ def run_builder(argv, *, prog: str, description: str, cls: type, example: str,
         if a.limit:
             cfg = with_changes(cfg, "--limit", benchmarks=[with_changes(b, "--limit", limit=a.limit) for b in cfg.benchmarks])
         raise_problems(builder_preflight(cfg), a.config)
+        record_job_provenance(cfg.output_uri, job_provenance(prog.split()[-1], cfg, [b.path for b in cfg.benchmarks],
+                                                             cfg.output_uri))
         result = build(cfg)
     except (ConfigError, FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     print(summary(cfg, result))
     why = failed(result)
+    finish_job_provenance(cfg.output_uri, outcome=why or "ok")
     if why:
         print(f"error: run failed (exit {EXIT_ALL_ROWS_FAILED}): {why}", file=sys.stderr)
         return EXIT_ALL_ROWS_FAILED

@@ -23,6 +23,10 @@ Rewards: ``reward.source: server`` scores through ``howeval.rewards.client.Rewar
 var ``reward.url_env``, token from ``reward.token_env``; both forwarded to the workers), ``inprocess``
 with ``howeval.training.rewards.InProcessScorer`` (the same ``howeval.rewards.functions`` functions as the server).
 
+Provenance (issue 41): each invocation appends an entry to ``<storage>/<run>/provenance.json`` before Ray Train
+starts (config, git commit, package versions, the manifest's SHA-256, start time, the step it resumes from;
+:func:`record_provenance`), marked finished with its outcome when ``fit`` returns.
+
 Per-step metrics (printed as one JSON line per log step by rank 0, kept in every checkpoint's
 ``trainer_state.json`` and written to ``<run>/metrics.jsonl`` at the end): TRL's ``reward``,
 ``rewards/<kind>/mean``, ``kl`` (beta > 0), ``completions/mean_length``, and ours under
@@ -205,11 +209,13 @@ def run_state(storage_path: str, name: str) -> tuple[bool, list[int]]:
     """``(run folder exists and is not empty, registered checkpoint steps)`` of ``<storage_path>/<name>``
     (local or fsspec URL): the steps from Ray Train's ``checkpoint_manager_snapshot.json``
     (:func:`howeval.training.resume.checkpoint_steps`)."""
+    from howeval.report.provenance import PROVENANCE_FILE
     from howeval.store import fs_and_path
     from howeval.training.resume import checkpoint_steps
 
     fs, path = fs_and_path(storage_path.rstrip("/") + "/" + name)
-    if not (fs.exists(path) and fs.ls(path)):
+    # provenance.json alone (written before Ray Train starts: a start that failed there) is no run state
+    if not (fs.exists(path) and [p for p in fs.ls(path, detail=False) if p.rstrip("/").rsplit("/", 1)[-1] != PROVENANCE_FILE]):
         return False, []
     snap = path.rstrip("/") + "/checkpoint_manager_snapshot.json"
     text = fs.cat_file(snap).decode("utf-8") if fs.exists(snap) else None
@@ -309,6 +315,7 @@ def run(cfg: TrainConfig, storage_path: str | None = None, max_steps: int | None
     env_vars |= tensorboard_env(cfg, storage)
     rows = build_rows_for(cfg)
     log.info("%d training prompts from %s (%s split)", len(rows), cfg.data.path, cfg.data.split)
+    record_provenance(cfg, storage, start, len(rows))
 
     init_ray(cfg.ray)
     trainer = TorchTrainer(
@@ -324,7 +331,27 @@ def run(cfg: TrainConfig, storage_path: str | None = None, max_steps: int | None
     )
     result = trainer.fit()
     _write_metrics(result, storage, cfg.run_name)
+    from howeval.report.provenance import finish_job_provenance
+
+    finish_job_provenance(f"{storage.rstrip('/')}/{cfg.run_name}",
+                          outcome="ok" if getattr(result, "error", None) is None
+                          else f"{type(result.error).__name__}: {result.error}")
     return result
+
+
+def record_provenance(cfg: TrainConfig, storage: str, resumed_from: int | None, n_prompts: int) -> dict:
+    """Append this invocation's provenance to ``<storage>/<run_name>/provenance.json`` (issue 41): the config
+    (as validated, with any command-line change), the git commit, versions of the key packages, the training
+    manifest's SHA-256, the start time (``howeval.report.provenance.job_provenance``), plus ``resumed_from_step``
+    (None: a fresh start) and ``n_prompts``. A resumed run adds an entry per invocation; ``finished``,
+    ``wall_s`` and ``outcome`` are added when ``fit`` returns. Returns the entry."""
+    from howeval.report.provenance import job_provenance, record_job_provenance
+
+    run_dir = f"{storage.rstrip('/')}/{cfg.run_name}"
+    entry = job_provenance("howeval.ray_jobs.train_grpo", cfg, [cfg.data.path], run_dir)
+    entry.update(resumed_from_step=resumed_from, n_prompts=n_prompts)
+    record_job_provenance(run_dir, entry)
+    return entry
 
 
 def _write_metrics(result, storage: str, name: str) -> None:

@@ -77,7 +77,8 @@ def build_document(metrics: dict, *, title: str, meta: dict | None = None, visio
     glance = overview_table(metrics)
     if glance:
         doc.append(("md", "## The three benchmarks side by side\n\nPatternEval Acc and Trigger (%), CRYSTAL Ordered "
-                    "Match F1 (%, step-level reasoning), AdaptMMBench accuracy (%) in text / adaptive / oracle mode and "
+                    "Match F1 (%, step-level reasoning), AdaptMMBench accuracy (%) over every item in text / adaptive / "
+                    "oracle mode (the paper's figure: an answer without a verdict counts as not correct) and "
                     "the MCC of its tool-use decisions. Details in their sections below.\n\n" + glance))
     doc.append(("md", "## PatternEval: main table\n\n"
                 "One row per config, in % (the paper's main-table layout): Acc, Trigger, the four label rates and the "

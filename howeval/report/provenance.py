@@ -323,3 +323,81 @@ def provenance_section(prov: dict[str, Any]) -> str:
         lines.append(f"- `{name}` ({c['engine']}): `{json.dumps(c['engine_args'], sort_keys=True, default=str)}`; "
                      f"sampling `{json.dumps(c['sampling'], sort_keys=True)}`")
     return "\n".join(lines)
+
+
+def file_fingerprint(path: str, run: str | None = None) -> dict[str, Any]:
+    """``{"path", "bytes", "sha256"}`` of one local or fsspec file (``path`` relative to ``run`` when given,
+    :func:`relative_to_run`); a folder: ``{"path", "files", "bytes", "sha256"}`` over its files in sorted order
+    (each file's relative name and bytes hashed); ``error`` instead of the hash when it cannot be read."""
+    import hashlib
+
+    from howeval.store import fs_and_path
+
+    entry: dict[str, Any] = {"path": relative_to_run(path, run) if run else path}
+    try:
+        fs, p = fs_and_path(path)
+        files = sorted(fs.find(p)) if fs.isdir(p) else [p]
+        h, n = hashlib.sha256(), 0
+        for f in files:
+            if len(files) > 1 or f != p:
+                h.update(f[len(p):].encode("utf-8") + b"\0")
+            with fs.open(f, "rb") as fh:
+                for chunk in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                    h.update(chunk)
+                    n += len(chunk)
+        entry.update(bytes=n, sha256=h.hexdigest())
+        if fs.isdir(p):
+            entry["files"] = len(files)
+    except (OSError, ValueError) as e:  # the reason without the path (no machine path in a run's files)
+        entry["error"] = f"{type(e).__name__}: {getattr(e, 'strerror', None) or 'cannot read it'}"
+    return entry
+
+
+def job_provenance(job: str, config: Any, data: list[str], out: str, *, now: _dt.datetime | None = None,
+                   argv: list[str] | None = None) -> dict[str, Any]:
+    """One provenance entry of a job that is not a sweep (GRPO training, the builders: issue 41).
+
+    Args:
+        job: the job's module (``howeval.ray_jobs.train_grpo``).
+        config: its config: a pydantic model (dumped as JSON) or a JSON-able dict.
+        data: the files or folders it reads (manifests, runs), each fingerprinted (:func:`file_fingerprint`).
+        out: the folder the entry is written to; local paths are written relative to it.
+        now, argv: the start time (default now, UTC) and the command line (default ``sys.argv``).
+
+    Returns ``{"job", "started", "started_unix", "git" (:func:`git_state`), "packages" (:func:`package_versions`),
+    "command", "config", "data": [fingerprints]}``.
+    """
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    cfg = config.model_dump(mode="json") if hasattr(config, "model_dump") else config
+    return {"job": job, "started": now.strftime("%Y-%m-%d %H:%M:%S UTC"), "started_unix": now.timestamp(),
+            "git": git_state(), "packages": package_versions(), "hardware": hardware(),
+            "command": command_line(list(sys.argv if argv is None else argv), out), "config": cfg,
+            "data": [file_fingerprint(d, out) for d in data if d]}
+
+
+def record_job_provenance(out: str, entry: dict[str, Any]) -> str:
+    """Append ``entry`` (:func:`job_provenance`) to ``<out>/provenance.json`` (a list, oldest first: a job run
+    again on the same folder adds one); returns the file's URI."""
+    from howeval.store import join, write_json
+
+    uri = join(out, PROVENANCE_FILE)
+    write_json(uri, json.dumps([*read_provenance(out), entry], indent=2, default=str))
+    return uri
+
+
+def finish_job_provenance(out: str, now: _dt.datetime | None = None, **fields: Any) -> dict[str, Any] | None:
+    """Mark the last entry of ``<out>/provenance.json`` finished (``finished``, ``wall_s``) and add ``fields``
+    (e.g. ``outcome``); None when there is none."""
+    from howeval.store import join, write_json
+
+    entries = read_provenance(out)
+    if not entries:
+        return None
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    last = entries[-1]
+    last["finished"] = now.strftime("%Y-%m-%d %H:%M:%S UTC")
+    if last.get("started_unix") is not None:
+        last["wall_s"] = round(now.timestamp() - last["started_unix"], 1)
+    last.update(fields)
+    write_json(join(out, PROVENANCE_FILE), json.dumps(entries, indent=2, default=str))
+    return last

@@ -2,7 +2,9 @@
 
 Joins each response with the primary pattern judge's judgment (same key and response hash; a judgment
 without error preferred), computes SPEC §1 metrics with bootstrap intervals, McNemar's test and the
-length analysis, adds the judge-agreement section and each benchmark plug-in's part (``sections``: CRYSTAL's,
+length analysis, adds the composition of what the run answered (``metrics.json`` ``composition``, PatternEval
+Table 1's layout: family, category, source, prompts; ``howeval.report.tables.run_composition``), the
+judge-agreement section and each benchmark plug-in's part (``sections``: CRYSTAL's,
 AdaptMMBench's, registered in ``plugins``) when the run has them, and writes under the run:
 
 - ``metrics.json`` (with ``run.provenance``: code, packages, hardware, resolved engine arguments, seeds;
@@ -39,7 +41,7 @@ from howeval.report.paper import categories_of, write_tables
 from howeval.report.plots import all_plots
 from howeval.report.provenance import provenance_section, relative_to_run, run_provenance
 from howeval.report.samples import write_samples
-from howeval.report.tables import render_agreement
+from howeval.report.tables import render_agreement, render_composition, run_composition
 from howeval.store import fs_and_path, join, read_table, undefined_as_null, write_bytes, write_json, write_text
 
 JUDGMENT_COLUMNS = ("correct", "extracted", "verify_method", "verify_reason", "cot", "rep", "con", "pr",
@@ -219,7 +221,8 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
                       "provenance": run_provenance(cfg)}
     bad_rows = relative_bad_rows(bad_rows, out)
     metrics["bad_rows"] = bad_rows
-    extra = []
+    metrics["composition"] = run_composition(responses)
+    extra = [render_composition(metrics["composition"])] if responses else []
     agreement = judge_agreement(judgments)
     if agreement:
         metrics["judge_agreement"] = agreement

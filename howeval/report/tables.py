@@ -342,13 +342,38 @@ def coverage_how(adapt: dict) -> str:
     return "; ".join(words) + (f"; {errors} judge failures left out" if errors else "")
 
 
+def unresolved_text(s: dict) -> str | None:
+    """The answers an AdaptMMBench summary counts as not correct without a verdict, and why, in words; None
+    when there are none. ``unresolved`` (per mode) and ``unresolved_by_method`` come from
+    ``howeval.benchmarks.adapt.metrics.summarize``.
+
+    >>> unresolved_text({"unresolved": {"text": 17, "adaptive": 14}, "unresolved_by_method": {"unresolved": 31}})
+    '31 unresolved answers counted as not correct (31 with no LLM verifier configured: judges.verifier.llm_fallback)'
+    >>> unresolved_text({"unresolved": {"text": 0}})
+    """
+    u = s.get("unresolved") or {}
+    total = sum(u.values()) if isinstance(u, dict) else int(u or 0)
+    if not total:
+        return None
+    why = {"unresolved": "with no LLM verifier configured: judges.verifier.llm_fallback",
+           "llm_error": "the LLM verifier failed", "budget": "over the verifier's size or time budget",
+           "rule": "left open by the rules (rows stored before the LLM verifier was asked)"}
+    parts = [f"{n} {why.get(m, f'method {m}')}" for m, n in (s.get("unresolved_by_method") or {}).items() if n]
+    return f"{total} unresolved answers counted as not correct" + (f" ({'; '.join(parts)})" if parts else "")
+
+
 def render_adapt(adapt: dict) -> str:
-    """AdaptMMBench tables: accuracy per mode and domain, MCC of tool calling, efficiency."""
+    """AdaptMMBench tables: accuracy per mode and domain over every item (the paper's figure) and over the
+    answers with a verdict, MCC of tool calling over every item, efficiency."""
     rows, eff = [], []
     for c, s in adapt.items():
-        for mode, acc in s["accuracy"].items():
+        for mode in sorted(s["accuracy"], key=lambda m: (ADAPT_MODES.index(m) if m in ADAPT_MODES else 3, m)):
+            acc = s["accuracy"][mode]
+            dec = (s.get("accuracy_decided") or {}).get(mode) or {}
             doms = ", ".join(f"{d} {pct(v)}" for d, v in acc.items() if d != "all")
-            rows.append([c, mode, str(s["n"].get(mode, 0)), pct(acc.get("all")), doms])
+            rows.append([c, mode, str(s["n"].get(mode, 0)), pct(acc.get("all")),
+                         str((s.get("n_decided") or {}).get(mode, "–")), pct(dec.get("all")),
+                         str(_per_mode(s.get("unresolved"), mode)), str(_per_mode(s.get("errors"), mode)), doms])
             e = s["efficiency"][mode]
             eff.append([c, mode, *("–" if e[k] is None else f"{e[k]:.1f}" for k in ("tokens", "steps", "tool_calls", "turns")),
                         pct(s["tool_exec_ok_rate"].get(mode)), pct((s.get("tool_effectiveness") or {}).get(mode)),
@@ -356,26 +381,37 @@ def render_adapt(adapt: dict) -> str:
     mcc = [[c, mcc_text(s["mcc"], s.get("confusion")), mcc_text(s.get("mcc_solvable"), s.get("confusion_solvable")),
             " / ".join(str((s["confusion"] or {}).get(k, "–")) for k in ("tp", "fp", "tn", "fn")),
             " / ".join(str((s["labels"] or {}).get(k, "–")) for k in ("required", "redundant", "unsolved")),
-            consistency_text(s.get("consistency")),
-            str(sum(s["errors"].values())), str(s.get("unresolved", 0))] for c, s in adapt.items()]
+            consistency_text(s.get("consistency"))] for c, s in adapt.items()]
+    notes = [f"- `{c}`: {t}." for c, s in adapt.items() if (t := unresolved_text(s))]
     return "\n\n".join([
         "## AdaptMMBench: adaptive tool use",
         "Accuracy (%) per mode and domain; text = no tools, adaptive = the model may call zoom/rotate/contrast "
-        "(executed by the system), oracle = gold evidence crops given (howeval docs/metrics.md §4).",
-        _table(["config", "mode", "n", "Acc", "by domain"], rows),
-        "Mode selection: MCC of 'called a tool' against the model's own labels (ε = 1e-8): Tool-Redundant when "
-        "its text-mode answer is correct, Tool-Required otherwise, over every item with an adaptive answer (the "
-        "paper's item set: items no mode solves count as Tool-Required). 'MCC, solvable only' leaves those out; "
-        "'unsolved' counts them. 'Inconsistent': the share of items whose text-mode answer and tool-free "
-        "adaptive answer differ in correctness (the labels' consistency check; the paper: 0.02).",
+        "(executed by the system), oracle = gold evidence crops given (howeval docs/metrics.md §4). **Acc** is the "
+        "paper's figure: correct answers over every item of the mode (n), so an answer without a verdict "
+        "('unresolved': the rules could not decide and no LLM verifier did) and an engine error count as not "
+        "correct; 'Acc, decided' is over the answers with a verdict only.",
+        _table(["config", "mode", "n", "Acc", "decided", "Acc, decided", "unresolved", "errors", "by domain"], rows),
+        *(["\n".join(notes)] if notes else []),
+        "Mode selection: MCC of 'called a tool' against the model's own labels (ε = 1e-8), over every item: "
+        "Tool-Redundant when its text-mode answer is correct, Tool-Required otherwise (a wrong, unresolved or failed "
+        "text-mode answer; the paper's item set: items no mode solves count as Tool-Required). 'MCC, solvable "
+        "only' leaves those out; 'unsolved' counts them. 'Inconsistent': the share of items whose text-mode answer "
+        "and tool-free adaptive answer differ in correctness (both with a verdict; the labels' consistency check; "
+        "the paper: 0.02).",
         _table(["config", "MCC (paper)", "MCC, solvable only", "TP / FP / TN / FN", "required / redundant / unsolved",
-                "inconsistent (text vs adaptive text)", "errors", "unresolved"], mcc),
-        "Efficiency per item, the share of executed tool calls that ran without error, the share the LLM process "
-        "judge found effective (the paper's tool execution effectiveness; '–' without `adapt.process_judge`), and "
+                "inconsistent (text vs adaptive text)"], mcc),
+        "Efficiency per episode that ran, the share of executed tool calls that ran without error, the share the "
+        "LLM process judge found effective (the paper's tool execution effectiveness, the judge shown each call's "
+        "input and output image; '–' without `adapt.process_judge`), and "
         f"key-step coverage ({coverage_how(adapt)}).",
         _table(["config", "mode", "tokens", "steps", "tool calls", "turns", "tool calls that ran", "effective (judge)",
                 "key-step coverage"], eff),
     ])
+
+
+def _per_mode(x, mode: str):
+    """A per-mode count of a summary (a dict), or 0 (an older summary kept a run total there)."""
+    return x.get(mode, 0) if isinstance(x, dict) else 0
 
 
 def render_agreement(a: dict) -> str:
@@ -428,3 +464,61 @@ def duration(s: float) -> str:
     """Seconds as ``35s``, ``1:05`` or ``1:02:03``."""
     s = int(round(max(s, 0)))
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}" if s >= 60 else f"{s}s"
+
+
+COMPOSITION_FAMILIES = ("VG", "OS", "KR")
+
+
+def run_composition(responses: list[dict]) -> dict:
+    """The composition of what a run scored, PatternEval Table 1's layout (§3, "Benchmark construction":
+    prompts per family, category and source): each benchmark item with at least one response row counts once,
+    whatever configs and modes answered it.
+
+    Returns ``{"n": items, "families": {family: n}, "rows": [{"family", "category", "source", "prompts",
+    "share"}], "source_unrecorded": items whose rows carry no source}``; rows ordered VG, OS, KR (then any
+    other family), category, most prompts first; ``share`` = prompts / n in [0, 1]. An item without a
+    recorded ``source`` (a run written before issue 41) is listed under its benchmark name and counted in
+    ``source_unrecorded``; one without a family under ``unknown``.
+
+    >>> c = run_composition([{"sample_id": "a", "benchmark": "b", "family": "OS", "category": "ocr", "source": "TabMWP"},
+    ...                      {"sample_id": "a", "benchmark": "b", "family": "OS", "category": "ocr", "source": "TabMWP"},
+    ...                      {"sample_id": "c", "benchmark": "b", "family": "KR", "category": "stem_math"}])
+    >>> c["n"], c["families"], [(r["category"], r["source"], r["prompts"]) for r in c["rows"]], c["source_unrecorded"]
+    (2, {'OS': 1, 'KR': 1}, [('ocr', 'TabMWP', 1), ('stem_math', 'b', 1)], 1)
+    """
+    from collections import Counter
+
+    items: dict[tuple, dict] = {}
+    for r in responses:
+        items.setdefault((r.get("benchmark"), r["sample_id"]), r)
+    cells: Counter = Counter()
+    for r in items.values():
+        cells[(str(r.get("family") or "unknown"), str(r.get("category") or "unknown"),
+               str(r.get("source") or r.get("benchmark") or "unknown"))] += 1
+    order = {f: i for i, f in enumerate(COMPOSITION_FAMILIES)}
+    n = len(items)
+    fams: Counter = Counter()
+    for (f, _c, _s), k in cells.items():
+        fams[f] += k
+    rows = [{"family": f, "category": c, "source": s, "prompts": k, "share": k / n}
+            for (f, c, s), k in sorted(cells.items(), key=lambda kv: (order.get(kv[0][0], len(order)), kv[0][0],
+                                                                       kv[0][1], -kv[1], kv[0][2]))]
+    return {"n": n, "families": {f: fams[f] for f in sorted(fams, key=lambda f: (order.get(f, len(order)), f))},
+            "rows": rows, "source_unrecorded": sum(1 for r in items.values() if not r.get("source"))}
+
+
+def render_composition(comp: dict) -> str:
+    """Markdown of :func:`run_composition`: a family line, then one line per (category, source), with
+    prompts and share (PatternEval Table 1's layout)."""
+    n = comp["n"]
+    lines = ["## Composition (PatternEval Table 1 layout)", "",
+             f"{n} benchmark items answered in this run, each counted once (whatever configs and modes answered it).", "",
+             "| family | category | source | prompts | % |", "|---|---|---|---|---|"]
+    for f, k in comp["families"].items():
+        lines.append(f"| **{f}** | all | all | **{k}** | **{100 * k / n:.1f}** |")
+        lines += [f"| {f} | {r['category']} | {r['source']} | {r['prompts']} | {100 * r['share']:.1f} |"
+                  for r in comp["rows"] if r["family"] == f]
+    if comp.get("source_unrecorded"):
+        lines += ["", f"{comp['source_unrecorded']} items have no recorded source (rows written before the source "
+                  "column existed): listed under their benchmark name."]
+    return "\n".join(lines)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import base64
 import io
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from PIL import Image
@@ -140,10 +140,16 @@ class AdaptiveResult:
     truncated: bool = False
     error: str | None = None
     correct: bool | None = None
+    call_images: dict[int, tuple[Image.Image, Image.Image | None]] = field(default_factory=dict, repr=False,
+                                                                            compare=False)
+    """Per executed call (its index in ``calls``): ``(the image it acted on, its output image or None when it
+    failed)``, in memory for the tool-effectiveness judge (``howeval.judges.process``); not in :meth:`to_dict`."""
 
     def to_dict(self) -> dict[str, Any]:
-        """A plain dict (JSON-serialisable) for Ray Data rows and Parquet."""
-        return asdict(self)
+        """A plain dict (JSON-serialisable) for Ray Data rows and Parquet (without ``call_images``)."""
+        d = asdict(replace(self, call_images={}))  # asdict deep-copies: the images are left out before
+        del d["call_images"]
+        return d
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -279,8 +285,11 @@ class _Conversation:
         r.steps = len(segment_steps(visible))
         self.done = True
 
-    def _record(self, turn: int, tc: ToolCall, status: str, error: str | None, size=None) -> None:
+    def _record(self, turn: int, tc: ToolCall, status: str, error: str | None, size=None,
+                images: tuple[Image.Image, Image.Image | None] | None = None) -> None:
         r = self.result
+        if images is not None:
+            r.call_images[len(r.calls)] = images
         r.calls.append(CallRecord(turn, tc.name, tc.arguments, status, error, tc.source, size))
         r.n_calls += 1
         r.called = True
@@ -301,11 +310,13 @@ class _Conversation:
         texts: list[str] = []
         images: list[Image.Image] = []
         for tc in calls:
+            io_images = None
             if tc.parse_error:
                 status, err, size, msg = "error", tc.parse_error, None, f"{tc.name or 'tool call'} failed: {tc.parse_error}"
             else:
                 base = self.current if self.chain else self.original
                 res = run_tool(base, tc.name, tc.arguments)
+                io_images = (base, res.image if res.ok else None)
                 if res.ok:
                     images.append(res.image)
                     if self.chain:
@@ -315,7 +326,7 @@ class _Conversation:
                     msg = f"{tc.name} succeeded: result image {len(images)} below ({size[0]}x{size[1]} px)."
                 else:
                     status, err, size, msg = "error", res.error, None, f"{tc.name} failed: {res.error}"
-            self._record(turn, tc, status, err, size)
+            self._record(turn, tc, status, err, size, io_images)
             if openai_style:
                 self.messages.append({"role": "tool", "tool_call_id": tc.id, "content": msg})
             else:

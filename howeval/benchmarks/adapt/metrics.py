@@ -219,84 +219,103 @@ def _mean(xs: list[float]) -> float | None:
 
 
 def summarize(results: Sequence[Any], eps: float = 1e-8) -> dict[str, Any]:
-    """Aggregate scored :class:`~howeval.benchmarks.adapt.loop.AdaptiveResult` objects (or their dicts) of ONE model.
+    """Aggregate the results of ONE model (:class:`~howeval.benchmarks.adapt.loop.AdaptiveResult` objects or
+    their dicts), every item of every mode counted, as the AdaptMMBench paper computes it (its method step (4):
+    accuracy of each mode over all items; step (2): every item labelled from its text-mode answer).
 
-    Each result needs ``uid, mode, domain, correct`` (set by a verifier) and the loop's counters.
-    Results with ``error`` set are counted under ``errors`` and left out of every other number (an
-    engine failure is not an answer). Returns::
+    Each result needs ``uid, mode, domain`` and the loop's counters; ``correct`` is True / False, or None when
+    no verdict exists (the rules left it open and no LLM verifier decided: ``verify_method`` says which).
+    A result with ``error`` set (the engine failed) ran no episode. Both enter every item count:
 
-        {"n": {mode: scored results}, "errors": {mode: count},
-         "accuracy": {mode: {"all": acc, <domain>: acc, ...}},
-         "efficiency": {mode: {"tokens", "steps", "tool_calls", "turns"}},   # means per item
+    - ``accuracy[mode]``: **the paper's figure, the headline**: correct answers / every item of the mode
+      (``n``), so an unresolved answer and an engine error count as not correct; the report and the summary
+      line say how many each. Per domain the same over the domain's items.
+    - ``accuracy_decided[mode]``: correct / answers with a verdict (``n_decided``); None when none has one.
+
+    Returns::
+
+        {"n": {mode: items}, "n_decided": {mode: answers with a verdict}, "errors": {mode: engine errors},
+         "unresolved": {mode: answers without a verdict}, "unresolved_by_method": {verify_method: count},
+         "accuracy": {mode: {"all": acc in [0, 1], <domain>: acc, ...}},          # over every item
+         "accuracy_decided": {mode: {"all": acc or None, <domain>: acc or None}}, # over the decided ones
+         "efficiency": {mode: {"tokens", "steps", "tool_calls", "turns"}},   # means per episode that ran
          "tool_exec_ok_rate": {mode: executed calls that ran without error / executed calls, or None},
          "labels": {"redundant": n, "required": n, "unsolved": n},
          "confusion": {"tp", "fp", "tn", "fn"}, "mcc": float or None,
          "confusion_solvable": {...}, "mcc_solvable": float or None,
          "consistency": :func:`mode_consistency` of text vs tool-free adaptive answers, or None}
 
-    ``labels``/``confusion``/``mcc`` need text and adaptive results: ``mcc`` is None without both, and None
-    (with ``confusion`` set) where it is undefined (:func:`defined_mcc`: a margin of the confusion is empty). An
-    item is labelled from its text-mode result (redundant when correct, else required; "unsolved"
-    counts the required items no mode solves, for the report); the confusion uses every item that also
-    has an adaptive result. ``mcc`` is the paper's: over all those items, unsolved ones as Tool-Required
-    (AdaptMMBench §3: labels from the text-mode result; its ~6% unsolvable items are a property of the
-    data set found with reference models, not dropped per evaluated model). ``mcc_solvable`` leaves this
-    model's unsolved items out (this project's earlier figure), shown beside it. ``tool_exec_ok_rate`` is the execution check
-    (the call parsed and ran); the paper's judge-decided effectiveness comes from :func:`tool_effectiveness`.
+    ``labels``/``confusion``/``mcc`` need text and adaptive results (``mcc`` is None without both, and None,
+    with ``confusion`` set, where it is undefined: :func:`defined_mcc`, a margin of the confusion is empty). Every item
+    with a text-mode row is labelled from it: Tool-Redundant when that answer is correct, Tool-Required otherwise
+    (a wrong, unresolved or failed text answer is not a correct one; "unsolved" counts the required items no
+    mode solves, for the report); the confusion uses every item that also has an adaptive row, ``called`` as
+    recorded (the calls made before an engine error count). ``mcc`` is the paper's: over all those items,
+    unsolved ones as Tool-Required (AdaptMMBench §3: labels from the text-mode result; its ~6% unsolvable items
+    are a property of the data set found with reference models, not dropped per evaluated model).
+    ``mcc_solvable`` leaves this model's unsolved items out, shown beside it. ``tool_exec_ok_rate`` is the
+    execution check (the call parsed and ran); the paper's judge-decided effectiveness comes from
+    :func:`tool_effectiveness`. The consistency check compares decided answers only.
 
     Raises:
-        ValueError: a non-error result with ``correct`` None, or a duplicate ``(uid, mode)``.
+        ValueError: a duplicate ``(uid, mode)``.
     """
     by_mode: dict[str, dict[str, Any]] = defaultdict(dict)
-    errors: dict[str, int] = defaultdict(int)
     for r in results:
         uid, mode = _get(r, "uid"), _get(r, "mode")
         if uid in by_mode[mode]:
             raise ValueError(f"duplicate result for uid {uid!r} in mode {mode!r}")
-        if _get(r, "error"):
-            errors[mode] += 1
-            by_mode[mode][uid] = None
-            continue
-        if _get(r, "correct") is None:
-            raise ValueError(f"result uid={uid!r} mode={mode!r} is not scored (correct is None); run the verifier first")
         by_mode[mode][uid] = r
 
-    out: dict[str, Any] = {"n": {}, "errors": dict(errors), "accuracy": {}, "efficiency": {}, "tool_exec_ok_rate": {}}
+    out: dict[str, Any] = {"n": {}, "n_decided": {}, "errors": {}, "unresolved": {}, "unresolved_by_method": {},
+                           "accuracy": {}, "accuracy_decided": {}, "efficiency": {}, "tool_exec_ok_rate": {}}
+    how: dict[str, int] = defaultdict(int)
     for mode, rows in by_mode.items():
-        ok = [r for r in rows.values() if r is not None]
-        out["n"][mode] = len(ok)
-        per_dom: dict[str, list[bool]] = defaultdict(list)
-        for r in ok:
-            per_dom[str(_get(r, "domain"))].append(bool(_get(r, "correct")))
-        acc = {"all": _mean([bool(_get(r, "correct")) for r in ok])}
-        acc.update({d: _mean(v) for d, v in sorted(per_dom.items())})
-        out["accuracy"][mode] = acc
+        ran = [r for r in rows.values() if not _get(r, "error")]
+        decided = [r for r in ran if _get(r, "correct") is not None]
+        for r in ran:
+            if _get(r, "correct") is None:
+                how[str(_get(r, "verify_method") or "unresolved")] += 1
+        out["n"][mode], out["n_decided"][mode] = len(rows), len(decided)
+        out["errors"][mode], out["unresolved"][mode] = len(rows) - len(ran), len(ran) - len(decided)
+        every: dict[str, list[bool]] = defaultdict(list)
+        dec: dict[str, list[bool]] = defaultdict(list)
+        for r in rows.values():
+            ok, dom = _get(r, "correct"), str(_get(r, "domain") or "unknown")
+            every[dom].append(ok is True and not _get(r, "error"))
+            if ok is not None and not _get(r, "error"):
+                dec[dom].append(bool(ok))
+        out["accuracy"][mode] = {"all": _mean([x for v in every.values() for x in v]),
+                                 **{d: _mean(v) for d, v in sorted(every.items())}}
+        out["accuracy_decided"][mode] = {"all": _mean([x for v in dec.values() for x in v]),
+                                         **{d: _mean(dec.get(d, [])) for d in sorted(every)}}
         out["efficiency"][mode] = {
-            "tokens": _mean([_get(r, "tokens", 0) for r in ok]),
-            "steps": _mean([_get(r, "steps", 0) for r in ok]),
-            "tool_calls": _mean([_get(r, "n_calls", 0) for r in ok]),
-            "turns": _mean([_get(r, "n_turns", 0) for r in ok]),
+            "tokens": _mean([_get(r, "tokens", 0) or 0 for r in ran]),
+            "steps": _mean([_get(r, "steps", 0) or 0 for r in ran]),
+            "tool_calls": _mean([_get(r, "n_calls", 0) or 0 for r in ran]),
+            "turns": _mean([_get(r, "n_turns", 0) or 0 for r in ran]),
         }
         executed = bad = 0
-        for r in ok:
+        for r in ran:
             for c in _get(r, "calls", []) or []:
                 status = _get(c, "status")
                 if status in ("ok", "error"):
                     executed += 1
                     bad += status == "error"
         out["tool_exec_ok_rate"][mode] = tool_effectiveness(executed - bad, executed)
+    out["unresolved_by_method"] = dict(sorted(how.items()))
+
+    def right(r: Any) -> bool:
+        return _get(r, "correct") is True and not _get(r, "error")
 
     text, adaptive = by_mode.get("text"), by_mode.get("adaptive")
     out["labels"], out["confusion"], out["mcc"], out["consistency"] = None, None, None, None
     if text and adaptive:
-        text_ok = {u: bool(_get(r, "correct")) for u, r in text.items() if r is not None}
-        solved = {
-            u: any(bool(_get(rows.get(u), "correct")) for rows in by_mode.values() if rows.get(u) is not None)
-            for u in text_ok
-        }
+        text_ok = {u: right(r) for u, r in text.items()}
+        solved = {u: any(right(rows[u]) for rows in by_mode.values() if u in rows) for u in text_ok}
         labels = tool_labels(text_ok, solved)
         out["labels"] = {lab: sum(v == lab for v in labels.values()) for lab in LABELS}
-        called = {u: bool(_get(r, "called")) for u, r in adaptive.items() if r is not None}
+        called = {u: bool(_get(r, "called")) for u, r in adaptive.items()}
         usable = {u: lab for u, lab in labels.items() if u in called}
         tp, fp, tn, fn = confusion(usable, called)
         out["confusion"] = {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
@@ -304,8 +323,14 @@ def summarize(results: Sequence[Any], eps: float = 1e-8) -> dict[str, Any]:
         tp2, fp2, tn2, fn2 = confusion(usable, called, unsolved="excluded")
         out["confusion_solvable"] = {"tp": tp2, "fp": fp2, "tn": tn2, "fn": fn2}
         out["mcc_solvable"] = defined_mcc(tp2, fp2, tn2, fn2, eps)
-        adaptive_ok = {u: bool(_get(r, "correct")) for u, r in adaptive.items() if r is not None}
-        out["consistency"] = mode_consistency(text_ok, adaptive_ok, called)
+
+        def verdicts(rows: dict) -> dict:
+            return {u: bool(_get(r, "correct")) for u, r in rows.items()
+                    if not _get(r, "error") and _get(r, "correct") is not None}
+
+        out["consistency"] = mode_consistency(verdicts(text), verdicts(adaptive),
+                                              {u: bool(_get(r, "called")) for u, r in adaptive.items()
+                                               if not _get(r, "error")})
     return out
 
 
@@ -314,11 +339,10 @@ def summarize_rows(rows: list[dict]) -> dict:
     (rows with key steps and no engine error; a process-judge failure has none), how coverage was decided
     (``coverage_method``: ``embedding@<tau>`` and/or ``llm:<judge id>``), the judge failures
     (``coverage_errors``) and ``tool_effectiveness`` per mode (:func:`tool_effectiveness` of the calls the
-    LLM process judge found effective over those it judged; absent without one). Unresolved verdicts are
-    counted apart."""
-    scored = [dict(r, uid=r["sample_id"]) for r in rows if r.get("error") or r.get("correct") is not None]
-    out = summarize(scored)
-    out["unresolved"] = sum(1 for r in rows if not r.get("error") and r.get("correct") is None)
+    LLM process judge found effective over those it judged; absent without one). Every row enters: an
+    unresolved answer (``correct`` None) counts in ``n`` and as not correct in ``accuracy`` (the paper's figure),
+    and apart in ``unresolved`` / ``accuracy_decided``."""
+    out = summarize([dict(r, uid=r["sample_id"]) for r in rows])
     cov: dict[str, list[float]] = {}
     for r in rows:
         if r.get("key_step_coverage") is not None:

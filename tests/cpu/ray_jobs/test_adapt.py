@@ -68,10 +68,11 @@ def test_replayed_text_episodes_then_resume(tmp_path, repo_root):
     summary = run_adapt(cfg, samples, progress=Progress(stream=out, tty=False))
     lines = out.getvalue().splitlines()  # a titled block with a line per config x mode, then the summary
     assert lines[0].endswith("] AdaptMMBench") and lines[-2].startswith("  adapt rep text       2/2      100%  err 0  ")
-    assert lines[-1] == "AdaptMMBench rep: Acc text 50.0% (2); MCC –"
+    assert lines[-1] == "AdaptMMBench rep: Acc (all items) text 50.0% (2); decided only text 50.0% (2); MCC –"
     rows = {r["sample_id"]: r for r in read_table(join(cfg.output_uri, "adapt", "rep"), ADAPT_SCHEMA)[0].to_pylist()}
     assert set(rows) == set(answers)
     assert rows["demo:vg-count-001"]["correct"] is True and rows["demo:vg-count-002"]["correct"] is False
+    assert {r["verifier"] for r in rows.values()} == {"rules@1"}  # the sweep's verifier (issue 41)
     assert all(r["mode"] == "text" and r["error"] is None and not r["called"] for r in rows.values())
     assert "rep" in summary
     files = sorted(p.name for p in (tmp_path / "run" / "adapt" / "rep").iterdir())

@@ -43,6 +43,11 @@ def test_holdout_and_cli_errors(tmp_path):
     held = [json.loads(x) for x in (tmp_path / "c2" / "heldout.jsonl").read_text().splitlines()]
     assert len(held) == c["split"]["heldout"] and set(held[0]["labels"]) == {"cot", "rep", "con", "pr"}
     assert main(["--run", str(run), "--out", str(tmp_path / "c3"), "--judges", "a@1", "b@1", "c@1"]) == 2
+    assert main(["--run", str(run), "--out", str(tmp_path / "c5"), "--judges", *JUDGES]) == 0
+    (prov,) = json.loads((tmp_path / "c5" / "provenance.json").read_text())  # issue 41
+    assert (prov["job"], prov["outcome"], prov["config"]["judges"]) == ("howeval.ray_jobs.build_corpus", "ok", list(JUDGES))
+    assert [d["path"].rsplit("/", 1)[-1] for d in prov["data"]] == ["judgments", "responses"]
+    assert all(d["sha256"] and d["files"] >= 1 for d in prov["data"])
     with pytest.raises(ValueError, match="exactly 3"):
         build_corpus(str(run), list(JUDGES[:2]), str(tmp_path / "c4"))
 

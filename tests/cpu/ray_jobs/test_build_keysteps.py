@@ -22,6 +22,10 @@ def test_build_keysteps_job_with_a_replay_writer(tmp_path, repo_root):
            "only_missing": False, "ray": {"num_cpus": 2}}
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
     assert main(["--config", str(tmp_path / "c.yaml")]) == 0
+    # provenance (issue 41): the config, the manifest's digest, the outcome
+    (prov,) = json.loads((tmp_path / "out" / "provenance.json").read_text())
+    assert (prov["job"], prov["outcome"], prov["config"]["writer"]["name"]) == ("howeval.ray_jobs.build_keysteps", "ok", "w")
+    assert prov["data"][0]["sha256"] == __import__("hashlib").sha256(manifest.read_bytes()).hexdigest()
     review = tmp_path / "out" / "key_steps_review.jsonl"
     out = [json.loads(line) for line in review.open()]
     assert [r["uid"] for r in out] == uids and {r["status"] for r in out} == {"pending"}

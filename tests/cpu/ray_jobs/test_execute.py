@@ -233,17 +233,25 @@ def test_crystal_and_adapt_summaries_read_as_sentences():
     assert crystal_line({"scored": 0, "seconds": 0.1}) == "CRYSTAL: every response with reference steps was already scored"
     assert crystal_line({"scored": 3, "seconds": 4, "failed": "OSError: no embedder"}) == (
         "CRYSTAL FAILED after 4s: OSError: no embedder (the responses stay unscored)")
-    summary = {"n": {"oracle": 14, "adaptive": 13, "text": 14}, "errors": {"adaptive": 1},  # modes as they came
-               "accuracy": {"text": {"all": 2 / 14}, "adaptive": {"all": 1 / 13}, "oracle": {"all": None}},
-               "mcc": 0.123456, "unresolved": 2}
+    # issue 41: every item counted (n = 14 in each mode), the paper's all-items accuracy first, then the decided
+    # answers only, and why answers without a verdict count as not correct
+    summary = {"n": {"oracle": 14, "adaptive": 14, "text": 14}, "n_decided": {"text": 12, "adaptive": 11, "oracle": 0},
+               "errors": {"text": 0, "adaptive": 1, "oracle": 0}, "unresolved": {"text": 2, "adaptive": 2, "oracle": 14},
+               "unresolved_by_method": {"unresolved": 17, "llm_error": 1},
+               "accuracy": {"text": {"all": 2 / 14}, "adaptive": {"all": 1 / 14}, "oracle": {"all": 0.0}},
+               "accuracy_decided": {"text": {"all": 2 / 12}, "adaptive": {"all": 1 / 11}, "oracle": {"all": None}},
+               "mcc": 0.123456}
+    words = ("Acc (all items) text 14.3% (14) · adaptive 7.1% (14) · oracle 0.0% (14); decided only text 16.7% (12) · "
+             "adaptive 9.1% (11) · oracle – (0); MCC 0.123, ")
+    unresolved = ("18 unresolved answers counted as not correct (17 with no LLM verifier configured: "
+                  "judges.verifier.llm_fallback; 1 the LLM verifier failed)")
     assert adapt_lines({"m": summary, "gone": {}, "bad": summary}, {"bad": "RuntimeError: no engine"}) == [
         "AdaptMMBench bad: FAILED: RuntimeError: no engine",
-        "AdaptMMBench m: Acc text 14.3% (14) · adaptive 7.7% (13) · oracle – (14); MCC 0.123, 1 engine errors, "
-        "2 unresolved"]
+        f"AdaptMMBench m: {words}1 engine errors counted as not correct, {unresolved}"]
     with_check = {**summary, "consistency": {"n": 42, "inconsistent": 1, "rate": 1 / 42}}  # issue 31: the figure
     assert adapt_lines({"m": with_check}, {}) == [
-        "AdaptMMBench m: Acc text 14.3% (14) · adaptive 7.7% (13) · oracle – (14); MCC 0.123, text vs adaptive-text "
-        "inconsistent 0.02 (1/42), 1 engine errors, 2 unresolved"]
+        f"AdaptMMBench m: {words}text vs adaptive-text inconsistent 0.02 (1/42), 1 engine errors counted as not "
+        f"correct, {unresolved}"]
 
 
 def test_progress_redraws_in_place_on_a_terminal():

@@ -135,7 +135,7 @@ def test_one_sweep_runs_patterneval_crystal_and_adaptmmbench(tmp_path, repo_root
     printed = capsys.readouterr().out
     for line in (f"4 samples x 1 config(s) -> {out}; starting Ray\n", "PatternEval: all 4 rows\nCRYSTAL: all 4 rows\n",
                  "AdaptMMBench: all 4 rows\n", "] generate + judge · AdaptMMBench\n",  # one block: beside generation
-                 "] CRYSTAL step scores\n", "\nCRYSTAL: 8 responses scored in ", "\nAdaptMMBench smollm2-135m: Acc text ", "] report: metrics, tables, plots, samples\n",
+                 "] CRYSTAL step scores\n", "\nCRYSTAL: 8 responses scored in ", "\nAdaptMMBench smollm2-135m: Acc (all items) text ", "] report: metrics, tables, plots, samples\n",
                  f"  wrote {out / 'metrics.json'}  ", f"  wrote {out / 'index.html'}  "):
         assert line in printed, line
     metrics = json.loads((out / "metrics.json").read_text())
@@ -151,8 +151,13 @@ def test_one_sweep_runs_patterneval_crystal_and_adaptmmbench(tmp_path, repo_root
     assert {a["mode"] for a in adapt} == {"text", "adaptive", "oracle"}
     assert len(adapt) == 3 * len({a["sample_id"] for a in adapt})
     assert "mcc" in metrics["adapt"]["smollm2-135m"]
+    # issue 41: every item counts in every mode, the MCC over every item; the run's composition
+    n_items = len({a["sample_id"] for a in adapt})
+    assert metrics["adapt"]["smollm2-135m"]["n"] == {"text": n_items, "adaptive": n_items, "oracle": n_items}
+    assert sum(metrics["adapt"]["smollm2-135m"]["confusion"].values()) == n_items
+    assert metrics["composition"]["n"] == 4
     report = (out / "report.md").read_text()
-    for heading in ("## PatternEval", "## CRYSTAL", "## AdaptMMBench"):
+    for heading in ("## PatternEval", "## CRYSTAL", "## AdaptMMBench", "## Composition (PatternEval Table 1 layout)"):
         assert heading in report
 
 

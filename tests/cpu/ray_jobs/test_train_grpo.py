@@ -165,6 +165,10 @@ def test_grpo_smoke_server_checkpoint_resume(reward_server, tmp_path, repo_root)
         state = json.load(open(os.path.join(d, "trainer_state.json")))
     assert state["global_step"] == 3
     assert [h["step"] for h in state["log_history"] if "loss" in h] == [1, 2, 3]  # steps 1-2 came from the checkpoint
+    # provenance (issue 41): one entry per invocation (the refused --no-resume one wrote none), each finished
+    prov = json.load(open(os.path.join(storage, cfg.run_name, "provenance.json")))
+    assert [(p["resumed_from_step"], p["outcome"]) for p in prov] == [(None, "ok"), (2, "ok")]
+    assert prov[0]["git"]["commit"] and prov[0]["data"][0]["sha256"] and prov[0]["packages"]["trl"]
     metrics = [json.loads(x) for x in open(os.path.join(storage, cfg.run_name, "metrics.jsonl"))]
     step_logs = [m for m in metrics if "loss" in m]
     for key in ("reward", "reward_parts/accuracy", "reward_parts/z", "kl", "completions/mean_length"):
@@ -311,3 +315,24 @@ def test_train_job_refuses_a_bad_config_in_one_line_before_ray(tmp_path, repo_ro
     assert main(["--config", smoke, "pcgrad=true", "grpo.deepspeed={zero_optimization: {stage: 2}}"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "Fix: remove grpo.deepspeed" in err and "Traceback" not in err
+
+
+def test_grpo_provenance_is_written_to_the_run_folder_and_is_no_run_state(tmp_path, repo_root):
+    """Issue 41: a GRPO run writes ``<storage>/<run>/provenance.json`` (config, commit, packages, the manifest's
+    digest, start, the step it resumes from) before Ray Train starts; that file alone is not a run to resume
+    (a start that failed before its first checkpoint may be restarted with --no-resume)."""
+    import hashlib
+
+    from howeval.ray_jobs.train_grpo import record_provenance, run_state
+    from howeval.training.config import load_train_config
+
+    cfg = load_train_config(str(repo_root / "configs" / "train" / "smoke.yaml"))
+    entry = record_provenance(cfg, str(tmp_path), None, 7)
+    on_disk = json.loads((tmp_path / cfg.run_name / "provenance.json").read_text())
+    assert on_disk == [json.loads(json.dumps(entry, default=str))]
+    assert (entry["job"], entry["resumed_from_step"], entry["n_prompts"]) == ("howeval.ray_jobs.train_grpo", None, 7)
+    assert entry["config"]["name"] == cfg.name and entry["config"]["data"]["path"] == cfg.data.path
+    manifest = open(cfg.data.path, "rb").read()
+    assert entry["data"][0]["sha256"] == hashlib.sha256(manifest).hexdigest()
+    assert entry["data"][0]["bytes"] == len(manifest) and not entry["data"][0]["path"].startswith("/")
+    assert run_state(str(tmp_path), cfg.run_name) == (False, [])

@@ -25,7 +25,7 @@ def _step(sid, cfg, mode, h, p, r):
 
 def _adapt(sid, mode, correct, called):
     return {"sample_id": sid, "config": "alpha", "mode": mode, "domain": "ocr", "correct": correct,
-            "verify_method": "rules", "called": called, "n_calls": int(called), "n_ineffective": 0, "tokens": 10,
+            "verify_method": "rule", "called": called, "n_calls": int(called), "n_ineffective": 0, "tokens": 10,
             "steps": 2, "n_turns": 1, "final_text": "a", "calls": "[]", "error": None, "trajectory_steps": ["s"],
             "key_steps": ["k"], "key_step_coverage": 0.5}
 
@@ -105,3 +105,45 @@ def test_an_undefined_mcc_is_null_in_metrics_json_and_said_in_the_report(tmp_pat
     a = on_disk["adapt"]["alpha"]
     assert a["confusion"] == {"tp": 0, "fp": 0, "tn": 1, "fn": 2} and a["mcc"] is None and a["mcc_solvable"] is None
     assert "undefined (no tool called)" in (root / "report.md").read_text()
+
+
+def test_composition_table_from_the_rows_the_run_answered(report):
+    """Issue 41: every run report has the composition (PatternEval Table 1 layout: family, category, source,
+    prompts): the synthetic run's 12 items, each counted once over 2 configs x 2 modes. Its rows carry no
+    source (written as before the column existed): listed under the benchmark name, and said so."""
+    metrics, md, on_disk = report
+    c = on_disk["composition"]
+    assert (c["n"], c["families"], c["source_unrecorded"]) == (12, {"VG": 5, "OS": 3, "KR": 4}, 12)
+    assert [(r["family"], r["category"], r["source"], r["prompts"]) for r in c["rows"]][:4] == [
+        ("VG", "content_recognition", "b", 1), ("VG", "factuality", "b", 1), ("VG", "grounding", "b", 2),
+        ("VG", "ood_perception", "b", 1)]
+    assert "## Composition (PatternEval Table 1 layout)" in md
+    assert "| family | category | source | prompts | % |" in md
+    assert "| **VG** | all | all | **5** | **41.7** |" in md and "| OS | ocr | b | 2 | 16.7 |" in md
+    assert "12 items have no recorded source" in md
+
+
+def test_adapt_counts_every_item_with_unresolved_and_failed_answers(tmp_path):
+    """Issue 41: AdaptMMBench's n is the item count in every mode; an unresolved answer (no LLM verifier) and an
+    engine error count as not correct in the headline accuracy, both figures are reported, and the report says
+    why answers were counted wrong. The old summary dropped them (n text 2, Acc text 50%)."""
+    root = make_run(tmp_path / "r")
+    rows = [_adapt("a", "text", True, False), _adapt("b", "text", False, False),
+            {**_adapt("c", "text", None, False), "verify_method": "unresolved",
+             "verify_reason": "rules could not decide (...); no LLM verifier configured"},
+            {**_adapt("d", "text", None, False), "verify_method": None, "error": "replay: no recorded response"},
+            _adapt("a", "adaptive", True, False), _adapt("b", "adaptive", True, True),
+            {**_adapt("c", "adaptive", None, True), "verify_method": "unresolved"}, _adapt("d", "adaptive", False, False)]
+    (root / "adapt" / "alpha").mkdir(parents=True)
+    pq.write_table(conform(rows, ADAPT_SCHEMA), root / "adapt" / "alpha" / "part-0.parquet")
+    write_report(load_run_config(str(root)))
+    a = json.loads((root / "metrics.json").read_text())["adapt"]["alpha"]
+    md = (root / "report.md").read_text()
+    assert a["n"] == {"text": 4, "adaptive": 4} and a["n_decided"] == {"text": 2, "adaptive": 3}
+    assert a["accuracy"]["text"]["all"] == 0.25 and a["accuracy_decided"]["text"]["all"] == 0.5
+    assert a["accuracy"]["adaptive"]["all"] == 0.5 and a["accuracy_decided"]["adaptive"]["all"] == pytest.approx(2 / 3)
+    assert sum(a["confusion"].values()) == 4  # the MCC item set is every item
+    assert "| alpha | text | 4 | 25.0 | 2 | 50.0 | 1 | 1 | ocr 25.0 |" in md
+    assert "| alpha | adaptive | 4 | 50.0 | 3 | 66.7 | 1 | 0 | ocr 50.0 |" in md
+    assert ("- `alpha`: 2 unresolved answers counted as not correct (2 with no LLM verifier configured: "
+            "judges.verifier.llm_fallback).") in md

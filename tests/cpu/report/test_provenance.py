@@ -108,3 +108,40 @@ def test_provenance_has_the_command_line_the_data_hash_and_the_wall_time(tmp_pat
     text = provenance_section(done)
     assert "- **Wall time**: 754 s to the report" in text and "- **Command**: `python -m howeval.ray_jobs.sweep" in text
     assert f"sha256 `{entry['data'][0]['sha256'][:16]}…`, 13 bytes" in text
+
+
+def test_job_provenance_records_config_commit_data_digests_and_times(tmp_path):
+    """Issue 41: the provenance of a job that is not a sweep (GRPO, the builders): config, git commit, package
+    versions, each data source's SHA-256 (a file, or a folder's files in order), start time; appended per
+    invocation, marked finished with its outcome."""
+    import datetime as dt
+    import hashlib
+
+    from howeval.report.provenance import file_fingerprint, finish_job_provenance, job_provenance, record_job_provenance
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "m.jsonl").write_bytes(b'{"uid": "a"}\n')
+    (data / "sub").mkdir()
+    (data / "sub" / "x.bin").write_bytes(b"\x00\x01")
+    out = tmp_path / "out"
+    one = file_fingerprint(str(data / "m.jsonl"), str(out))
+    assert one == {"path": "../data/m.jsonl", "bytes": 13, "sha256": hashlib.sha256(b'{"uid": "a"}\n').hexdigest()}
+    folder = file_fingerprint(str(data))
+    want = hashlib.sha256(b'/m.jsonl\0{"uid": "a"}\n/sub/x.bin\0\x00\x01').hexdigest()
+    assert (folder["files"], folder["bytes"], folder["sha256"]) == (2, 15, want)
+    assert file_fingerprint(str(tmp_path / "nope.jsonl"))["error"].startswith("FileNotFoundError")
+
+    t0 = dt.datetime(2026, 12, 5, 18, 0, tzinfo=dt.timezone.utc)
+    entry = job_provenance("howeval.ray_jobs.train_grpo", {"run_name": "r", "lr": 1e-6}, [str(data / "m.jsonl")],
+                           str(out), now=t0, argv=["/venv/bin/python", "-m", "howeval.ray_jobs.train_grpo"])
+    assert (entry["job"], entry["started"], entry["config"]) == ("howeval.ray_jobs.train_grpo", "2026-12-05 18:00:00 UTC",
+                                                                 {"run_name": "r", "lr": 1e-6})
+    assert entry["command"] == "python -m howeval.ray_jobs.train_grpo" and entry["data"] == [one]
+    assert set(entry["git"]) >= {"commit", "dirty"} and entry["packages"]["torch"] and entry["packages"]["python"]
+    record_job_provenance(str(out), entry)
+    record_job_provenance(str(out), {**entry, "started_unix": t0.timestamp() + 60})
+    last = finish_job_provenance(str(out), now=t0 + dt.timedelta(seconds=90), outcome="ok")
+    on_disk = json.loads((out / "provenance.json").read_text())
+    assert len(on_disk) == 2 and "finished" not in on_disk[0]
+    assert (last["wall_s"], last["outcome"], on_disk[1]["finished"]) == (30.0, "ok", "2026-12-05 18:01:30 UTC")

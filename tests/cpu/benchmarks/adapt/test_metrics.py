@@ -133,8 +133,9 @@ def test_summarize():
         _res("e", "oracle", "math", True), _res("a", "oracle", "ocr", None, error="timeout"),
     ]
     s = summarize([r.to_dict() if i % 2 else r for i, r in enumerate(results)])  # objects and dicts mixed
-    assert s["n"] == {"text": 5, "adaptive": 5, "oracle": 1}
-    assert s["errors"] == {"oracle": 1}
+    assert s["n"] == {"text": 5, "adaptive": 5, "oracle": 2}  # every item: the oracle engine error too
+    assert s["errors"] == {"text": 0, "adaptive": 0, "oracle": 1}
+    assert s["accuracy"]["oracle"]["all"] == 0.5 and s["accuracy_decided"]["oracle"]["all"] == 1.0
     assert s["accuracy"]["text"] == {"all": 0.4, "gui": 0.5, "math": 0.0, "ocr": 0.5}
     assert s["accuracy"]["adaptive"] == {"all": 0.6, "gui": 0.5, "math": 0.0, "ocr": 1.0}
     assert s["labels"] == {"redundant": 2, "required": 2, "unsolved": 1}
@@ -162,13 +163,47 @@ def test_mode_consistency_counts_only_tool_free_adaptive_answers():
     assert mode_consistency({}, {}, {}) == {"n": 0, "inconsistent": 0, "rate": None, "text_only": 0, "adaptive_only": 0}
 
 
-def test_summarize_without_text_mode_has_no_mcc_and_rejects_unscored():
+def test_summarize_without_text_mode_has_no_mcc_and_rejects_duplicates():
     s = summarize([_res("a", "adaptive", "ocr", True)])
     assert s["mcc"] is None and s["labels"] is None
-    with pytest.raises(ValueError, match="not scored"):
-        summarize([_res("a", "text", "ocr", None)])
     with pytest.raises(ValueError, match="duplicate"):
         summarize([_res("a", "text", "ocr", True), _res("a", "text", "ocr", True)])
+
+
+def _unresolved(uid, mode, domain, called=False, method="unresolved"):
+    r = _res(uid, mode, domain, None, called=called).to_dict()
+    return {**r, "verify_method": method}
+
+
+def test_every_item_counts_as_the_paper_computes_it():
+    """Issue 41: AdaptMMBench reports accuracy over all items and labels every item from its text-mode answer.
+    An unresolved answer (no verdict) and an engine error are in n and count as not correct; the old code
+    dropped them (n text 2, accuracy 0.5, MCC over 2 items)."""
+    rows = [
+        _res("a", "text", "ocr", True).to_dict(), _res("b", "text", "ocr", False).to_dict(),
+        _unresolved("c", "text", "gui"), _res("d", "text", "gui", None, error="timeout").to_dict(),
+        _res("a", "adaptive", "ocr", True).to_dict(), _unresolved("b", "adaptive", "ocr", called=True),
+        _res("c", "adaptive", "gui", True, called=True).to_dict(),
+        _unresolved("d", "adaptive", "gui", method="llm_error"),
+    ]
+    s = summarize(rows)
+    assert s["n"] == {"text": 4, "adaptive": 4}  # every item of every mode
+    assert s["n_decided"] == {"text": 2, "adaptive": 2}
+    assert s["unresolved"] == {"text": 1, "adaptive": 2} and s["errors"] == {"text": 1, "adaptive": 0}
+    assert s["unresolved_by_method"] == {"llm_error": 1, "unresolved": 2}
+    assert s["accuracy"]["text"] == {"all": 0.25, "gui": 0.0, "ocr": 0.5}  # 1 correct of 4 items
+    assert s["accuracy_decided"]["text"] == {"all": 0.5, "gui": None, "ocr": 0.5}  # undefined: None, not 0
+    assert s["accuracy"]["adaptive"] == {"all": 0.5, "gui": 0.5, "ocr": 0.5}
+    assert s["accuracy_decided"]["adaptive"]["all"] == 1.0
+    # labels from the text answer: a redundant; b wrong, c unresolved, d failed -> required (c solved in
+    # adaptive mode; b and d by no mode: unsolved)
+    assert s["labels"] == {"redundant": 1, "required": 1, "unsolved": 2}
+    # every item in the MCC: a TN (redundant, no call), b TP, c TP, d FN
+    assert s["confusion"] == {"tp": 2, "fp": 0, "tn": 1, "fn": 1}
+    assert s["mcc"] == pytest.approx(2 / math.sqrt(2 * 3 * 1 * 2), abs=1e-6)
+    assert sum(s["confusion"].values()) == s["n"]["text"]
+    # efficiency over the episodes that ran (the text engine error ran none)
+    assert s["efficiency"]["text"]["tokens"] == pytest.approx(10.0)
 
 
 def test_mcc_uses_the_papers_item_set_not_only_items_some_mode_solves():
