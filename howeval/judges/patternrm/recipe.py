@@ -32,7 +32,7 @@ import numpy as np
 from howeval.judges.patternrm.features import cot_rule
 from howeval.records import LABELS
 
-__all__ = ["TRAINED_LABELS", "FEATURE_SETS", "SERVED_SETS", "LENGTH_SET", "C_GRID", "WEAK_GRID", "training_rows", "outer_folds",
+__all__ = ["within_task_auroc", "bootstrap_ci", "WITHIN_TASK_MIN_POS", "TRAINED_LABELS", "FEATURE_SETS", "SERVED_SETS", "LENGTH_SET", "C_GRID", "WEAK_GRID", "training_rows", "outer_folds",
            "auroc", "select_and_fit", "cross_validate", "cot_rule", "fit_served"]
 
 TRAINED_LABELS = ("rep", "con", "pr")
@@ -51,6 +51,8 @@ WEAK_GRID = (0.3, 1.0)
 OUTER_FOLDS = 5
 INNER_FOLDS = 3
 MIN_POS = 5
+SELECT_GROUP = "subset"
+"""What the inner selection scores AUROC inside: ``"subset"`` (each source task apart, head v6) or ``"source"`` (v5)."""
 
 
 def auroc(y: np.ndarray, p: np.ndarray) -> float | None:
@@ -62,17 +64,47 @@ def auroc(y: np.ndarray, p: np.ndarray) -> float | None:
     n0 = len(y) - n1
     if n1 == 0 or n0 == 0:
         return None
-    order = np.argsort(p, kind="mergesort")
-    ranks = np.empty(len(p))
-    sp = p[order]
-    i = 0
-    while i < len(sp):  # average ranks over ties
-        j = i
-        while j + 1 < len(sp) and sp[j + 1] == sp[i]:
-            j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
-        i = j + 1
+    _, inv, counts = np.unique(p, return_inverse=True, return_counts=True)
+    ranks = (np.cumsum(counts) - (counts - 1) / 2.0)[inv]  # average ranks over ties, 1-based
     return float((ranks[y == 1].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))
+
+
+WITHIN_TASK_MIN_POS = 8
+"""A source task counts in :func:`within_task_auroc` when it holds at least this many positives (issue 42)."""
+
+
+def within_task_auroc(y: np.ndarray, p: np.ndarray, task: Sequence[str], min_pos: int = WITHIN_TASK_MIN_POS) -> float | None:
+    """AUROC of ``p`` for ``y`` computed inside each task (``task`` ``(n,)``, e.g. ROSCOE's four source datasets)
+    and averaged (unweighted) over the tasks with >= ``min_pos`` positives and a negative: the figure that
+    matters for a reward, which only ever compares responses to one task. None when no task qualifies.
+    A score that only tells tasks apart (e.g. the task's prevalence) gets 0.5 here."""
+    y, p, t = np.asarray(y).astype(int), np.asarray(p, dtype=np.float64), np.asarray(task)
+    vals = []
+    for name in sorted(set(t.tolist())):
+        sel = t == name
+        if y[sel].sum() >= min_pos and (1 - y[sel]).sum() >= 1:
+            vals.append(auroc(y[sel], p[sel]))
+    return float(np.mean(vals)) if vals else None
+
+
+def bootstrap_ci(stat: Any, y: np.ndarray, p: np.ndarray, task: Sequence[str], n_boot: int = 1000, seed: int = 0,
+                 level: float = 0.95) -> list[float] | None:
+    """Percentile bootstrap ``[low, high]`` (``level``, default 95%) of ``stat(y, p, task)`` over resamples of the
+    rows drawn with replacement *inside each task* (the task mix stays fixed); resamples where ``stat`` is
+    None are skipped; None when fewer than half of them give a value. Deterministic for a ``seed``."""
+    y, p, t = np.asarray(y), np.asarray(p), np.asarray(task)
+    rng = np.random.default_rng(seed)
+    groups = [np.where(t == name)[0] for name in sorted(set(t.tolist()))]
+    vals = []
+    for _ in range(n_boot):
+        idx = np.concatenate([rng.choice(g, size=len(g), replace=True) for g in groups])
+        v = stat(y[idx], p[idx], t[idx])
+        if v is not None:
+            vals.append(v)
+    if len(vals) < n_boot / 2:
+        return None
+    a = (1.0 - level) / 2.0
+    return [round(float(np.quantile(vals, a)), 4), round(float(np.quantile(vals, 1.0 - a)), 4)]
 
 
 def _platt(score: np.ndarray, y: np.ndarray, w: np.ndarray, iters: int = 50) -> tuple[float, float]:
@@ -172,8 +204,10 @@ def _prob(m: Mapping[str, Any], X: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 def _group_score(records: Sequence[Mapping[str, Any]], rows: np.ndarray, y: np.ndarray, gold: np.ndarray,
                  p: np.ndarray) -> float:
-    """Mean AUROC over (source, gold/weak) groups with >= MIN_POS positives and negatives (weak groups half)."""
-    src = np.array([records[i]["source"] for i in rows])
+    """Mean AUROC over (task, gold/weak) groups with >= MIN_POS positives and negatives (weak groups half); a
+    task is a source's subset (:data:`SELECT_GROUP`: ROSCOE's source datasets apart, as a reward compares only
+    responses to one task), or the whole source when ``SELECT_GROUP == "source"``."""
+    src = np.array([records[i][SELECT_GROUP] for i in rows])
     tot = wsum = 0.0
     for s in sorted(set(src)):
         for g, wt in ((True, 1.0), (False, 0.5)):

@@ -70,7 +70,7 @@ def test_pair_features_and_featurize_v5_one_encoder_call():
     assert pf["pair_cos_max"] == pytest.approx(1.0, abs=1e-5) and pf["pair_cos_min"] < 0.9 and pf["question_cos_mean"] == 0.0
     items = [{"response": "2 + 2 = 4.\nThe answer is 4.", "question": "2+2?"}, {"response": "x", "steps": ["x"]}]
     X = featurize_v5(enc, items)
-    assert enc.n_calls == 2 and X.shape == (2, len(block_columns(("lex", "consist", "pairs", "doc"))))
+    assert enc.n_calls == 2 and X.shape == (2, len(block_columns(("lex", "consist", "pairs", "doc", "steps", "verifier"))))
     np.testing.assert_allclose(featurize_v5(None, items, ("lex", "consist")), X[:, block_columns(("lex", "consist"))], rtol=1e-6)
     with pytest.raises(ValueError, match="encoder"):
         featurize_v5(None, items, ("pairs",))
@@ -150,3 +150,60 @@ def test_label_sources_read_in_place_with_their_mapping():
     assert sum(r["weak"]["pr"] for r in by["prm800k"]) == 105 and all(r["gold"]["pr"] is None for r in by["prm800k"])
     assert sum(r["gold"]["pr"] for r in by["human47"]) == 25
     assert {r["subset"] for r in R if not r["permissive"]} == {"tabmwp_gpt3_cot_responses.jsonl", "roscoe-drop", "roscoe-esnli"}
+
+
+def test_step_features_see_redundancy_negated_twins_planning_and_no_progress():
+    from howeval.judges.patternrm.features import STEP_FEATURE_DOCS, STEP_FEATURES, step_features
+
+    assert set(STEP_FEATURE_DOCS) == set(STEP_FEATURES)  # every feature names the pattern it targets
+    enc = FakeEncoder()
+    q = "Tom has 3 apples and buys 4 more. How many apples does he have?"
+
+    def sf(steps):
+        return dict(zip(STEP_FEATURES, step_features(q, steps, enc.encode(steps), enc.encode([q])[0])))
+
+    plain = sf(["3 + 4 = 7 apples in total.", "So the answer is 7."])
+    padded = sf(["Let me think about what the problem asks.", "I need to find the number of apples.",
+                 "Let me think about what the problem asks.", "3 + 4 = 7 apples in total.", "So the answer is 7."])
+    assert padded["step_redundancy_max"] == pytest.approx(1.0, abs=1e-5) and plain["step_redundancy_max"] < 1.0
+    assert padded["share_redundant_steps"] >= 0.25 and padded["step_redundancy_mean"] > plain["step_redundancy_mean"] - 0.2
+    assert padded["share_planning_steps"] == pytest.approx(3 / 5) and plain["share_planning_steps"] == 0.0
+    assert padded["share_no_math_steps"] == pytest.approx(3 / 5) and plain["share_no_math_steps"] == 0.0
+    assert padded["share_no_new_number_steps"] == pytest.approx(4 / 5)  # the wordy steps and the restated 7 add no number
+    assert plain["share_no_new_number_steps"] == pytest.approx(1 / 2)  # 7 is new in step 1, restated in step 2
+    twin = sf(["The triangle is a right triangle.", "The triangle is not a right triangle."])
+    assert twin["negation_twin_pairs"] > 0 and twin["share_negation_steps"] == 0.5 and plain["negation_twin_pairs"] == 0
+    assert padded["log_step_count"] > plain["log_step_count"]
+    none_q = dict(zip(STEP_FEATURES, step_features("", ["a b c"], enc.encode(["a b c"]), None)))
+    assert none_q["question_cos_mean"] == 0.0 and none_q["step_redundancy_mean"] == 0.0
+
+
+def test_within_task_auroc_gives_task_identity_nothing_and_bootstrap_brackets_the_estimate():
+    from howeval.judges.patternrm.recipe import auroc, bootstrap_ci, within_task_auroc
+
+    rng = np.random.default_rng(0)
+    task = np.array(["a"] * 100 + ["b"] * 100)
+    y = np.r_[rng.random(100) < 0.4, rng.random(100) < 0.1].astype(int)
+    ident = np.where(task == "a", 0.4, 0.1)  # the task's prevalence: separates the tasks only
+    assert auroc(y, ident) > 0.6 and within_task_auroc(y, ident, task) == pytest.approx(0.5)
+    good = y + rng.normal(0, 0.5, 200)
+    wt = within_task_auroc(y, good, task)
+    assert wt > 0.8
+    lo, hi = bootstrap_ci(within_task_auroc, y, good, task, n_boot=200)
+    assert lo <= wt <= hi and hi - lo < 0.3
+    assert bootstrap_ci(within_task_auroc, y, good, task, n_boot=200) == [lo, hi]  # deterministic
+    assert within_task_auroc(y, good, task, min_pos=1000) is None  # no task with enough positives
+    assert auroc(np.array([0, 0, 1, 1]), np.array([0.1, 0.5, 0.5, 0.9])) == pytest.approx(0.875)  # ties count half
+
+
+def test_answer_correct_reads_each_source_and_says_none_when_unreadable():
+    from howeval.judges.patternrm.labelsets import answer_correct
+
+    assert answer_correct("roscoe-gsm8k", "16 - 7 = 9. 2 * 9 = 18. A: 18", "9 * 2 = 18. A: 18") == 1
+    assert answer_correct("roscoe-gsm8k", "A: 1,800", "A: 18") == 0
+    assert answer_correct("roscoe-cosmos", "The answer is Yes.", "no") == 0
+    assert answer_correct("roscoe-drop", "36-yard", "yes") is None
+    assert answer_correct("prm800k", "So 216.\n# Answer\n\n216", "216") == 1
+    assert answer_correct("prm800k", "# Answer\n\n$\\frac{1}{2}$", "\\frac{1}{2}") == 1
+    assert answer_correct("prm800k", "Steps but no answer line", "216") is None
+    assert answer_correct("roscoe-gsm8k", "A: 3", None) is None
