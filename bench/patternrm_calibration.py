@@ -1,22 +1,32 @@
-"""PatternRM calibration (issue 29): the served head v5 scored per human-label source, against the floors.
+"""PatternRM calibration (issues 29, 42): the served head scored per human-label source as a reward uses it.
 
-    python bench/patternrm_calibration.py [--out bench/results/patternrm_calibration.json]
+    python bench/patternrm_calibration.py [--out bench/results/patternrm_calibration.json] [--bootstrap 1000]
 
 Reads every human label (``howeval.judges.patternrm.labelsets``: the project's 47, ROSCOE, PRM800K; texts
-in place under ``../shared/data``, ``HOWEVAL_SHARED_DATA`` overrides) and the v5 features
+in place under ``../shared/data``, ``HOWEVAL_SHARED_DATA`` overrides) and the feature matrix
 (``howeval.judges.patternrm.recipe.load_features``; MiniLM embeddings cached by text). Every figure is
 out-of-fold: 5 outer folds stratified by source and labels; in each, the served recipe
 (``recipe.select_and_fit``: feature set, C and weak-proxy weight by an inner 3-fold CV over the training
-folds, threshold on their out-of-fold predictions) is fitted on the other folds and scores the held-out
-one. Training rows are the permissive-licence sources only (the shipped default); the others are scored,
-never trained on. The same folds score: each representation alone, the length-only floor (one column:
-log characters), training on every source (licences aside), and the served recipe.
+folds scored inside each source task, threshold on their out-of-fold predictions) is fitted on the other
+folds and scores the held-out one. Training rows are the permissive-licence sources only (the shipped
+default); the others are scored, never trained on. The same folds score: the length-only floor (one
+column: log characters), the task-identity floor (the label's prevalence in the row's source task), each
+representation alone, training on every source (licences aside), the verifier-bit variant, and the served
+recipe.
+
+A reward compares responses to one task, so the figure that matters is **within-task AUROC**: AUROC inside
+each source task (ROSCOE's GSM8K, CosmosQA, DROP, e-SNLI; human47's MATH-Vision and TabMWP), averaged over
+the tasks with >= 8 positives. Pooled AUROC also rewards telling tasks apart (``auroc_task_identity``).
 
 Output (``--out``): ``{"by_source": {SOURCE: {LABEL: {"positives", "n", "mapping", "auroc", "auroc_length",
-"f1", "floor_f1_all_positive", "floor_f1_length", "threshold_range", "goals"}}}, "trigger": {"precision",
-"base_rate", ...}, "goals": {...}, "representations": {...}, "training_sources": {...}, "served": {...},
-"reward_spread": {...}, "seconds"}``. ``goals`` says, for each label with >= 20 positives, each goal met or
-missed and by how much.
+"auroc_task_identity", "within_task_auroc", "within_task_auroc_length", "within_task_auroc_task_identity",
+each ``<name>_ci95`` ([low, high], percentile bootstrap over rows resampled inside each task), "tasks" (per
+task n, positives, counted, AUROC, length AUROC), "f1", "floor_f1_all_positive", "floor_f1_length",
+"goals"}}}, "trigger": {"precision", "base_rate", ...}, "goals": {...}, "verifier_bit_variant": {...},
+"representations": {...}, "training_sources": {...}, "served": {...}, "reward_spread": {...}, "seconds"}``.
+``goals``: issue 42's (ROSCOE ``con`` within task >= length within task + 0.03 and pooled >= 0.74;
+PRM800K ``pr`` >= 0.65 and above length; Trigger precision on the 47 >= base rate + 0.1), each met or missed
+and by how much.
 """
 from __future__ import annotations
 
@@ -33,6 +43,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 TRIGGER_MARGIN = 0.1
+REPRESENTATIONS = ("lex", "lex+consist+pairs", "steps", "lex+steps", "consist+steps", "lex+consist+steps", "lex+consist+pairs+steps")
+"""Feature sets scored alone on the same folds (``--sets``; the whole-text ``doc`` set costs 5-35x the others
+and lost everywhere in head v5's comparison, docs/patternrm.md: ``--sets lex+consist+pairs+doc`` adds it)."""
 
 
 def entries(records: list[dict]) -> list[tuple[str, str, str, np.ndarray, np.ndarray]]:
@@ -287,14 +300,17 @@ def verifier_spread(data_root: Path, records: list[dict], X: np.ndarray) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
+    from howeval.judges.patternrm.recipe import FEATURE_SETS
+
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", default="bench/results/patternrm_calibration.json")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples per CI")
+    p.add_argument("--sets", nargs="*", choices=sorted(FEATURE_SETS), default=None,
+                   help=f"feature sets compared alone on the same folds (default {' '.join(REPRESENTATIONS)})")
     a = p.parse_args(argv)
     from howeval.judges.patternrm.head import HeadPatternRM, default_sources, embedded_patternrm
     from howeval.judges.patternrm.labelsets import LabelSourceMissing
     from howeval.judges.patternrm.recipe import (
-        FEATURE_SETS,
         LENGTH_SET,
         SERVED_SETS,
         VERIFIER_SETS,
@@ -315,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     runs, secs = {}, {}
     plan = {"served": dict(sets=SERVED_SETS), "length": dict(sets=(LENGTH_SET,)),
             "verifier_bit": dict(sets=VERIFIER_SETS), "all_sources": dict(sets=SERVED_SETS, permissive_only=False),
-            **{f"set:{s}": dict(sets=(s,)) for s in FEATURE_SETS if "verifier" not in s}}
+            **{f"set:{s}": dict(sets=(s,)) for s in (a.sets or REPRESENTATIONS)}}
     for name, kw in plan.items():
         t = time.perf_counter()
         runs[name] = cross_validate(X, records, **kw)

@@ -60,7 +60,7 @@ def learnable_rule(text: str) -> dict:
     return {"cot": WAIT in text, "rep": len(sents) != len(set(sents)), "con": False, "pr": False}
 
 
-def learnable_rows(records: list[dict], n: int, salt: str, max_chars: int = 260) -> list[dict]:
+def learnable_rows(records: list[dict], n: int, salt: str, max_chars: int = 200) -> list[dict]:
     """``n`` rows for the learnable smoke from the real responses of ``records``: each keeps its first
     sentences (at most ``max_chars`` characters, no sentence repeated), then gets, each with probability 1/2
     by a hash of its uid, :data:`WAIT` inserted after the first sentence (``cot``) and its first sentence
@@ -87,7 +87,7 @@ def learnable_rows(records: list[dict], n: int, salt: str, max_chars: int = 260)
         lab = learnable_rule(text)
         if lab["cot"] != cot or lab["rep"] != rep:  # the rule must decide the construction exactly
             continue
-        out.append({"uid": r["uid"], "question": r["question"][-200:], "response": text, "labels": lab})
+        out.append({"uid": r["uid"], "question": r["question"][-100:], "response": text, "labels": lab})
     return out
 
 
@@ -141,7 +141,7 @@ def learnable_smoke(records: list[dict], a: argparse.Namespace, mix: tuple[int, 
     pool = [r for r in records if r["permissive"] and r["source"] != "human47"]
     pool = sorted(pool, key=lambda r: __import__("hashlib").sha256(r["uid"].encode()).hexdigest())
     rows = learnable_rows(pool, a.learn_train + a.learn_eval, salt="learnable")
-    train, ev = rows[:a.learn_train], rows[a.learn_train:]
+    ev, train = rows[:a.learn_eval], rows[a.learn_eval:]  # evaluation rows first: a short pool shrinks training, not them
     forms = mixture_targets([r["uid"] for r in train], mix)
     work = Path(a.workdir or tempfile.mkdtemp(prefix="patternrm-learnable-")) / "learnable"
     work.mkdir(parents=True, exist_ok=True)
@@ -224,10 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mix", default="34547:23031", help="thinking:direct target counts (their ratio is used)")
     p.add_argument("--parts", nargs="+", choices=("learnable", "real"), default=["learnable", "real"],
                    help="which runs (a part not run keeps its previous entry in --out)")
-    p.add_argument("--learn-train", type=int, default=256, help="learnable smoke: training rows")
-    p.add_argument("--learn-eval", type=int, default=64, help="learnable smoke: evaluation rows (other texts)")
-    p.add_argument("--learn-steps", type=int, default=64, help="learnable smoke: SFT steps")
-    p.add_argument("--learn-lr", type=float, default=3e-4)
+    p.add_argument("--learn-train", type=int, default=160, help="learnable smoke: training rows")
+    p.add_argument("--learn-eval", type=int, default=48, help="learnable smoke: evaluation rows (other texts)")
+    p.add_argument("--learn-steps", type=int, default=40, help="learnable smoke: SFT steps")
+    p.add_argument("--learn-lr", type=float, default=5e-4)
     p.add_argument("--max-steps", type=int, default=24, help="real labels: SFT steps")
     p.add_argument("--batch-size", type=int, default=4)
     p.add_argument("--lr", type=float, default=1e-4)
