@@ -43,7 +43,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 TRIGGER_MARGIN = 0.1
-REPRESENTATIONS = ("lex", "lex+consist+pairs", "steps", "lex+steps", "consist+steps", "lex+consist+steps", "lex+consist+pairs+steps")
+REPRESENTATIONS = ("lex", "lex+consist+pairs", "steps", "counts", "steps+counts", "lex+steps", "lex+counts", "lex+consist+steps")
 """Feature sets scored alone on the same folds (``--sets``; the whole-text ``doc`` set costs 5-35x the others
 and lost everywhere in head v5's comparison, docs/patternrm.md: ``--sets lex+consist+pairs+doc`` adds it)."""
 

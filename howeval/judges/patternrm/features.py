@@ -1,6 +1,6 @@
 """PatternRM head v5 features: what a CPU can compute that can see a contradiction (issue 29).
 
-Six blocks, each a fixed-width float vector per response (``featurize_v5`` stacks the ones asked for):
+Seven blocks, each a fixed-width float vector per response (``featurize_v5`` stacks the ones asked for):
 
 - ``lex`` (:data:`howeval.judges.patternrm.lexical.LEX_FEATURES`, 12): the v4 content features (repetition,
   answer statements, cue counts, number shares, length).
@@ -19,6 +19,9 @@ Six blocks, each a fixed-width float vector per response (``featurize_v5`` stack
   similarity to the question (MiniLM cosine), near-duplicate steps that differ by a negation, steps that open
   with a planning phrase, steps with no math content, steps that add no new number, steps with a negation,
   step count and length.
+- ``counts`` (:data:`COUNT_FEATURES`, 7): the step block's shares as log counts (planning, no-math,
+  no-new-number, negated and redundant steps) with step count and length: "does ANY step ...?" labels grow
+  with the count.
 - ``verifier`` (:data:`VERIFIER_FEATURES`, 1): the verifier's correctness bit when the caller gives it (an
   option measured apart, not the served default).
 
@@ -39,7 +42,7 @@ import numpy as np
 from howeval.judges.patternrm.layout import plain_text
 from howeval.judges.patternrm.lexical import LEX_FEATURES, lexical_features
 
-__all__ = ["VERIFIER_FEATURES", "CONSIST_FEATURES", "PAIR_FEATURES", "STEP_FEATURES", "STEP_FEATURE_DOCS", "step_features", "BLOCKS", "MAX_STEPS", "split_steps", "cot_rule", "consistency_features",
+__all__ = ["COUNT_FEATURES", "COUNT_FEATURE_DOCS", "count_features", "VERIFIER_FEATURES", "CONSIST_FEATURES", "PAIR_FEATURES", "STEP_FEATURES", "STEP_FEATURE_DOCS", "step_features", "BLOCKS", "MAX_STEPS", "split_steps", "cot_rule", "consistency_features",
            "pair_features", "featurize_v5", "block_columns", "feature_names"]
 
 MAX_STEPS = 24
@@ -73,11 +76,24 @@ STEP_FEATURE_DOCS = {
     "log_mean_step_chars": "length: log(1 + mean characters per step) / 10",
 }
 """Each :data:`STEP_FEATURES` column and the pattern it targets (``rep``, ``con``, ``pr`` or length)."""
+COUNT_FEATURES = ("n_planning_steps", "n_no_math_steps", "n_no_new_number_steps", "n_negation_steps", "n_redundant_steps",
+                  "log_step_count", "log_chars_total")
+COUNT_FEATURE_DOCS = {
+    "n_planning_steps": "pr: log(1 + steps opening with a planning phrase)",
+    "n_no_math_steps": "pr: log(1 + steps with no math content)",
+    "n_no_new_number_steps": "pr: log(1 + steps adding no new number): a label that asks whether ANY step makes no "
+                             "progress (PRM800K's neutral step) grows with their count, not their share",
+    "n_negation_steps": "con: log(1 + steps holding a negation)",
+    "n_redundant_steps": "rep/pr: log(1 + steps whose highest cosine to an earlier step is >= 0.85)",
+    "log_step_count": "length: log(1 + number of steps) (as in the steps block)",
+    "log_chars_total": "length: log(1 + characters over the steps) / 10 (as in the steps block)",
+}
+"""The ``counts`` block: the step block's shares as counts (log1p), with the two length columns."""
 VERIFIER_FEATURES = ("verifier_correct",)
 """The verifier's correctness bit (item ``"correct"``: 1.0, 0.0, or 0.5 when unknown): an option measured by the
 calibration (issue 42: ROSCOE's annotators saw the reference, so its ``con`` tracks wrong answers), never in
 the served default (it would penalise a wrong answer twice in the PatternRL reward)."""
-BLOCKS = ("lex", "consist", "pairs", "doc", "steps", "verifier")
+BLOCKS = ("lex", "consist", "pairs", "doc", "steps", "verifier", "counts")
 DOC_DIM = 384
 
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9$\\(])")
@@ -302,19 +318,33 @@ def step_features(question: str, steps: Sequence[str], step_emb: np.ndarray, q_e
     return out
 
 
+def count_features(step_feats: Sequence[float]) -> list[float]:
+    """:data:`COUNT_FEATURES` from one response's :func:`step_features` output (shares times the step count, log1p).
+
+    >>> sf = dict(zip(STEP_FEATURES, [0.0] * len(STEP_FEATURES)), log_step_count=math.log1p(4), share_planning_steps=0.5)
+    >>> round(count_features([sf[k] for k in STEP_FEATURES])[0], 4) == round(math.log1p(2), 4)
+    True
+    """
+    f = dict(zip(STEP_FEATURES, step_feats))
+    s = math.expm1(f["log_step_count"])
+    return [math.log1p(round(f[k] * s)) for k in ("share_planning_steps", "share_no_math_steps", "share_no_new_number_steps",
+                                                  "share_negation_steps")] + [
+        math.log1p(round(f["share_redundant_steps"] * max(0.0, s - 1))), f["log_step_count"], f["log_chars_total"]]
+
+
 def feature_names(blocks: Sequence[str] = BLOCKS) -> list[str]:
     """Column names of :func:`featurize_v5` for ``blocks`` (in :data:`BLOCKS` order)."""
 
     names = {"lex": list(LEX_FEATURES), "consist": list(CONSIST_FEATURES), "pairs": list(PAIR_FEATURES),
              "doc": [f"doc_{i}" for i in range(DOC_DIM)], "steps": list(STEP_FEATURES),
-             "verifier": list(VERIFIER_FEATURES)}
+             "verifier": list(VERIFIER_FEATURES), "counts": list(COUNT_FEATURES)}
     return [n for b in BLOCKS if b in blocks for n in names[b]]
 
 
 def block_columns(blocks: Sequence[str]) -> np.ndarray:
     """Indices of ``blocks``' columns in the full :func:`featurize_v5` matrix (all four blocks)."""
     sizes = {"lex": 12, "consist": len(CONSIST_FEATURES), "pairs": len(PAIR_FEATURES), "doc": DOC_DIM, "steps": len(STEP_FEATURES),
-             "verifier": 1}
+             "verifier": 1, "counts": len(COUNT_FEATURES)}
     cols, at = [], 0
     for b in BLOCKS:
         if b in blocks:
@@ -352,11 +382,15 @@ def featurize_v5(encoder: Any, items: Sequence[Mapping[str, Any]], blocks: Seque
             row += pair_features(emb_steps[i], emb_q[i] if qs[i] else None, steps[i])
         if "doc" in blocks:
             row += [float(x) for x in emb_doc[i]]
+        sf = step_features(qs[i], steps[i], emb_steps[i], emb_q[i] if qs[i] else None) if (
+            "steps" in blocks or "counts" in blocks) else []
         if "steps" in blocks:
-            row += step_features(qs[i], steps[i], emb_steps[i], emb_q[i] if qs[i] else None)
+            row += sf
         if "verifier" in blocks:
             c = items[i].get("correct")
             row.append(0.5 if c is None else float(bool(c)))
+        if "counts" in blocks:
+            row += count_features(sf)
         rows.append(row)
     width = len(block_columns(blocks))
     return np.array(rows, dtype=np.float32).reshape(len(items), width)
@@ -368,7 +402,7 @@ def _check_featurize_args(encoder: Any, items: Sequence[Mapping[str, Any]], bloc
     bad = [b for b in blocks if b not in BLOCKS]
     if bad:
         raise ValueError(f"blocks {bad}: expected names from {BLOCKS}")
-    need_enc = any(b in blocks for b in ("pairs", "doc", "steps"))
+    need_enc = any(b in blocks for b in ("pairs", "doc", "steps", "counts"))
     if need_enc and encoder is None:
         raise ValueError("feature blocks 'pairs'/'doc'/'steps' need the sentence encoder (encoder=None given)")
     for i, it in enumerate(items):

@@ -483,7 +483,7 @@ class HeadPatternRM:
                              "(retrain with `make patternrm FORCE=1`)")
         self.features = self.meta.get("features", "content+minilm")
         self.blocks = tuple(self.meta.get("blocks") or ())
-        needs_encoder = self.features == "content+minilm" or any(b in self.blocks for b in ("pairs", "doc", "steps"))
+        needs_encoder = self.features == "content+minilm" or any(b in self.blocks for b in ("pairs", "doc", "steps", "counts"))
         self.encoder = Encoder(encoder_path or self.meta.get("encoder_path") or None, device=device) if needs_encoder else None
         with np.load(Path(self.path) / "head.npz") as z:
             self.head = {k: z[k] for k in z.files}

@@ -39,26 +39,31 @@ TRAINED_LABELS = ("rep", "con", "pr")
 FEATURE_SETS: dict[str, tuple[str, ...]] = {
     "lex": ("lex",), "lex+consist": ("lex", "consist"), "lex+pairs": ("lex", "pairs"),
     "lex+consist+pairs": ("lex", "consist", "pairs"), "lex+consist+pairs+doc": ("lex", "consist", "pairs", "doc"),
-    "steps": ("steps",), "lex+steps": ("lex", "steps"), "consist+steps": ("consist", "steps"),
-    "lex+consist+steps": ("lex", "consist", "steps"), "lex+consist+pairs+steps": ("lex", "consist", "pairs", "steps"),
-    "steps+verifier": ("steps", "verifier"), "consist+steps+verifier": ("consist", "steps", "verifier"),
-    "lex+steps+verifier": ("lex", "steps", "verifier"), "lex+consist+steps+verifier": ("lex", "consist", "steps", "verifier"),
+    "steps": ("steps",), "counts": ("counts",), "steps+counts": ("steps", "counts"), "lex+counts": ("lex", "counts"),
+    "lex+steps": ("lex", "steps"), "consist+steps": ("consist", "steps"), "lex+consist+steps": ("lex", "consist", "steps"),
+    "lex+consist+pairs+steps": ("lex", "consist", "pairs", "steps"),
+    "steps+verifier": ("steps", "verifier"), "counts+verifier": ("counts", "verifier"),
+    "steps+counts+verifier": ("steps", "counts", "verifier"), "lex+counts+verifier": ("lex", "counts", "verifier"),
+    "lex+steps+verifier": ("lex", "steps", "verifier"),
 }
 """Representations compared on the same folds (block names of ``howeval.judges.patternrm.features``)."""
-SERVED_SETS = ("steps", "lex+steps", "consist+steps", "lex+consist+steps")
-"""The candidates the served recipe (head v6) chooses among per label, inside training folds: the step features
-(``features.STEP_FEATURES``) alone or with the v4 content and v5 consistency features. The v5 sets (``lex``,
-``pairs``) and the whole-text embedding ``doc`` are compared on the same folds
+SERVED_SETS = ("steps", "counts", "steps+counts", "lex+counts", "lex+steps")
+"""The candidates the served recipe (head v6) chooses among per label, inside training folds: the step
+features (``features.STEP_FEATURES``), their counts (``COUNT_FEATURES``), both, or either with the v4 content
+features (``lex``). The v5 sets and the whole-text embedding ``doc`` are compared on the same folds
 (``bench/results/patternrm_calibration.json``, ``representations``)."""
-VERIFIER_SETS = ("steps+verifier", "consist+steps+verifier", "lex+steps+verifier", "lex+consist+steps+verifier")
+VERIFIER_SETS = tuple(f"{s}+verifier" for s in SERVED_SETS)
 """The verifier-bit variant's candidates: :data:`SERVED_SETS` plus the correctness bit (an option, never served)."""
 LENGTH_SET = "length"
 """The length-only floor: one column, log characters of the plain text."""
 C_GRID = (0.003, 0.03)
-WEAK_GRID = (0.3, 1.0)
+WEAK_GRID = (0.3, 1.0, 3.0)
 OUTER_FOLDS = 5
 INNER_FOLDS = 3
 MIN_POS = 5
+GROUP_WEIGHT = "positives"
+"""How the inner selection weighs its (task, gold/weak) groups: ``"positives"`` (by the smaller class's count,
+head v6: an AUROC on 16 positives is noisier than one on 62) or ``"equal"`` (v5)."""
 SELECT_GROUP = "subset"
 """What the inner selection scores AUROC inside: ``"subset"`` (each source task apart, head v6) or ``"source"`` (v5)."""
 
@@ -221,6 +226,8 @@ def _group_score(records: Sequence[Mapping[str, Any]], rows: np.ndarray, y: np.n
         for g, wt in ((True, 1.0), (False, 0.5)):
             sel = (src == s) & (gold == g)
             if y[sel].sum() >= MIN_POS and (1 - y[sel]).sum() >= MIN_POS:
+                if GROUP_WEIGHT == "positives":  # a group counts by its positives: 16 noisy ones weigh less than 62
+                    wt *= float(min(y[sel].sum(), (1 - y[sel]).sum()))
                 tot += wt * auroc(y[sel], p[sel])
                 wsum += wt
     return tot / wsum if wsum else 0.0

@@ -70,7 +70,7 @@ def test_pair_features_and_featurize_v5_one_encoder_call():
     assert pf["pair_cos_max"] == pytest.approx(1.0, abs=1e-5) and pf["pair_cos_min"] < 0.9 and pf["question_cos_mean"] == 0.0
     items = [{"response": "2 + 2 = 4.\nThe answer is 4.", "question": "2+2?"}, {"response": "x", "steps": ["x"]}]
     X = featurize_v5(enc, items)
-    assert enc.n_calls == 2 and X.shape == (2, len(block_columns(("lex", "consist", "pairs", "doc", "steps", "verifier"))))
+    assert enc.n_calls == 2 and X.shape == (2, len(block_columns(("lex", "consist", "pairs", "doc", "steps", "verifier", "counts"))))
     np.testing.assert_allclose(featurize_v5(None, items, ("lex", "consist")), X[:, block_columns(("lex", "consist"))], rtol=1e-6)
     with pytest.raises(ValueError, match="encoder"):
         featurize_v5(None, items, ("pairs",))
@@ -174,6 +174,12 @@ def test_step_features_see_redundancy_negated_twins_planning_and_no_progress():
     twin = sf(["The triangle is a right triangle.", "The triangle is not a right triangle."])
     assert twin["negation_twin_pairs"] > 0 and twin["share_negation_steps"] == 0.5 and plain["negation_twin_pairs"] == 0
     assert padded["log_step_count"] > plain["log_step_count"]
+    from howeval.judges.patternrm.features import COUNT_FEATURE_DOCS, COUNT_FEATURES, count_features
+
+    assert set(COUNT_FEATURE_DOCS) == set(COUNT_FEATURES)
+    cnt = dict(zip(COUNT_FEATURES, count_features([padded[k] for k in STEP_FEATURES])))
+    assert cnt["n_planning_steps"] == pytest.approx(np.log1p(3)) and cnt["n_no_new_number_steps"] == pytest.approx(np.log1p(4))
+    assert cnt["log_step_count"] == padded["log_step_count"]
     none_q = dict(zip(STEP_FEATURES, step_features("", ["a b c"], enc.encode(["a b c"]), None)))
     assert none_q["question_cos_mean"] == 0.0 and none_q["step_redundancy_mean"] == 0.0
 
