@@ -248,3 +248,29 @@ def test_head_note_names_the_head_and_its_measured_precision_and_the_report_carr
     notes = _notes(Cfg, "patternrm@1", {}, J)
     assert any(n.startswith("Pattern judge is the PatternRM head `minilm-head-6`") and "0.85" in n for n in notes)
     assert not any("PatternRM head" in n for n in _notes(Cfg, "rules@1", {}, None))
+
+
+def test_calibration_results_report_within_task_figures_with_cis_and_honest_goals():
+    """bench/results/patternrm_calibration.json (written by `make patternrm`): every label entry has pooled and
+    within-task AUROC for the head and the length floor, the task-identity floor, CIs that bracket the
+    estimates, and goals whose verdicts follow from the figures."""
+    import json
+
+    res = json.loads((Path(__file__).resolve().parents[4] / "bench" / "results" / "patternrm_calibration.json").read_text())
+    con = res["by_source"]["roscoe"]["con"]
+    for k in ("auroc", "auroc_length", "auroc_task_identity", "within_task_auroc", "within_task_auroc_length"):
+        lo, hi = con[k + "_ci95"]
+        assert lo <= con[k] <= hi, k
+    assert sorted(t for t, v in con["tasks"].items() if v["counted"]) == ["roscoe-cosmos", "roscoe-drop", "roscoe-gsm8k"]
+    assert con["within_task_auroc_task_identity"] == 0.5
+    g = con["goals"]
+    assert g["within_task_auroc >= within_task_auroc_length + 0.03"]["met"] == (
+        con["within_task_auroc"] >= con["within_task_auroc_length"] + 0.03 - 1e-9)
+    assert g["auroc >= 0.74"]["met"] == (con["auroc"] >= 0.74)
+    pr = res["by_source"]["prm800k"]["pr"]
+    assert pr["goals"]["auroc > auroc_length"]["met"] == (pr["auroc"] > pr["auroc_length"])
+    t = res["trigger"]
+    assert t["goal"]["precision >= base_rate + 0.1"]["met"] == (t["precision"] >= t["base_rate"] + 0.1)
+    assert set(res["goals"]["misses"]) == {f"{s}/{k}: {n} by {v['by']}" for s, labs in res["by_source"].items()
+                                           for k, e in labs.items() for n, v in e["goals"].items() if not v["met"]}
+    assert "by_source" in res["verifier_bit_variant"] and res["verifier_bit_variant"]["reward_spread"]
