@@ -27,7 +27,7 @@ help:
 	@echo "make bench   - throughput benchmarks -> bench/results/*.md"
 	@echo "make bench-verify - verifier CPU per response and verdicts (real responses of ../shared/data and the invented answer shapes), current tree beside earlier commits in one interleaved run -> bench/results/verify_bench.md"
 	@echo "make patternrm - retrain the shipped PatternRM head (howeval/judges/patternrm/weights/, needs ../shared/data) and score it per human-label source"
-	@echo "make patternrm-sft - SFT the embedded SmolLM2 on the thinking/direct PatternRM mixture (CPU, few steps) and compare both inference forms"
+	@echo "make patternrm-sft - SFT the embedded SmolLM2 on the thinking/direct PatternRM mixture (CPU): a learnable-labelling smoke (a rule decides the labels; F1 >= 0.9 shows the pipeline learns) and the human labels, both inference forms (Table 4)"
 	@echo "make train-smoke - 2 GRPO steps on CPU, checkpoint, then resume to step 3 (text policy, then the tiny VLM on image prompts)"
 	@echo "make train-elastic - elastic GRPO on a simulated 3-node cluster: a node leaves, one joins, training goes on"
 	@echo "make serve [PORT=N] - the reward server on 127.0.0.1:8000, or port N (embedded defaults; Ray on loopback; HOWEVAL_REWARD_URL_TOKEN set: also OpenRLHF's header-less route)"

@@ -1,22 +1,32 @@
-"""PatternRM calibration (issue 29): the served head v5 scored per human-label source, against the floors.
+"""PatternRM calibration (issues 29, 42): the served head scored per human-label source as a reward uses it.
 
-    python bench/patternrm_calibration.py [--out bench/results/patternrm_calibration.json]
+    python bench/patternrm_calibration.py [--out bench/results/patternrm_calibration.json] [--bootstrap 1000]
 
 Reads every human label (``howeval.judges.patternrm.labelsets``: the project's 47, ROSCOE, PRM800K; texts
-in place under ``../shared/data``, ``HOWEVAL_SHARED_DATA`` overrides) and the v5 features
+in place under ``../shared/data``, ``HOWEVAL_SHARED_DATA`` overrides) and the feature matrix
 (``howeval.judges.patternrm.recipe.load_features``; MiniLM embeddings cached by text). Every figure is
 out-of-fold: 5 outer folds stratified by source and labels; in each, the served recipe
 (``recipe.select_and_fit``: feature set, C and weak-proxy weight by an inner 3-fold CV over the training
-folds, threshold on their out-of-fold predictions) is fitted on the other folds and scores the held-out
-one. Training rows are the permissive-licence sources only (the shipped default); the others are scored,
-never trained on. The same folds score: each representation alone, the length-only floor (one column:
-log characters), training on every source (licences aside), and the served recipe.
+folds scored inside each source task, threshold on their out-of-fold predictions) is fitted on the other
+folds and scores the held-out one. Training rows are the permissive-licence sources only (the shipped
+default); the others are scored, never trained on. The same folds score: the length-only floor (one
+column: log characters), the task-identity floor (the label's prevalence in the row's source task), each
+representation alone, training on every source (licences aside), the verifier-bit variant, and the served
+recipe.
+
+A reward compares responses to one task, so the figure that matters is **within-task AUROC**: AUROC inside
+each source task (ROSCOE's GSM8K, CosmosQA, DROP, e-SNLI; human47's MATH-Vision and TabMWP), averaged over
+the tasks with >= 8 positives. Pooled AUROC also rewards telling tasks apart (``auroc_task_identity``).
 
 Output (``--out``): ``{"by_source": {SOURCE: {LABEL: {"positives", "n", "mapping", "auroc", "auroc_length",
-"f1", "floor_f1_all_positive", "floor_f1_length", "threshold_range", "goals"}}}, "trigger": {"precision",
-"base_rate", ...}, "goals": {...}, "representations": {...}, "training_sources": {...}, "served": {...},
-"reward_spread": {...}, "seconds"}``. ``goals`` says, for each label with >= 20 positives, each goal met or
-missed and by how much.
+"auroc_task_identity", "within_task_auroc", "within_task_auroc_length", "within_task_auroc_task_identity",
+each ``<name>_ci95`` ([low, high], percentile bootstrap over rows resampled inside each task), "tasks" (per
+task n, positives, counted, AUROC, length AUROC), "f1", "floor_f1_all_positive", "floor_f1_length",
+"goals"}}}, "trigger": {"precision", "base_rate", ...}, "goals": {...}, "verifier_bit_variant": {...},
+"representations": {...}, "training_sources": {...}, "served": {...}, "reward_spread": {...}, "seconds"}``.
+``goals``: issue 42's (ROSCOE ``con`` within task >= length within task + 0.03 and pooled >= 0.74;
+PRM800K ``pr`` >= 0.65 and above length; Trigger precision on the 47 >= base rate + 0.1), each met or missed
+and by how much.
 """
 from __future__ import annotations
 
@@ -32,21 +42,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-MIN_POSITIVES = 20
-V4 = {  # head v4 (served before issue 29: 12 content features, corpus v3 + the 47), measured once on the new labels it never saw
-    "note": "head v4 probabilities and its served thresholds on ROSCOE and PRM800K (never trained on); reward spread on the 144",
-    "roscoe/rep": {"auroc": 0.856, "f1": 0.0, "fired": 3, "n": 528, "pos": 5},
-    "roscoe/con": {"auroc": 0.666, "f1": 0.222, "fired": 55, "n": 528, "pos": 62},
-    "roscoe/con_step_logic": {"auroc": 0.645, "f1": 0.178, "fired": 55, "n": 528, "pos": 102},
-    "roscoe/pr": {"auroc": 0.599, "f1": 0.138, "fired": 110, "n": 528, "pos": 49},
-    "prm800k/pr": {"auroc": 0.508, "f1": 0.492, "fired": 90, "n": 210, "pos": 105},
-    "reward_spread_v4": {"n": 144, "std": 0.0205, "distinct_values": [0.025, 0.05, 0.075, 0.1], "mean": 0.06476,
-                         "all_groups": {"groups": 48, "rollouts": 144, "share_rollouts_differing_from_group_mean": 0.8194,
-                                        "share_groups_with_nonzero_spread": 0.875},
-                         "all_correct_groups": {"groups": 1, "rollouts": 3, "share_rollouts_differing_from_group_mean": 1.0,
-                                                "share_groups_with_nonzero_spread": 1.0}},
-}
-AUROC_GOAL, LENGTH_MARGIN, F1_MARGIN, TRIGGER_MARGIN = 0.75, 0.1, 0.1, 0.1
+TRIGGER_MARGIN = 0.1
+REPRESENTATIONS = ("lex", "lex+consist+pairs", "steps", "counts", "steps+counts", "lex+steps", "lex+counts", "lex+consist+steps")
+"""Feature sets scored alone on the same folds (``--sets``; the whole-text ``doc`` set costs 5-35x the others
+and lost everywhere in head v5's comparison, docs/patternrm.md: ``--sets lex+consist+pairs+doc`` adds it)."""
 
 
 def entries(records: list[dict]) -> list[tuple[str, str, str, np.ndarray, np.ndarray]]:
@@ -74,31 +73,85 @@ def f1(pred: np.ndarray, y: np.ndarray) -> float:
     return 2 * tp / max(1, 2 * tp + fp + fn)
 
 
-def goal_block(e: dict) -> dict:
-    """Each goal of the issue for one label entry: ``{goal: {"met", "by"}}`` (``by`` > 0: margin; < 0: miss)."""
-    floor = max(e["floor_f1_all_positive"], e["floor_f1_length"])
-    g = {"auroc >= 0.75": e["auroc"] - AUROC_GOAL,
-         "auroc >= auroc_length + 0.1": e["auroc"] - (e["auroc_length"] + LENGTH_MARGIN),
-         "f1 >= max(floors) + 0.1": e["f1"] - (floor + F1_MARGIN)}
-    return {k: {"met": bool(v >= 0), "by": round(float(v), 4)} for k, v in g.items()}
+GOALS = {  # issue 42, per (source, label key): name -> margin function of the entry (>= 0: met)
+    ("roscoe", "con"): {
+        "within_task_auroc >= within_task_auroc_length + 0.03": lambda e: e["within_task_auroc"] - e["within_task_auroc_length"] - 0.03,
+        "auroc >= 0.74": lambda e: e["auroc"] - 0.74},
+    ("prm800k", "pr"): {"auroc >= 0.65": lambda e: e["auroc"] - 0.65, "auroc > auroc_length": lambda e: e["auroc"] - e["auroc_length"]},
+}
 
 
-def score(records: list[dict], cv: dict, length: dict) -> dict:
-    from howeval.judges.patternrm.recipe import auroc
+def goal_block(source: str, key: str, e: dict) -> dict:
+    """The issue's goals for one label entry: ``{goal: {"met", "by"}}`` (``by`` >= 0: margin; < 0: miss)."""
+    out = {}
+    for name, margin in GOALS.get((source, key), {}).items():
+        try:
+            v = margin(e)
+        except TypeError:  # a figure is None (no task with enough positives)
+            out[name] = {"met": False, "by": None}
+            continue
+        out[name] = {"met": bool(v >= -1e-12), "by": round(float(v), 4)}
+    return out
 
+
+def task_identity_scores(records: list[dict], idx: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The task-identity floor's scores ``(len(idx),)``: for each row, the label's prevalence in its own task
+    (subset) among the *other* outer folds' rows of the same entry (out-of-fold, like every other score). A
+    score that only knows the task: its pooled AUROC is what telling the tasks apart is worth, its
+    within-task AUROC 0.5."""
+    from howeval.judges.patternrm.recipe import outer_folds
+
+    folds = outer_folds(records)[idx]
+    task = np.array([records[i]["subset"] for i in idx])
+    out = np.zeros(len(idx))
+    for f in set(folds.tolist()):
+        te = folds == f
+        for t in set(task[te].tolist()):
+            tr = (folds != f) & (task == t)
+            out[te & (task == t)] = y[tr].mean() if tr.any() else y[folds != f].mean()
+    return out
+
+
+def metric_block(y: np.ndarray, p: np.ndarray, pl: np.ndarray, pt: np.ndarray, task: np.ndarray, n_boot: int) -> dict:
+    """Pooled and within-task AUROC of the model ``p``, the length floor ``pl`` and the task-identity floor
+    ``pt``, each with its bootstrap 95% CI (rows resampled inside each task; ``recipe.bootstrap_ci``)."""
+    from howeval.judges.patternrm.recipe import WITHIN_TASK_MIN_POS, auroc, bootstrap_ci, within_task_auroc
+
+    pooled = lambda yy, pp, tt: auroc(yy, pp)  # noqa: E731
+    e: dict = {}
+    for name, q in (("auroc", p), ("auroc_length", pl), ("auroc_task_identity", pt)):
+        e[name] = round(auroc(y, q), 4)
+        e[name + "_ci95"] = bootstrap_ci(pooled, y, q, task, n_boot=n_boot)
+    for name, q in (("within_task_auroc", p), ("within_task_auroc_length", pl)):
+        v = within_task_auroc(y, q, task)
+        e[name] = None if v is None else round(v, 4)
+        e[name + "_ci95"] = bootstrap_ci(within_task_auroc, y, q, task, n_boot=n_boot) if v is not None else None
+    e["within_task_auroc_task_identity"] = 0.5 if e["within_task_auroc"] is not None else None
+    tasks = {}
+    for t in sorted(set(task.tolist())):
+        sel = task == t
+        tasks[t] = {"n": int(sel.sum()), "positives": int(y[sel].sum()),
+                    "counted": bool(y[sel].sum() >= WITHIN_TASK_MIN_POS and (1 - y[sel]).sum() >= 1),
+                    "auroc": None if auroc(y[sel], p[sel]) is None else round(auroc(y[sel], p[sel]), 4),
+                    "auroc_length": None if auroc(y[sel], pl[sel]) is None else round(auroc(y[sel], pl[sel]), 4)}
+    e["tasks"] = tasks
+    return e
+
+
+def score(records: list[dict], cv: dict, length: dict, n_boot: int = 1000) -> dict:
     by: dict = {}
     for s, key, lab, idx, y in entries(records):
         p, fired = cv["prob"][lab][idx], cv["fired"][lab][idx]
         pl, fl = length["prob"][lab][idx], length["fired"][lab][idx]
+        task = np.array([records[i]["subset"] for i in idx])
         prev = float(y.mean())
         e = {"positives": int(y.sum()), "n": len(y),
              "mapping": "gold" if key == lab and records[idx[0]]["gold"][lab] is not None else
              f"weak proxy of {lab}: {records[idx[0]]['weak_name'].get(lab)}",
-             "auroc": round(auroc(y, p), 4), "auroc_length": round(auroc(y, pl), 4), "f1": round(f1(fired, y), 4),
-             "floor_f1_all_positive": round(2 * prev / (1 + prev), 4), "floor_f1_length": round(f1(fl, y), 4),
+             **metric_block(y, p, pl, task_identity_scores(records, idx, y), task, n_boot),
+             "f1": round(f1(fired, y), 4), "floor_f1_all_positive": round(2 * prev / (1 + prev), 4), "floor_f1_length": round(f1(fl, y), 4),
              "predicted": int(fired.sum()), "trained_on": sorted({records[i]["subset"] for i in idx if records[i]["permissive"]})}
-        e["goal_applies"] = e["positives"] >= MIN_POSITIVES
-        e["goals"] = goal_block(e)
+        e["goals"] = goal_block(s, key, e)
         by.setdefault(s, {})[key] = e
     return by
 
@@ -221,16 +274,46 @@ def shortcut_other_splits(recs: list[dict], seeds: tuple[int, ...] = (1, 2, 3, 4
 
 
 
-def main() -> int:
+def verifier_spread(data_root: Path, records: list[dict], X: np.ndarray) -> dict:
+    """The verifier-bit variant's effect on PatternRL groups: a head fitted on every record with the
+    verifier column (``recipe.VERIFIER_SETS``) labels the MATH-Vision responses (3 models per item, their
+    ``correct`` bit) and the pattern term's spread is measured as for the served head."""
+    from howeval.judges.patternrm.features import featurize_v5
+    from howeval.judges.patternrm.head import CachedEncoder, Encoder, embedding_cache_path, predict_proba
+    from howeval.judges.patternrm.recipe import VERIFIER_SETS, cot_rule, fit_served
+    from howeval.records import LABELS
+
+    head, info = fit_served(X, records, sets=VERIFIER_SETS)
+    cols = head.pop("columns")
+    mv = [json.loads(x) for x in (data_root / "responses" / "mathv_model_responses.jsonl").read_text().splitlines() if x.strip()]
+    qs = {}
+    f = data_root / "vqa" / "mathv_testmini_subset.jsonl"
+    if f.is_file():
+        qs = {q["id"]: q["question"] for q in (json.loads(x) for x in f.read_text().splitlines() if x.strip())}
+    items = [{"question": qs.get(r["id"], ""), "response": r["response"], "correct": r.get("correct")} for r in mv]
+    F = featurize_v5(CachedEncoder(Encoder(), embedding_cache_path()), items)
+    prob = predict_proba(head, F[:, cols])
+    prob[:, LABELS.index("cot")] = cot_rule([r["response"] for r in mv])
+    labs = [{k: bool(row[j] >= info["thresholds"][k]) for j, k in enumerate(LABELS)} for row in prob]
+    return {"choice": info["choice"], "mathv_model_responses (48 items x 3 models)": reward_spread(
+        labs, [r["id"] for r in mv], [bool(r.get("correct")) for r in mv])}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from howeval.judges.patternrm.recipe import FEATURE_SETS
+
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", default="bench/results/patternrm_calibration.json")
-    a = p.parse_args()
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples per CI")
+    p.add_argument("--sets", nargs="*", choices=sorted(FEATURE_SETS), default=None,
+                   help=f"feature sets compared alone on the same folds (default {' '.join(REPRESENTATIONS)})")
+    a = p.parse_args(argv)
     from howeval.judges.patternrm.head import HeadPatternRM, default_sources, embedded_patternrm
     from howeval.judges.patternrm.labelsets import LabelSourceMissing
     from howeval.judges.patternrm.recipe import (
-        FEATURE_SETS,
         LENGTH_SET,
         SERVED_SETS,
+        VERIFIER_SETS,
         auroc,
         cot_rule,
         cross_validate,
@@ -247,49 +330,67 @@ def main() -> int:
     log = lambda m: print(m, flush=True)  # noqa: E731
     runs, secs = {}, {}
     plan = {"served": dict(sets=SERVED_SETS), "length": dict(sets=(LENGTH_SET,)),
-            "all_sources": dict(sets=SERVED_SETS, permissive_only=False),
-            **{f"set:{s}": dict(sets=(s,)) for s in FEATURE_SETS}}
+            "verifier_bit": dict(sets=VERIFIER_SETS), "all_sources": dict(sets=SERVED_SETS, permissive_only=False),
+            **{f"set:{s}": dict(sets=(s,)) for s in (a.sets or REPRESENTATIONS)}}
     for name, kw in plan.items():
         t = time.perf_counter()
         runs[name] = cross_validate(X, records, **kw)
         secs[name] = round(time.perf_counter() - t, 1)
         log(f"[calibration] {name}: {secs[name]} s")
     cot = cot_rule([r["response"] for r in records])
-    by = score(records, runs["served"], runs["length"])
+    by = score(records, runs["served"], runs["length"], n_boot=a.bootstrap)
     trig = trigger(records, runs["served"], cot)
 
     def aurocs(cv: dict) -> dict:
-        return {f"{s}/{key}": round(auroc(y, cv["prob"][lab][idx]), 4) for s, key, lab, idx, y in entries(records)}
+        from howeval.judges.patternrm.recipe import within_task_auroc
+
+        out = {}
+        for s, key, lab, idx, y in entries(records):
+            wt = within_task_auroc(y, cv["prob"][lab][idx], [records[i]["subset"] for i in idx])
+            out[f"{s}/{key}"] = {"auroc": round(auroc(y, cv["prob"][lab][idx]), 4), "within_task_auroc": None if wt is None else round(wt, 4)}
+        return out
 
     reps = {name.split(":", 1)[1]: {"auroc": aurocs(runs[name]), "seconds": secs[name]} for name in runs if name.startswith("set:")}
     reps["served (feature set chosen per label inside training folds)"] = {"auroc": aurocs(runs["served"]), "seconds": secs["served"]}
     reps[LENGTH_SET + " (floor)"] = {"auroc": aurocs(runs["length"]), "seconds": secs["length"]}
-    by_all = score(records, runs["all_sources"], runs["length"])
+    by_all = score(records, runs["all_sources"], runs["length"], n_boot=200)
+    by_ver = score(records, runs["verifier_bit"], runs["length"], n_boot=a.bootstrap)
     head = HeadPatternRM(embedded_patternrm())
-    misses = [f"{s}/{k}: {g} by {v['by']}" for s, labs in by.items() for k, e in labs.items() if e["goal_applies"]
-              for g, v in e["goals"].items() if not v["met"]]
+    misses = [f"{s}/{k}: {g} by {v['by']}" for s, labs in by.items() for k, e in labs.items() for g, v in e["goals"].items() if not v["met"]]
     misses += [f"trigger: {g} by {v['by']}" for g, v in trig["goal"].items() if not v["met"]]
     out = {
         "by_source": by, "trigger": trig,
-        "goals": {"labels_with_goals": [f"{s}/{k}" for s, labs in by.items() for k, e in labs.items() if e["goal_applies"]],
+        "goals": {"labels_with_goals": [f"{s}/{k}" for s, labs in by.items() for k, e in labs.items() if e["goals"]] + ["human47/trigger"],
                   "all_met": not misses, "misses": misses},
         "method": "5 outer folds stratified by source and labels; per fold, feature set, C, weak-proxy weight and threshold chosen "
-                  "by an inner 3-fold CV over the training folds only; training rows from permissive-licence sources "
-                  "(human47 MATH-Vision, ROSCOE GSM8K + CosmosQA, PRM800K); TabMWP (NC-SA), ROSCOE DROP + e-SNLI (SA) scored, "
-                  "never trained on; cot by the rule judge (no human cot positive anywhere)",
+                  "by an inner 3-fold CV over the training folds only (scored as AUROC inside each source task); training rows "
+                  "from permissive-licence sources (human47 MATH-Vision, ROSCOE GSM8K + CosmosQA, PRM800K); TabMWP (NC-SA), "
+                  "ROSCOE DROP + e-SNLI (SA) scored, never trained on; cot by the rule judge (no human cot positive anywhere). "
+                  "within_task_auroc: AUROC inside each source task (subset), averaged over tasks with >= 8 positives; "
+                  "auroc_task_identity: the label's out-of-fold prevalence in the row's task as its score; *_ci95: "
+                  f"percentile bootstrap over rows resampled inside each task ({a.bootstrap} resamples)",
+        "verifier_bit_variant": {
+            "note": "an option, not the served default: the verifier's correctness bit as one more column "
+                    "(recipe.VERIFIER_SETS); ROSCOE's annotators saw the reference, so its con tracks wrong answers",
+            "by_source": {s: {k: {m: e[m] for m in ("auroc", "auroc_ci95", "within_task_auroc", "within_task_auroc_ci95", "auroc_length",
+                                                      "within_task_auroc_length", "f1")} for k, e in labs.items()} for s, labs in by_ver.items()},
+            "trigger": trigger(records, runs["verifier_bit"], cot),
+            "correct_bit_known": {s: sum(r["correct"] is not None for r in records if r["source"] == s)
+                                  for s in sorted({r["source"] for r in records})},
+            "reward_spread": verifier_spread(data_root, records, X)},
         "representations": reps,
         "training_sources": {"permissive only (served)": {f"{s}/{k}": e["auroc"] for s, labs in by.items() for k, e in labs.items()},
                              "every source": {f"{s}/{k}": e["auroc"] for s, labs in by_all.items() for k, e in labs.items()}},
         "served": {"head_version": head.meta["head_version"], "choice": head.meta.get("choice"), "blocks": head.meta.get("blocks"),
                    "thresholds": head.meta.get("thresholds"), "fold_choices": runs["served"]["choices"]},
-        "reward_spread": {**spread_sets(data_root, head, records, X), "head v4 (served before), mathv_model_responses": V4["reward_spread_v4"]},
-        "head_v4_on_new_labels": {k: v for k, v in V4.items() if k != "reward_spread_v4"},
+        "reward_spread": spread_sets(data_root, head, records, X),
         "seconds": round(time.perf_counter() - t0, 1),
     }
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=1) + "\n")
-    print(json.dumps({"by_source": {s: {k: {m: e[m] for m in ("positives", "auroc", "auroc_length", "f1", "floor_f1_all_positive",
-                                                             "floor_f1_length")} for k, e in labs.items()} for s, labs in by.items()},
+    keys = ("positives", "auroc", "auroc_ci95", "auroc_length", "within_task_auroc", "within_task_auroc_ci95", "within_task_auroc_length",
+            "auroc_task_identity", "f1", "floor_f1_all_positive")
+    print(json.dumps({"by_source": {s: {k: {m: e[m] for m in keys} for k, e in labs.items()} for s, labs in by.items()},
                       "trigger": {m: trig[m] for m in ("precision", "base_rate")}, "misses": misses}, indent=1))
     return 0
 

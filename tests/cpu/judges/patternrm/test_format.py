@@ -95,7 +95,7 @@ def test_sft_smoke_then_calibration(tmp_path):
     raw["calibration"].update(max_items=4)
     cfg.write_text(yaml.safe_dump(raw))
     out = tmp_path / "out"
-    assert main(["--config", str(cfg), "--corpus", str(tmp_path / "corpus" / "sft_direct.jsonl"),
+    assert main(["--config", str(cfg), "--corpus", str(tmp_path / "corpus" / "sft_mixture.jsonl"),
                  "--output-dir", str(out), "--calibration", str(tmp_path / "corpus" / "heldout.jsonl")]) == 0
     assert (out / "checkpoint" / "config.json").exists() and (out / "checkpoint" / "model.safetensors").exists()
     scores = json.loads((out / "calibration" / "calibration.json").read_text())["judges"]["patternrm"]

@@ -197,7 +197,7 @@ def test_checkpoint_prompt_keeps_the_chat_header_and_cuts_the_response():
 
 @pytest.mark.slow
 def test_embedded_trained_patternrm_batch_equals_singles():
-    """The shipped head v5: a batch gives the same labels as one-by-one calls; cot is the rule's."""
+    """The shipped head v6: a batch gives the same labels as one-by-one calls; cot is the rule's."""
     rm = PatternRM()
     items = [{"question": "q", "response": r} for r in (
         "Wait, let me re-check that. Actually no, recount. The answer is 4.",
@@ -208,7 +208,7 @@ def test_embedded_trained_patternrm_batch_equals_singles():
     singles = [rm.label_batch([it])[0] for it in items]
     assert [b["labels"] for b in batch] == [s["labels"] for s in singles]
     assert all(b["error"] is None and set(b["probs"]) == {"cot", "rep", "con", "pr"} for b in batch)
-    assert rm.version.startswith("patternrm@minilm-head-5")
+    assert rm.version.startswith("patternrm@minilm-head-6")
     meta = rm.backend.model.meta  # what the shipped meta records: the per-label choice made by the inner CV
     assert set(meta["choice"]) == {"rep", "con", "pr"} and set(meta["thresholds"]) == {"cot", "rep", "con", "pr"}
     assert meta["cot"] == "rule" and batch[0]["labels"]["cot"] and not batch[2]["labels"]["cot"]

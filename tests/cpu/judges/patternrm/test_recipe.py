@@ -70,7 +70,7 @@ def test_pair_features_and_featurize_v5_one_encoder_call():
     assert pf["pair_cos_max"] == pytest.approx(1.0, abs=1e-5) and pf["pair_cos_min"] < 0.9 and pf["question_cos_mean"] == 0.0
     items = [{"response": "2 + 2 = 4.\nThe answer is 4.", "question": "2+2?"}, {"response": "x", "steps": ["x"]}]
     X = featurize_v5(enc, items)
-    assert enc.n_calls == 2 and X.shape == (2, len(block_columns(("lex", "consist", "pairs", "doc"))))
+    assert enc.n_calls == 2 and X.shape == (2, len(block_columns(("lex", "consist", "pairs", "doc", "steps", "verifier", "counts"))))
     np.testing.assert_allclose(featurize_v5(None, items, ("lex", "consist")), X[:, block_columns(("lex", "consist"))], rtol=1e-6)
     with pytest.raises(ValueError, match="encoder"):
         featurize_v5(None, items, ("pairs",))
@@ -150,3 +150,127 @@ def test_label_sources_read_in_place_with_their_mapping():
     assert sum(r["weak"]["pr"] for r in by["prm800k"]) == 105 and all(r["gold"]["pr"] is None for r in by["prm800k"])
     assert sum(r["gold"]["pr"] for r in by["human47"]) == 25
     assert {r["subset"] for r in R if not r["permissive"]} == {"tabmwp_gpt3_cot_responses.jsonl", "roscoe-drop", "roscoe-esnli"}
+
+
+def test_step_features_see_redundancy_negated_twins_planning_and_no_progress():
+    from howeval.judges.patternrm.features import STEP_FEATURE_DOCS, STEP_FEATURES, step_features
+
+    assert set(STEP_FEATURE_DOCS) == set(STEP_FEATURES)  # every feature names the pattern it targets
+    enc = FakeEncoder()
+    q = "Tom has 3 apples and buys 4 more. How many apples does he have?"
+
+    def sf(steps):
+        return dict(zip(STEP_FEATURES, step_features(q, steps, enc.encode(steps), enc.encode([q])[0])))
+
+    plain = sf(["3 + 4 = 7 apples in total.", "So the answer is 7."])
+    padded = sf(["Let me think about what the problem asks.", "I need to find the number of apples.",
+                 "Let me think about what the problem asks.", "3 + 4 = 7 apples in total.", "So the answer is 7."])
+    assert padded["step_redundancy_max"] == pytest.approx(1.0, abs=1e-5) and plain["step_redundancy_max"] < 1.0
+    assert padded["share_redundant_steps"] >= 0.25 and padded["step_redundancy_mean"] > plain["step_redundancy_mean"] - 0.2
+    assert padded["share_planning_steps"] == pytest.approx(3 / 5) and plain["share_planning_steps"] == 0.0
+    assert padded["share_no_math_steps"] == pytest.approx(3 / 5) and plain["share_no_math_steps"] == 0.0
+    assert padded["share_no_new_number_steps"] == pytest.approx(4 / 5)  # the wordy steps and the restated 7 add no number
+    assert plain["share_no_new_number_steps"] == pytest.approx(1 / 2)  # 7 is new in step 1, restated in step 2
+    twin = sf(["The triangle is a right triangle.", "The triangle is not a right triangle."])
+    assert twin["negation_twin_pairs"] > 0 and twin["share_negation_steps"] == 0.5 and plain["negation_twin_pairs"] == 0
+    assert padded["log_step_count"] > plain["log_step_count"]
+    from howeval.judges.patternrm.features import COUNT_FEATURE_DOCS, COUNT_FEATURES, count_features
+
+    assert set(COUNT_FEATURE_DOCS) == set(COUNT_FEATURES)
+    cnt = dict(zip(COUNT_FEATURES, count_features([padded[k] for k in STEP_FEATURES])))
+    assert cnt["n_planning_steps"] == pytest.approx(np.log1p(3)) and cnt["n_no_new_number_steps"] == pytest.approx(np.log1p(4))
+    assert cnt["log_step_count"] == padded["log_step_count"]
+    none_q = dict(zip(STEP_FEATURES, step_features("", ["a b c"], enc.encode(["a b c"]), None)))
+    assert none_q["question_cos_mean"] == 0.0 and none_q["step_redundancy_mean"] == 0.0
+
+
+def test_within_task_auroc_gives_task_identity_nothing_and_bootstrap_brackets_the_estimate():
+    from howeval.judges.patternrm.recipe import auroc, bootstrap_ci, within_task_auroc
+
+    rng = np.random.default_rng(0)
+    task = np.array(["a"] * 100 + ["b"] * 100)
+    y = np.r_[rng.random(100) < 0.4, rng.random(100) < 0.1].astype(int)
+    ident = np.where(task == "a", 0.4, 0.1)  # the task's prevalence: separates the tasks only
+    assert auroc(y, ident) > 0.6 and within_task_auroc(y, ident, task) == pytest.approx(0.5)
+    good = y + rng.normal(0, 0.5, 200)
+    wt = within_task_auroc(y, good, task)
+    assert wt > 0.8
+    lo, hi = bootstrap_ci(within_task_auroc, y, good, task, n_boot=200)
+    assert lo <= wt <= hi and hi - lo < 0.3
+    assert bootstrap_ci(within_task_auroc, y, good, task, n_boot=200) == [lo, hi]  # deterministic
+    assert within_task_auroc(y, good, task, min_pos=1000) is None  # no task with enough positives
+    assert auroc(np.array([0, 0, 1, 1]), np.array([0.1, 0.5, 0.5, 0.9])) == pytest.approx(0.875)  # ties count half
+
+
+def test_answer_correct_reads_each_source_and_says_none_when_unreadable():
+    from howeval.judges.patternrm.labelsets import answer_correct
+
+    assert answer_correct("roscoe-gsm8k", "16 - 7 = 9. 2 * 9 = 18. A: 18", "9 * 2 = 18. A: 18") == 1
+    assert answer_correct("roscoe-gsm8k", "A: 1,800", "A: 18") == 0
+    assert answer_correct("roscoe-cosmos", "The answer is Yes.", "no") == 0
+    assert answer_correct("roscoe-drop", "36-yard", "yes") is None
+    assert answer_correct("prm800k", "So 216.\n# Answer\n\n216", "216") == 1
+    assert answer_correct("prm800k", "# Answer\n\n$\\frac{1}{2}$", "\\frac{1}{2}") == 1
+    assert answer_correct("prm800k", "Steps but no answer line", "216") is None
+    assert answer_correct("roscoe-gsm8k", "A: 3", None) is None
+
+
+def test_head_note_names_the_head_and_its_measured_precision_and_the_report_carries_it(tmp_path):
+    import json
+
+    from howeval.config.rewards import PatternRMConfig
+    from howeval.judges.patternrm.head import head_note
+    from howeval.report.run import _notes
+
+    meta = {"head_version": "minilm-head-6", "measured": {"trigger": {"precision": 0.8512, "base_rate": 0.6809, "recall": 0.9, "n": 47},
+                                                           "roscoe_con": {"auroc": 0.75, "within_task_auroc": 0.72},
+                                                           "prm800k_pr": {"auroc": 0.66}}}
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    note = head_note(str(tmp_path))
+    assert "minilm-head-6" in note and "Trigger precision 0.85 against a base rate of 0.68 on the 47" in note
+    assert "within task" in note and "PRM800K pr AUROC 0.66" in note
+    (tmp_path / "meta.json").write_text(json.dumps({"head_version": "x"}))
+    assert head_note(str(tmp_path)).endswith("precision not measured.")
+    assert head_note(str(tmp_path / "missing")) is None
+
+    class J:  # a sweep's pattern judge config of kind patternrm (the embedded head at tmp_path)
+        kind = "patternrm"
+        patternrm = PatternRMConfig(kind="trained", path=str(tmp_path))
+
+    class Cfg:
+        class judges:
+            class verifier:
+                llm_fallback = False
+
+        models: list = []
+
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    notes = _notes(Cfg, "patternrm@1", {}, J)
+    assert any(n.startswith("Pattern judge is the PatternRM head `minilm-head-6`") and "0.85" in n for n in notes)
+    assert not any("PatternRM head" in n for n in _notes(Cfg, "rules@1", {}, None))
+
+
+def test_calibration_results_report_within_task_figures_with_cis_and_honest_goals():
+    """bench/results/patternrm_calibration.json (written by `make patternrm`): every label entry has pooled and
+    within-task AUROC for the head and the length floor, the task-identity floor, CIs that bracket the
+    estimates, and goals whose verdicts follow from the figures."""
+    import json
+
+    res = json.loads((Path(__file__).resolve().parents[4] / "bench" / "results" / "patternrm_calibration.json").read_text())
+    con = res["by_source"]["roscoe"]["con"]
+    for k in ("auroc", "auroc_length", "auroc_task_identity", "within_task_auroc", "within_task_auroc_length"):
+        lo, hi = con[k + "_ci95"]
+        assert lo <= con[k] <= hi, k
+    assert sorted(t for t, v in con["tasks"].items() if v["counted"]) == ["roscoe-cosmos", "roscoe-drop", "roscoe-gsm8k"]
+    assert con["within_task_auroc_task_identity"] == 0.5
+    g = con["goals"]
+    assert g["within_task_auroc >= within_task_auroc_length + 0.03"]["met"] == (
+        con["within_task_auroc"] >= con["within_task_auroc_length"] + 0.03 - 1e-9)
+    assert g["auroc >= 0.74"]["met"] == (con["auroc"] >= 0.74)
+    pr = res["by_source"]["prm800k"]["pr"]
+    assert pr["goals"]["auroc > auroc_length"]["met"] == (pr["auroc"] > pr["auroc_length"])
+    t = res["trigger"]
+    assert t["goal"]["precision >= base_rate + 0.1"]["met"] == (t["precision"] >= t["base_rate"] + 0.1)
+    assert set(res["goals"]["misses"]) == {f"{s}/{k}: {n} by {v['by']}" for s, labs in res["by_source"].items()
+                                           for k, e in labs.items() for n, v in e["goals"].items() if not v["met"]}
+    assert "by_source" in res["verifier_bit_variant"] and res["verifier_bit_variant"]["reward_spread"]
