@@ -98,6 +98,7 @@ class Adapt(Benchmark):
         """One ``adapt:<config>`` pipeline per config with episodes still to run (item-major: each batch
         holds every mode of its items, so the modes' lines advance together)."""
         from howeval.actors.adapt import REQUIRED_COLUMNS, AdaptStage
+        from howeval.engines.registry import DEFAULT_BATCH_SIZE
 
         cfg = ctx.cfg
         items = adapt_items(ctx.samples)
@@ -120,7 +121,7 @@ class Adapt(Benchmark):
             plan.pipelines.append(Pipeline(f"adapt:{model.name}", conform(todo, ADAPT_WORK_SCHEMA), [Stage(
                 "adapt", AdaptStage, {"model_config": model, "settings": s, "schema": ADAPT_SCHEMA}, out_uri=uri,
                 inputs=tuple(REQUIRED_COLUMNS), outputs=tuple(ADAPT_SCHEMA.names),
-                batch_size=r.batch_size, replicas=r.replicas, num_cpus=r.num_cpus, num_gpus=r.num_gpus,
+                batch_size=r.batch_size or DEFAULT_BATCH_SIZE, replicas=r.replicas, num_cpus=r.num_cpus, num_gpus=r.num_gpus,
                 accelerator_type=r.accelerator_type, read_images=any(x.get("images") is None for x in todo),
                 tally=Tally(f"adapt {model.name}", group_col="mode", tokens_col="tokens"))]))
         return plan
