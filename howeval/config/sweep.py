@@ -101,7 +101,11 @@ class ResourcesConfig(StrictModel):
     num_cpus: float = Field(0.75, gt=0, description="CPUs per replica. With 2 CPUs keep it < 1 or other tasks starve (DESIGN.md).")
     num_gpus: float = Field(0, ge=0, description="GPUs per replica (tensor_parallel_size x pipeline_parallel_size for vllm: "
                             "with more than one, each replica is a placement group of one-GPU bundles, docs/cluster.md).")
-    batch_size: int = Field(8, ge=1, description="Rows per engine call (one output file per batch: the resume unit).")
+    batch_size: int | None = Field(None, ge=1, description=(
+        "Rows per engine call (one output file per batch: the resume unit). None = the engine's default "
+        "(howeval.engines.registry.default_batch_size: vllm a quarter of max_num_seqs up to 64, openai a quarter of "
+        "max_concurrency from 8 to 64, others 8). The rows in flight per replica follow the engine's capacity "
+        "(max_num_seqs, max_concurrency) whatever the batch."))
     accelerator_type: str | None = Field(None, description="Ray accelerator_type, e.g. H100, for GPU scheduling.")
 
 

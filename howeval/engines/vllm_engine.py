@@ -24,6 +24,7 @@ from howeval.engines.placement import vllm_parallel_defaults
 from howeval.engines.vllm_inputs import has_images, prepare_images
 from howeval.engines.vllm_loop import EngineLoop, one_line
 from howeval.parsing.reasoning import template_prefills_reasoning
+from howeval.timing import mark
 
 PREPARE_WORKERS = 2
 """Threads per engine that decode request images before they reach the engine thread
@@ -121,6 +122,7 @@ class VLLMEngine:
         self.model_name = model
         self.kwargs = llm_kwargs(model, self.options, on_cpu=current_platform.is_cpu())
         t0 = time.perf_counter()
+        mark("engine_load_start", engine="vllm")
         try:
             self.llm = LLM(**self.kwargs)
         except Exception as e:
@@ -129,6 +131,7 @@ class VLLMEngine:
             raise EngineStartError(f"vllm engine failed to start for {model}: {head}"
                                    + ("" if cause == head else f" (root cause: {cause})")) from e
         self.startup_s = time.perf_counter() - t0
+        mark("engine_load_end", engine="vllm")
         self.model_defaults = vllm_model_defaults(self.llm)  # the model's generation_config sampling fields
         self._prefill_cache: dict[str, bool] = {}
         self.loop = EngineLoop(self.llm, lambda r: _sampling_params(sampling_kwargs(r, self.model_defaults)),

@@ -36,6 +36,7 @@ from typing import Any
 
 from howeval.engines.base import ChatRequest, Completion
 from howeval.parsing.reasoning import split_reasoning
+from howeval.timing import mark
 
 
 def one_line(e: BaseException) -> str:
@@ -100,6 +101,7 @@ class EngineLoop:
         self.failed: str | None = None  # set once the engine died: every later row gets this reason
         self.in_flight = 0  # rows in the engine now (added, not finished)
         self.peak_in_flight = 0  # the most rows ever in the engine at once
+        self.batches = 0  # batches taken into the engine so far
         self._inbox: queue.SimpleQueue[_Batch] = queue.SimpleQueue()
         self._owner: dict[str, tuple[_Batch, int, str]] = {}  # vLLM request id -> (batch, row, its other id)
         self._lock = threading.Lock()  # orders `failed` against the inbox: no batch is left waiting
@@ -177,6 +179,9 @@ class EngineLoop:
             return None
 
     def _add(self, b: _Batch) -> None:
+        if self.batches == 0:
+            mark("first_request")
+        self.batches += 1
         for i, r in enumerate(b.sent):
             if b.out[i] is not None:  # failed preparation: its error row is already there
                 continue
@@ -216,6 +221,7 @@ class EngineLoop:
         self.in_flight -= 1
         b.left -= 1
         if b.left == 0:
+            mark("answers", rows=len(b.requests), peak_in_flight=self.peak_in_flight)
             b.done.set()
 
     def _orphans(self, reason: str) -> None:

@@ -19,7 +19,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from scipy import stats as _st
 
 from howeval.metrics.patterneval import paired_outcomes, trigger_of
 from howeval.records import MODES
@@ -112,6 +111,8 @@ def mcnemar(pairs: Sequence[tuple]) -> dict:
     nd = b + c
     if nd == 0:
         return {"b": 0, "c": 0, "n": len(used), "statistic": 0.0, "p_value": 1.0, "exact": True}
+    from scipy import stats as _st  # here, not at import: scipy.stats costs every sweep process ~1-2 s (issue 43)
+
     if nd < EXACT_BELOW:
         p = min(1.0, 2.0 * float(_st.binom.cdf(min(b, c), nd, 0.5)))
         return {"b": b, "c": c, "n": len(used), "statistic": float(b), "p_value": p, "exact": True}

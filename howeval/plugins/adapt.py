@@ -122,6 +122,7 @@ class Adapt(Benchmark):
         """One ``adapt:<config>`` pipeline per config with episodes still to run (item-major: each batch
         holds every mode of its items, so the modes' lines advance together)."""
         from howeval.actors.adapt import REQUIRED_COLUMNS, AdaptStage
+        from howeval.engines.registry import DEFAULT_BATCH_SIZE
         from howeval.judges.cache import judge_cache_dir
 
         cfg = ctx.cfg
@@ -150,7 +151,7 @@ class Adapt(Benchmark):
                                       "judges": cfg.judges, "cache_dir": verifier_cache},
                 out_uri=uri,
                 inputs=tuple(REQUIRED_COLUMNS), outputs=tuple(ADAPT_SCHEMA.names),
-                batch_size=r.batch_size, replicas=r.replicas, num_cpus=r.num_cpus, num_gpus=r.num_gpus,
+                batch_size=r.batch_size or DEFAULT_BATCH_SIZE, replicas=r.replicas, num_cpus=r.num_cpus, num_gpus=r.num_gpus,
                 accelerator_type=r.accelerator_type, read_images=any(x.get("images") is None for x in todo),
                 tally=Tally(f"adapt {model.name}", group_col="mode", tokens_col="tokens"))]))
         return plan

@@ -146,6 +146,14 @@ def tidy(output_uri: str) -> dict:
 
 
 # -- the stages of the sweep ----------------------------------------------------------------------------
+def policy_batch_size(model: ModelConfig) -> int:
+    """Rows per batch of a config's generate stage: ``resources.batch_size``, or when unset the engine's own
+    default (``howeval.engines.registry.default_batch_size``); the rows in flight follow the engine's capacity."""
+    from howeval.engines.registry import resolved_batch_size
+
+    return resolved_batch_size(model.engine, model.options, model.resources.batch_size)
+
+
 def generate_stage(model, out_uri: str, forward=None, outputs: tuple[str, ...] = (), feeds: str | None = None) -> Stage:
     """A config's policy actors: ``PolicyStage(model)``, resources and batches in flight from the config;
     each actor reads its rows' images itself (no image passes through the driver). ``outputs``: the
@@ -155,9 +163,10 @@ def generate_stage(model, out_uri: str, forward=None, outputs: tuple[str, ...] =
     from howeval.engines.registry import batches_in_flight
 
     r = model.resources
+    batch = policy_batch_size(model)
     return Stage("generate", PolicyStage, {"model_config": model}, inputs=tuple(REQUIRED_COLUMNS),
-                 outputs=outputs or tuple(RESPONSE_SCHEMA.names), batch_size=r.batch_size, replicas=r.replicas,
-                 concurrency=batches_in_flight(model.engine, model.options, r.batch_size), num_cpus=r.num_cpus,
+                 outputs=outputs or tuple(RESPONSE_SCHEMA.names), batch_size=batch, replicas=r.replicas,
+                 concurrency=batches_in_flight(model.engine, model.options, batch), num_cpus=r.num_cpus,
                  num_gpus=r.num_gpus, accelerator_type=r.accelerator_type, out_uri=out_uri, forward=forward,
                  tally=Tally(model.name, group_col="mode", tokens_col="completion_tokens", feeds=feeds),
                  read_images=True)
@@ -247,7 +256,7 @@ def plan_sweep(cfg, samples: list[dict], models: list[ModelConfig], latest: dict
             stages = [generate_stage(model, join(out, "responses", model.name), partial(judge_input, with_images=with_images),
                                      tuple(JUDGE_INPUT_SCHEMA.names), feeds="judge"),
                       judge_stage(judges, only, cache_dir, join(out, "judgments", "{config}"),
-                                  batch_size=model.resources.batch_size, share=share, n_judges=n_judges)]
+                                  batch_size=policy_batch_size(model), share=share, n_judges=n_judges)]
         pipelines.append(Pipeline(name, conform(todo, WORK_SCHEMA), stages))
     if catch_up:
         schema = JUDGE_INPUT_SCHEMA.append(pa.field("image_paths", pa.list_(pa.string())))

@@ -49,6 +49,7 @@ from howeval.runtime.cluster import cluster_node_shapes, cluster_summary, init_r
 from howeval.runtime.progress import Progress
 from howeval.runtime.run import run_benchmarks
 from howeval.store import join, write_json
+from howeval.timing import mark
 
 
 def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool = False,
@@ -205,6 +206,7 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
 
 
 def main(argv=None) -> int:
+    mark("main")
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(message)s")

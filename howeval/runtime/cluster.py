@@ -20,6 +20,9 @@ def init_ray(cfg: RayConfig, verbose: bool = True) -> None:
 
     if ray.is_initialized():
         return
+    from howeval.timing import mark
+
+    mark("ray_init_start")
     address = cfg.address or os.environ.get("RAY_ADDRESS")
     kw = {"include_dashboard": False, "log_to_driver": verbose}
     if not verbose:
@@ -33,6 +36,7 @@ def init_ray(cfg: RayConfig, verbose: bool = True) -> None:
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = os.environ.get("HOWEVAL_PROGRESS", "0") == "1"
     ctx.execution_options.verbose_progress = False
+    mark("ray_init_end")
 
 
 _seen_raylet_lines: set[str] = set()

@@ -30,6 +30,7 @@ from howeval.plugins.pipeline import NAME_COLUMNS, Pipeline, Stage
 from howeval.runtime.placement import release, stage_remote_args
 from howeval.runtime.progress import batch_stats
 from howeval.store import join, write_table
+from howeval.timing import mark
 
 QUIET_ENV = {"TRANSFORMERS_VERBOSITY": "error", "VLLM_LOGGING_LEVEL": "WARNING", "TOKENIZERS_PARALLELISM": "false",
              "TQDM_DISABLE": "1", "PYTHONWARNINGS": "ignore"}
@@ -68,7 +69,9 @@ class StageUDF:
             warnings.filterwarnings("ignore")
             logging.getLogger().setLevel(logging.ERROR)
         self.spec, self.pipeline, self.counts, self.last = stage, pipeline, counts, last
+        mark("actor_init_start", stage=stage.name, pipeline=pipeline)
         self.stage = stage.cls(**stage.kwargs)
+        mark("actor_ready", stage=stage.name, pipeline=pipeline)
         if announce and counts is not None and stage.tally is not None:
             counts.add.remote(pipeline, stage.name, {})
 
@@ -218,6 +221,7 @@ def run_pipelines(pipelines: list[Pipeline], *, on_counts: Callable | None = Non
     todo = [p for p in pipelines if p.rows.num_rows]
     if not todo:
         return {}
+    mark("pipelines_start")
     if not verbose:
         _quiet_ray_data()
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = ROOT / "pyproject.toml"
 
 CORE_LAYERS = ["training", "rewards", "report", "benchmarks", "judges", "engines", "embed", "config", "metrics",
-               "store", "parsing", "records"]
+               "store", "parsing", "records", "timing"]
 SHARED_WIRING = ["common", "outcome"]
 
 # A tree that keeps every contract: one job (sweep) uses all the shared wiring (each ignore_imports line of the

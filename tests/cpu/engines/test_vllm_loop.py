@@ -234,3 +234,19 @@ def test_an_image_that_cannot_be_prepared_fails_its_own_row_and_is_not_sent():
         "identify the format)"), out[1].error
     assert len(llm.parts) == 2 and llm.counter == 3  # the bad row never reached the engine
     assert loop.submit([reqs[1]])[0].error == out[1].error  # a batch of only failed rows returns too
+
+
+def test_the_loop_marks_its_first_request_and_each_answered_batch(tmp_path, monkeypatch):
+    """With $HOWEVAL_TIMINGS set (issue 43's start-up phases), the loop writes one mark when its first request
+    enters the engine and one per answered batch, with the rows in flight at their peak."""
+    from howeval.timing import ENV, read_marks
+
+    path = tmp_path / "marks.jsonl"
+    monkeypatch.setenv(ENV, str(path))
+    loop = _loop(FakeLLM())
+    loop.submit(_reqs("a", [2, 1]))
+    loop.submit(_reqs("b", [1, 1, 1]))
+    marks = read_marks(str(path))
+    assert [m["event"] for m in marks] == ["first_request", "answers", "answers"]
+    assert [m.get("rows") for m in marks] == [None, 2, 3] and marks[-1]["peak_in_flight"] == 3
+    assert marks[0]["t"] <= marks[1]["t"] <= marks[2]["t"] and loop.batches == 2

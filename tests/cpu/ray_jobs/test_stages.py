@@ -97,6 +97,28 @@ def test_tidy_leaves_one_response_and_one_judgment_per_key(tmp_path):
     assert not list((run / "responses").rglob("*.tmp"))
 
 
+def test_a_config_without_a_batch_size_keeps_its_engine_full(tmp_path):
+    """Issue 43: a vllm or openai config that sets no batch size gets its engine's default batch, and its
+    generate actor takes enough batches at once to fill the engine's capacity (max_num_seqs, max_concurrency)
+    with one batch queued; the judge takes the same batches; an hf config keeps 8 rows, one batch at a time."""
+    from howeval.config import SweepConfig
+    from howeval.plugins.patterneval import plan_sweep
+
+    cfg = SweepConfig.model_validate({
+        "name": "p", "output_uri": str(tmp_path / "run"), "benchmarks": [{"path": "m.jsonl"}],
+        "models": [{"name": "v", "engine": "vllm", "model": "/m", "modes": {"NT": {}}},
+                   {"name": "v128", "engine": "vllm", "model": "/m", "modes": {"NT": {}}, "options": {"max_num_seqs": 128}},
+                   {"name": "api", "engine": "openai", "model": "m", "modes": {"NT": {}},
+                    "options": {"base_url": "http://127.0.0.1:1/v1", "max_concurrency": 256}},
+                   {"name": "h", "engine": "hf", "modes": {"NT": {}}}]})
+    samples = [{"sample_id": f"s{i}", "question": "q", "images": None, "image_paths": None} for i in range(3)]
+    pipes, _ = plan_sweep(cfg, samples, list(cfg.models), {}, judges=cfg.judges)
+    got = {p.name: (p.stages[0].batch_size, p.stages[0].concurrency, p.stages[1].batch_size) for p in pipes}
+    assert got == {"v": (64, 17, 64), "v128": (32, 5, 32), "api": (64, 5, 64), "h": (8, 1, 8)}
+    # rows in flight per replica: capacity + one batch (1024 assumed for an unset max_num_seqs)
+    assert [b * c for b, c, _ in got.values()] == [1088, 160, 320, 8]
+
+
 def test_plan_sweep_declares_each_configs_stages(tmp_path):
     """The planner (no Ray) gives one pipeline per config with work: generate -> judge, resources and batches
     in flight from the config (an openai config keeps several batches in one actor), plus a judge pipeline
@@ -132,5 +154,5 @@ def test_plan_sweep_declares_each_configs_stages(tmp_path):
     assert info["totals"]["rep NT"] == (2, 1) and info["totals"]["judge"] == (1 + 3 + 2, 0)
     assert "generate" in rep.describe() and "PolicyStage" in rep.describe()
     # the planner is pure: importing it loads no Ray
-    code = "import sys, plugins, howeval.plugins.pipeline, howeval.plugins.patterneval; print('ray' in sys.modules)"
+    code = "import sys, howeval.plugins, howeval.plugins.pipeline, howeval.plugins.patterneval; print('ray' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"

@@ -1,0 +1,88 @@
+"""Start-up marks (issue 43): where a run's time goes before its first request reaches the engine.
+
+With ``$HOWEVAL_TIMINGS`` set to a file path, :func:`mark` appends one JSON line per event to it, from every
+process of the run: the driver, and Ray's workers (a local Ray started by the driver passes its environment
+on to them). Unset, :func:`mark` does nothing (one ``os.environ`` lookup). ``bench/peers_bench.py`` reads the
+marks of one sweep and turns them into phases (:func:`startup_phases`): Ray start, driver preparation, actor
+start with the model load left out, model load, first request, generation.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+ENV = "HOWEVAL_TIMINGS"
+"""Environment variable naming the marks file (JSON Lines, appended to)."""
+
+
+def mark(event: str, **extra) -> None:
+    """Append ``{"event", "t" (epoch seconds), "pid", **extra}`` to ``$HOWEVAL_TIMINGS`` when it is set."""
+    path = os.environ.get(ENV)
+    if not path:
+        return
+    line = json.dumps({"event": event, "t": time.time(), "pid": os.getpid(), **extra})
+    with open(path, "a") as f:
+        f.write(line + "\n")
+
+
+def read_marks(path: str) -> list[dict]:
+    """The marks in ``path``, in time order ([] when the file does not exist)."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return sorted((json.loads(x) for x in f if x.strip()), key=lambda m: m["t"])
+
+
+def _first(marks: list[dict], event: str, **match) -> float | None:
+    ts = [m["t"] for m in marks if m["event"] == event and all(m.get(k) == v for k, v in match.items())]
+    return min(ts) if ts else None
+
+
+def _last(marks: list[dict], event: str) -> float | None:
+    ts = [m["t"] for m in marks if m["event"] == event]
+    return max(ts) if ts else None
+
+
+def startup_phases(marks: list[dict], spawned: float) -> dict[str, float | None]:
+    """Seconds per phase of one sweep process started at epoch ``spawned`` (None where a mark is missing):
+
+    - ``imports``: process start to the job's ``main`` (Python, howeval and library imports);
+    - ``driver_preparation``: ``main`` to Ray's start, plus Ray's end to the pipelines' start (config, samples,
+      preflight, provenance, planning);
+    - ``ray_start``: ``ray.init``;
+    - ``actor_start``: the pipelines' start to the first generate actor being ready, model load left out
+      (Ray Data's executor, the worker process, its imports, the stage's other set-up);
+    - ``model_load``: the engine's constructor of that actor (``vllm.LLM``);
+    - ``to_first_request``: process start to the engine's first request;
+    - ``generation``: first request to last answer (every engine of the run).
+
+    >>> m = [{"event": "main", "t": 2.0}, {"event": "ray_init_start", "t": 3.0}, {"event": "ray_init_end", "t": 5.0},
+    ...      {"event": "pipelines_start", "t": 6.0}, {"event": "actor_init_start", "t": 7.0, "stage": "generate"},
+    ...      {"event": "engine_load_start", "t": 9.0}, {"event": "engine_load_end", "t": 19.0},
+    ...      {"event": "actor_ready", "t": 20.0, "stage": "generate"}, {"event": "first_request", "t": 20.5},
+    ...      {"event": "answers", "t": 30.5}]
+    >>> startup_phases(m, 0.0)["actor_start"], startup_phases(m, 0.0)["driver_preparation"]
+    (4.0, 2.0)
+    """
+    main = _first(marks, "main")
+    r0, r1 = _first(marks, "ray_init_start"), _first(marks, "ray_init_end")
+    p0 = _first(marks, "pipelines_start")
+    ready = _first(marks, "actor_ready", stage="generate")
+    l0, l1 = _first(marks, "engine_load_start"), _first(marks, "engine_load_end")
+    first, last = _first(marks, "first_request"), _last(marks, "answers")
+
+    def span(a, b):
+        return None if a is None or b is None else round(b - a, 3)
+
+    load = span(l0, l1)
+    actor = span(p0, ready)
+    return {
+        "imports": span(spawned, main),
+        "driver_preparation": None if None in (main, r0, r1, p0) else round((r0 - main) + (p0 - r1), 3),
+        "ray_start": span(r0, r1),
+        "actor_start": None if actor is None or load is None else round(actor - load, 3),
+        "model_load": load,
+        "to_first_request": span(spawned, first),
+        "generation": span(first, last),
+    }
