@@ -12,8 +12,9 @@ The workloads, in order, each read from the rendered manifests (so they follow a
 1. **sweep** -- the sweep RayJob's ``entrypoint`` with ``ray job submit`` from the head (KubeRay's submitter does
    the same), plus ``--limit``/``--max-tokens`` so it fits a 2-core machine. Once its first rows are written a
    worker container is removed (``rm -f``: the pod is lost) and a new one started (the operator replaces it);
-   a job that fails is re-submitted unchanged (it resumes by key). Then every row table under the output is read:
-   rows lost (expected keys missing) and duplicated (a key written twice).
+   a job that fails is re-submitted unchanged (it resumes by key). Then every row table under the output is read
+   whole (all part files of a folder together, :func:`count_rows`): rows lost (expected keys missing: the first
+   ``--limit`` rows of the config's benchmarks, read with the project's loaders) and duplicated (a key twice).
 2. **reward** -- the RayService's ``serveConfigV2`` deployed through the dashboard's REST API (``serve deploy``,
    as KubeRay does), with ``http_options`` moved to 127.0.0.1 and one proxy (``proxy_location: HeadOnly``: the
    containers share one port space). A request with the bearer token must be scored with no degraded row, one
@@ -25,7 +26,8 @@ The workloads, in order, each read from the rendered manifests (so they follow a
 
 Prints one line per event and one summary line starting ``cluster-smoke:``; exits 0 only when every check held.
 Everything it started (containers, the temp folder) is removed at the end, also on failure or Ctrl-C.
-Needs only the container engine and this repository (PyYAML from the project's venv reads the manifests).
+Needs the container engine, this repository and its venv (PyYAML reads the manifests; pyarrow and the project's
+config and manifest loaders read the sweep's rows from the ``/data`` folder, which is a folder of this machine).
 """
 from __future__ import annotations
 
@@ -241,48 +243,138 @@ class Jobs:
 
 
 # ----------------------------------------------------------------------------------------------- row checks
-ROWS_PY = r"""
-import glob, json, os, sys
-import pyarrow.parquet as pq
-root = sys.argv[1]
-out = {}
-for f in sorted(glob.glob(os.path.join(root, '**', '*.parquet'), recursive=True)):
-    if '/.' in f or '/_' in f:
-        continue
-    try:
-        t = pq.read_table(f)
-    except Exception as e:
-        out[f] = {'error': str(e)}
-        continue
-    cols = [c for c in ('sample_id', 'config', 'mode', 'response_hash', 'judge', 'embedder', 'variant')
-            if c in t.column_names]
-    if 'sample_id' not in cols:
-        continue
-    keys = list(zip(*[t.column(c).to_pylist() for c in cols]))
-    out[os.path.relpath(f, root)] = {'rows': t.num_rows, 'unique': len(set(keys)), 'columns': cols,
-                                     'samples': sorted({k[0] for k in keys})}
-print(json.dumps(out))
-"""
+KEY_COLUMNS = ("sample_id", "config", "mode", "judge", "embedder", "tau", "alpha", "order", "variant")
+"""The columns that name one unit of work in a row table (``howeval.records``: ``KEY`` plus the judge of a
+judgment, the embedder/tau/alpha/order of ``STEP_KEY``). ``response_hash`` is left out on purpose: a response
+generated twice for one (sample, config, mode), or judged twice, is a duplicate here even when the texts differ."""
 
 
-def sweep_rows(cluster: Cluster, head: str, out_dir: str) -> dict[str, dict]:
-    """Per row table under the sweep's output: rows, unique keys, sample ids (read inside the head)."""
-    proc = cluster.exec(head, ["python3", "-c", ROWS_PY, out_dir], timeout=300)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+def read_tables(root: Path) -> dict[str, dict]:
+    """The row tables under a sweep's output folder, each read whole: every Parquet part file of a top-level
+    folder (``responses/``, ``judgments/``, ``steps/``, ``adapt/``: all their part files, of every config,
+    together) and ``samples.parquet`` as ``samples``. Returns ``{table: {"keys": [key tuple per row], "files": n,
+    "errors": [...]}}`` with the :data:`KEY_COLUMNS` each table has. Hidden and ``_``-prefixed folders (a writer's
+    temporary files) are skipped. Read on this machine: ``/data`` of the containers is a folder here."""
+    import pyarrow.parquet as pq
+
+    out: dict[str, dict] = {}
+    for f in sorted(root.rglob("*.parquet")):
+        rel = f.relative_to(root).parts
+        if any(p.startswith((".", "_")) for p in rel):
+            continue
+        table = rel[0] if len(rel) > 1 else f.stem
+        entry = out.setdefault(table, {"keys": [], "files": 0, "errors": [], "columns": None})
+        try:
+            t = pq.read_table(f)
+        except Exception as e:  # noqa: BLE001 - a part file that cannot be read is reported, not fatal here
+            entry["errors"].append(f"{f.relative_to(root)}: {e}")
+            continue
+        cols = tuple(c for c in KEY_COLUMNS if c in t.column_names)
+        if "sample_id" not in cols:
+            continue
+        if entry["columns"] not in (None, cols):
+            entry["errors"].append(f"{f.relative_to(root)}: key columns {cols}, other part files {entry['columns']}")
+            continue
+        entry["columns"] = cols
+        entry["files"] += 1
+        entry["keys"] += list(zip(*[t.column(c).to_pylist() for c in cols]))
+    return {k: v for k, v in out.items() if v["files"] or v["errors"]}
 
 
-def count_written(cluster: Cluster, head: str, out_dir: str) -> int:
+def expected_samples(config: str, limit: int) -> tuple[dict[str, set[str]], list[str]]:
+    """The sample ids a sweep of ``config`` with ``--limit limit`` must cover, per table: ``"*"`` every table,
+    ``"steps"`` those with reference steps (CRYSTAL, ``plugins/crystal.py``), ``"adapt"`` those with evidence boxes
+    and an image (AdaptMMBench, ``plugins/adapt.py``). Read with the project's own config and manifest loaders
+    (the first ``limit`` rows of each benchmark, as ``--limit`` takes them), from this clone: the image's
+    ``/app`` is a copy of it. Also returns the tables the run must write: responses, judgments and samples, plus
+    steps and adapt where the config turns them on and a sample qualifies."""
+    from howeval.benchmarks.loaders import load_benchmark
+    from howeval.config import load_sweep_config
+
+    cfg = load_sweep_config(str(REPO / config))
+    rows: list[dict] = []
+    for b in cfg.benchmarks:
+        rows += load_benchmark(b.path, name=b.name, limit=limit, read_images=False, fmt=b.format,
+                               image_dir=b.image_dir, image_root=b.image_root).samples
+    samples = {"*": {r["sample_id"] for r in rows},
+               "steps": {r["sample_id"] for r in rows if r.get("reference_steps")},
+               "adapt": {r["sample_id"] for r in rows if r.get("evidence_boxes") and (r.get("images") or r.get("image_paths"))}}
+    required = ["responses", "judgments", "samples"]
+    required += [t for t, on in (("steps", cfg.crystal is not None), ("adapt", cfg.adapt is not None)) if on and samples[t]]
+    return samples, required
+
+
+def count_rows(tables: dict[str, dict], samples: dict[str, set[str]], required: Iterable[str] = ()) -> dict[str, Any]:
+    """Rows written, lost and duplicated over whole tables (all part files of a folder together).
+
+    A key is one row's :data:`KEY_COLUMNS`. Duplicated = rows whose key is already in the table (a key written
+    twice, in one part file or two). Lost = expected keys that are in no part file. The expected keys of a
+    table: per config, its sample set (``samples[table]``, else ``samples["*"]``) times every combination of the
+    values its other key columns take in the table (a mode or judge that wrote for one sample must have written
+    for all); a table keyed like the responses (judgments, steps, samples: columns sample_id, config, mode, ...)
+    is also expected to hold every (config, mode) of ``responses``, so a whole mode or config lost counts. A
+    ``required`` table with no rows at all loses one row per expected sample and (config, mode) of responses.
+    ``unexpected`` = rows of samples outside the expected set (reported, not counted as lost)."""
+    from itertools import product
+
+    resp_modes: dict[Any, set] = {}
+    resp = tables.get("responses")
+    if resp and (resp["columns"] or ())[:3] == ("sample_id", "config", "mode"):
+        for k in resp["keys"]:
+            resp_modes.setdefault(k[1], set()).add(k[2])
+    per: dict[str, dict] = {}
+    for name in sorted(set(tables) | set(required)):
+        t = tables.get(name) or {"keys": [], "files": 0, "errors": [], "columns": None}
+        keys, cols = t["keys"], t["columns"] or ()
+        want = samples.get(name, samples["*"])
+        present = set(keys)
+        like_responses = name != "adapt" and cols[1:3] == ("config", "mode")
+        if not keys:
+            lost = len(want) * sum(len(m) for m in resp_modes.values()) or len(want)
+        else:
+            configs = {k[1] for k in keys} | (set(resp_modes) if like_responses else set())
+            expected: set[tuple] = set()
+            for cfg in configs:
+                ks = [k for k in keys if k[1] == cfg]
+                # the values of the columns after config: this config's own, else the table's (a config lost whole)
+                values = [sorted({k[i] for k in (ks or keys)}, key=repr) for i in range(2, len(cols))]
+                if like_responses and cfg in resp_modes:
+                    values[0] = sorted(set(values[0]) | resp_modes[cfg], key=repr)
+                expected |= {(s, cfg, *rest) for s in want for rest in product(*values)}
+            lost = len(expected - present)
+        per[name] = {"rows": len(keys), "files": t["files"], "duplicated": len(keys) - len(present), "lost": lost,
+                     "unexpected": sum(1 for k in keys if k[0] not in want), "errors": t["errors"]}
+    return {"tables": per, "rows": sum(v["rows"] for v in per.values()),
+            "lost": sum(v["lost"] for v in per.values()), "duplicated": sum(v["duplicated"] for v in per.values()),
+            "unexpected": sum(v["unexpected"] for v in per.values()),
+            "errors": [e for v in per.values() for e in v["errors"]]}
+
+
+def host_path(cluster: Cluster, container_path: str) -> Path:
+    """The folder on this machine that a ``/data/...`` path of the containers is."""
+    if not container_path.startswith("/data/"):
+        raise SmokeFailure(f"{container_path}: the smoke reads outputs under /data only")
+    return cluster.data / container_path[len("/data/"):]
+
+
+def count_written(cluster: Cluster, out_dir: str) -> int:
     """Rows written so far (0 when nothing is there yet)."""
-    try:
-        return sum(v.get("rows", 0) for v in sweep_rows(cluster, head, out_dir).values())
-    except (SmokeFailure, json.JSONDecodeError, IndexError):
-        return 0
+    root = host_path(cluster, out_dir)
+    return sum(len(v["keys"]) for v in read_tables(root).values()) if root.exists() else 0
 
 
 # ----------------------------------------------------------------------------------------------- workloads
 def entrypoint_of(spec: dict, extra: Iterable[str]) -> str:
     """The RayJob's entrypoint, with ``extra`` args appended (quoted)."""
     return " ".join([spec["entrypoint"], *map(shlex.quote, extra)])
+
+
+def config_of(entrypoint: str) -> str:
+    """The ``--config`` file of an entrypoint (relative to the job's working_dir, /app = this clone)."""
+    parts = shlex.split(entrypoint)
+    if "--config" not in parts:
+        raise SmokeFailure(f"the entrypoint has no --config: {entrypoint}")
+    return parts[parts.index("--config") + 1]
 
 
 def output_of(entrypoint: str) -> str:
@@ -299,7 +391,7 @@ def run_sweep(c: Cluster, jobs: Jobs, head: str, spec: dict, limit: int, timeout
     out = output_of(ep)
     runtime_env = yaml.safe_load(spec["runtimeEnvYAML"]) if spec.get("runtimeEnvYAML") else None
     jobs.submit("smoke-sweep-1", ep, runtime_env)
-    wait_for("the sweep's first rows", lambda: count_written(c, head, out) > 0, timeout)
+    wait_for("the sweep's first rows", lambda: count_written(c, out) > 0, timeout)
     workers = [n for n in c.names if "worker" in n]
     victim = workers[0]
     c.remove(victim)
@@ -312,18 +404,15 @@ def run_sweep(c: Cluster, jobs: Jobs, head: str, spec: dict, limit: int, timeout
         attempt += 1
         resumes += 1
         jobs.submit(f"smoke-sweep-{attempt}", ep, runtime_env)
-    tables = sweep_rows(c, head, out)
-    response_tables = {k: v for k, v in tables.items() if "response_hash" not in v.get("columns", [])
-                       and "judge" not in v.get("columns", [])}
-    written = sum(v["rows"] for v in tables.values())
-    duplicated = sum(v["rows"] - v["unique"] for v in tables.values())
-    # every (sample, config, mode) of the generation tables has its judged and scored rows too
-    samples = set().union(*(set(v["samples"]) for v in response_tables.values())) if response_tables else set()
-    lost = sum(len(samples - set(v["samples"])) for v in tables.values())
-    if len(samples) < limit:
-        lost += limit - len(samples)
-    return {"tables": len(tables), "rows": written, "lost": lost, "duplicated": duplicated, "resumes": resumes,
-            "killed": victim, "samples": len(samples)}
+    samples, required = expected_samples(config_of(ep), limit)
+    counts = count_rows(read_tables(host_path(c, out)), samples, required)
+    log("sweep rows per table: " + ", ".join(f"{k} {v['rows']} rows in {v['files']} files ({v['lost']} lost, "
+                                               f"{v['duplicated']} duplicated)" for k, v in counts["tables"].items()))
+    if counts["errors"]:
+        raise SmokeFailure(f"unreadable row tables: {counts['errors']}")
+    return {"tables": len(counts["tables"]), "rows": counts["rows"], "lost": counts["lost"],
+            "duplicated": counts["duplicated"], "unexpected": counts["unexpected"], "resumes": resumes,
+            "killed": victim, "samples": len(samples["*"])}
 
 
 def deploy_reward(c: Cluster, head: str, serve_cfg: dict, port: int, token: str) -> dict:
