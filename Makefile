@@ -50,20 +50,20 @@ $(STAMP): pyproject.toml constraints/cpu.txt
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m ray_jobs.sweep --config configs/demo.yaml --output runs/demo
+	$(BIN)/python -m howeval.ray_jobs.sweep --config configs/demo.yaml --output runs/demo
 	@echo "--> runs/demo/index.html (report.md, tables/, plots/, samples.jsonl)"
 
 sweep: $(STAMP)
-	$(BIN)/python -m ray_jobs.sweep --config $(CONFIG) --data $(DATA) --output $(OUT) --skip-bad-rows
+	$(BIN)/python -m howeval.ray_jobs.sweep --config $(CONFIG) --data $(DATA) --output $(OUT) --skip-bad-rows
 	@echo "--> $(OUT)/report.md"
 
 report: $(STAMP)
-	$(BIN)/python -m ray_jobs.report --run $(or $(RUN),runs/demo)
+	$(BIN)/python -m howeval.ray_jobs.report --run $(or $(RUN),runs/demo)
 
 # Test order is shuffled by pytest-randomly (seed printed at the top); SEED=N replays one order
 test: $(STAMP)
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/ruff check howeval actors plugins runtime ray_jobs reward_server bench tests k8s/image
+	$(BIN)/ruff check howeval bench tests k8s/image
 	$(BIN)/python -m pytest -q tests/cpu $(if $(SEED),--randomly-seed=$(SEED))
 
 test-fast: $(STAMP)
@@ -104,21 +104,21 @@ bench-longtail: $(VLLM_STAMP)
 
 train-smoke: $(STAMP)
 	rm -rf runs/train-smoke
-	$(BIN)/python -m ray_jobs.train_grpo --config configs/train/smoke.yaml --storage-path runs/train-smoke --max-steps 2
-	$(BIN)/python -m ray_jobs.train_grpo --config configs/train/smoke.yaml --storage-path runs/train-smoke --max-steps 3 --resume
+	$(BIN)/python -m howeval.ray_jobs.train_grpo --config configs/train/smoke.yaml --storage-path runs/train-smoke --max-steps 2
+	$(BIN)/python -m howeval.ray_jobs.train_grpo --config configs/train/smoke.yaml --storage-path runs/train-smoke --max-steps 3 --resume
 	# the same on image prompts with the tiny VLM (TRL's multimodal GRPO path: pixels reach the policy)
-	$(BIN)/python -m ray_jobs.train_grpo --config configs/train/smoke-vlm.yaml --storage-path runs/train-smoke --max-steps 2
-	$(BIN)/python -m ray_jobs.train_grpo --config configs/train/smoke-vlm.yaml --storage-path runs/train-smoke --max-steps 3 --resume
+	$(BIN)/python -m howeval.ray_jobs.train_grpo --config configs/train/smoke-vlm.yaml --storage-path runs/train-smoke --max-steps 2
+	$(BIN)/python -m howeval.ray_jobs.train_grpo --config configs/train/smoke-vlm.yaml --storage-path runs/train-smoke --max-steps 3 --resume
 
 # Elastic GRPO on a simulated 3-node cluster (127.0.0.1): a worker node is removed after step 2's checkpoint,
 # one is added after step 4; prints one line per resize and checks steps 1..8 are each logged once
 train-elastic: $(STAMP)
 	rm -rf runs/train-elastic
-	$(BIN)/python -m ray_jobs.train_elastic --config configs/train/elastic.yaml --storage-path runs/train-elastic --steps 8 --kill-at 2 --add-at 4
+	$(BIN)/python -m howeval.ray_jobs.train_elastic --config configs/train/elastic.yaml --storage-path runs/train-elastic --steps 8 --kill-at 2 --add-at 4
 
 # ray job submit of the demo sweep to a local `ray start --head` on 127.0.0.1 (the cluster flow, on one machine).
 # It refuses to start when the dashboard port is already taken, and submits only once that port answers with the
-# session of the head it started (ray_jobs.local_head: GET /api/version's session_name = $(SUBMIT_TEMP)/session_latest),
+# session of the head it started (howeval.ray_jobs.local_head: GET /api/version's session_name = $(SUBMIT_TEMP)/session_latest),
 # never to another cluster that happens to listen there.
 # The head gets its own temp folder and ports, runs in the background with --block, and only it is stopped
 # at the end (SIGTERM to its `ray start --block` process, which stops the processes it started, without the
@@ -131,28 +131,28 @@ SUBMIT_TEMP      ?= /tmp/howeval-submit-$(SUBMIT_PORT)
 SUBMIT_ARGS      ?=
 submit-local: $(STAMP)
 	@mkdir -p $(SUBMIT_TEMP); \
-	$(BIN)/python -m ray_jobs.local_head --url http://127.0.0.1:$(SUBMIT_DASHBOARD) --free || exit 1; \
+	$(BIN)/python -m howeval.ray_jobs.local_head --url http://127.0.0.1:$(SUBMIT_DASHBOARD) --free || exit 1; \
 	env -u RAY_ADDRESS RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S=0 $(BIN)/ray start --head --block --temp-dir=$(SUBMIT_TEMP) --node-ip-address=127.0.0.1 \
 	  --port=$(SUBMIT_PORT) --dashboard-host=127.0.0.1 --dashboard-port=$(SUBMIT_DASHBOARD) --num-cpus=2 \
 	  --disable-usage-stats $(SUBMIT_ARGS) > $(SUBMIT_TEMP)/head.log 2>&1 & head=$$!; \
 	trap 'kill -TERM $$head 2>/dev/null; wait $$head 2>/dev/null; echo "stopped the head (pid $$head); logs: $(SUBMIT_TEMP)"' EXIT; \
 	echo "head: pid $$head, gcs 127.0.0.1:$(SUBMIT_PORT), dashboard http://127.0.0.1:$(SUBMIT_DASHBOARD), temp $(SUBMIT_TEMP)"; \
-	env -u RAY_ADDRESS RAY_AUTH_MODE=token $(BIN)/python -m ray_jobs.local_head --url http://127.0.0.1:$(SUBMIT_DASHBOARD) \
+	env -u RAY_ADDRESS RAY_AUTH_MODE=token $(BIN)/python -m howeval.ray_jobs.local_head --url http://127.0.0.1:$(SUBMIT_DASHBOARD) \
 	  --temp-dir $(SUBMIT_TEMP) --pid $$head --timeout 180 || exit 1; \
 	env -u RAY_ADDRESS RAY_AUTH_MODE=token $(BIN)/ray job submit --address http://127.0.0.1:$(SUBMIT_DASHBOARD) --working-dir . -- \
-	  $(abspath $(BIN))/python -m ray_jobs.sweep --config configs/demo.yaml --limit $(or $(LIMIT),4) --max-tokens 32 --output $(CURDIR)/runs/submit
+	  $(abspath $(BIN))/python -m howeval.ray_jobs.sweep --config configs/demo.yaml --limit $(or $(LIMIT),4) --max-tokens 32 --output $(CURDIR)/runs/submit
 
 # PORT=N: the same config with http_options.port = N, written to runs/serve/reward-port-N.yaml.
-# reward_server.serve_local = `serve run` on a Ray bound to 127.0.0.1 with a private token file (issue 35)
+# howeval.reward_server.serve_local = `serve run` on a Ray bound to 127.0.0.1 with a private token file (issue 35)
 SERVE_CONFIG ?= configs/serve/reward.yaml
 serve: $(STAMP)
 	@test -n "$$HOWEVAL_REWARD_TOKEN" || { echo "export HOWEVAL_REWARD_TOKEN=<a secret> first (bearer auth)"; exit 2; }
 ifdef PORT
 	@mkdir -p runs/serve
 	$(BIN)/python -c "import sys, yaml; c = yaml.safe_load(open(sys.argv[1])); c.setdefault('http_options', {})['port'] = int(sys.argv[2]); yaml.safe_dump(c, open(sys.argv[3], 'w'), sort_keys=False)" $(SERVE_CONFIG) $(PORT) runs/serve/reward-port-$(PORT).yaml
-	$(BIN)/python -m reward_server.serve_local runs/serve/reward-port-$(PORT).yaml
+	$(BIN)/python -m howeval.reward_server.serve_local runs/serve/reward-port-$(PORT).yaml
 else
-	$(BIN)/python -m reward_server.serve_local $(SERVE_CONFIG)
+	$(BIN)/python -m howeval.reward_server.serve_local $(SERVE_CONFIG)
 endif
 
 bench: bench-sweep bench-cluster bench-crystal bench-reward

@@ -84,7 +84,7 @@ def fake_judge(url: str, replicas: int = 2, concurrency: int = 4) -> dict:
 
 
 def bench_configs(a, d: Path, url: str) -> dict:
-    from ray_jobs.common import generate, generate_and_judge
+    from howeval.ray_jobs.common import generate, generate_and_judge
 
     manifest, recorded = write_inputs(d, a.prompts, a.configs)
     models = [{"name": f"cfg{i:02d}", "engine": "replay", "options": {"path": str(recorded[i]), "delay_s": a.delay},
@@ -151,7 +151,7 @@ def paper_dry_run(a, d: Path, url: str, images: bool) -> dict:
     only, the actors read the bytes). Runs in its own process so that its peak RSS is its own."""
     import resource
 
-    from ray_jobs.common import generate_and_judge
+    from howeval.ray_jobs.common import generate_and_judge
 
     paper = load_sweep_config(REPO / "configs" / "sweeps" / "patterneval-25.yaml")
     manifest, recorded = write_inputs(d, a.paper_prompts, len(paper.models), images=images)
@@ -183,7 +183,7 @@ def paper_dry_run(a, d: Path, url: str, images: bool) -> dict:
 def paper_child(a, variant: str) -> int:
     """``--paper-child text|image``: one paper-size dry run in this (fresh) process; prints its JSON."""
     from howeval.config import RayConfig
-    from runtime.cluster import init_ray
+    from howeval.runtime.cluster import init_ray
 
     os.environ.setdefault("HOWEVAL_BENCH_KEY", "unused")
     init_ray(RayConfig(num_cpus=2), verbose=False)
@@ -229,7 +229,7 @@ def main(argv=None) -> int:
         return paper_child(a, a.paper_child)
     os.environ.setdefault("HOWEVAL_BENCH_KEY", "unused")
     from howeval.config import RayConfig
-    from runtime.cluster import init_ray
+    from howeval.runtime.cluster import init_ray
 
     t = time.perf_counter()
     init_ray(RayConfig(num_cpus=2), verbose=False)

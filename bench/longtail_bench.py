@@ -14,7 +14,7 @@ in a fixed shuffled order.
 Contenders, each timed from its first request to its last answer (engine start-up left out):
 
 - ``one_call``: one ``LLM.chat`` over all requests (the engine's own best: continuous batching over the set);
-- ``pipeline``: the sweep pipeline as a user runs it (``ray_jobs.common.generate``: the stage runner, one
+- ``pipeline``: the sweep pipeline as a user runs it (``howeval.ray_jobs.common.generate``: the stage runner, one
   ``PolicyStage`` actor with 2 CPUs, batches of ``--batch-size``, the actor's concurrency from
   ``howeval.engines.registry.batches_in_flight``), timed from the start of the engine's first ``generate``
   call to the end of its last (the benchmark engine writes each call's span to a file); its wall time with
@@ -220,7 +220,7 @@ def run_pipeline(a, cfg, model, rows: list[dict], tmp: str, tag: str) -> dict:
 
     from howeval.config import SweepConfig
     from howeval.engines.registry import batches_in_flight
-    from ray_jobs.common import generate
+    from howeval.ray_jobs.common import generate
 
     out = f"{tmp}/{tag}"
     sweep = SweepConfig.model_validate({**cfg.model_dump(), "output_uri": out, "models": [model.model_dump()]})

@@ -8,7 +8,7 @@ both inference forms compared on the same human labels (the paper's Table 4 layo
    weak proxy, else 0 (no human marked it); the thinking target quotes the step a human flagged
    (``evidence``). Each row gets the thinking or the direct target in the ratio ``--mix`` (thinking:direct,
    default the paper's 34,547:23,031; ``format.mixture_targets``), with the matching system prompt.
-2. SFT: ``ray_jobs.train_patternrm`` (TRL ``SFTTrainer``) on the embedded SmolLM2-135M (fp32 copy), CPU,
+2. SFT: ``howeval.ray_jobs.train_patternrm`` (TRL ``SFTTrainer``) on the embedded SmolLM2-135M (fp32 copy), CPU,
    ``--max-steps`` steps (few: the machine is shared; the GPU recipe is in ``docs/patternrm.md``).
 3. Evaluation rows, never trained on: the 47 hand-labelled responses (four gold labels) and ROSCOE's outer
    fold 0 (``recipe.outer_folds``; gold ``con``/``rep``), at most ``--roscoe-eval`` of them. The checkpoint
@@ -75,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     from howeval.judges.patternrm.labelsets import LabelSourceMissing, load_label_sources
     from howeval.judges.patternrm.model import PatternRM
     from howeval.judges.patternrm.recipe import outer_folds
+    from howeval.ray_jobs.train_patternrm import main as train_main
     from howeval.records import LABELS
-    from ray_jobs.train_patternrm import main as train_main
 
     try:
         records = load_label_sources(default_sources()["data_root"])
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         head = {"source": "bench/results/patternrm_calibration.json (out-of-fold; all rows of each source)",
                 "by_source_f1": {s: {k: e["f1"] for k, e in labs.items()} for s, labs in c["by_source"].items()},
                 "trigger": c["trigger"]}
-    out = {"form": "SmolLM2-135M-Instruct (embedded fp32 copy), SFT on a thinking/direct mixture (ray_jobs.train_patternrm, CPU)",
+    out = {"form": "SmolLM2-135M-Instruct (embedded fp32 copy), SFT on a thinking/direct mixture (howeval.ray_jobs.train_patternrm, CPU)",
            "mix": {"thinking": mix[0], "direct": mix[1], "rows_thinking": forms.count("thinking"), "rows_direct": forms.count("direct")},
            "sft": cfg["sft"], "train_rows": len(train), "train_seconds": round(train_s, 1),
            "eval_rows": {"human47": len(ev_h), "roscoe": len(ev_r)}, "table4": table, "head": head}

@@ -54,8 +54,8 @@ def make_item(k: int, kind: str) -> dict:
 def deploy(mode_batch: int, args) -> None:
     from ray import serve
 
-    from reward_server.app import PatternRMServer, RewardIngress, StepScorer
-    from reward_server.config import PatternRMConfig, RewardServerConfig
+    from howeval.reward_server.app import PatternRMServer, RewardIngress, StepScorer
+    from howeval.reward_server.config import PatternRMConfig, RewardServerConfig
 
     uc = {"max_batch_size": mode_batch, "batch_wait_timeout_s": 0.01 if mode_batch > 1 else 0.0}
     rm_cfg = PatternRMConfig(kind=args.patternrm, path=args.path)

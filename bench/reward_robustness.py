@@ -4,7 +4,7 @@ step-scorer replica, autoscaling, and what listens on the network.
     python bench/reward_robustness.py [--seconds 20] [--out bench/results/reward_robustness.md]
                                       [--json bench/results/reward_robustness.json]
 
-One run starts the server the way ``make serve`` does (``python -m reward_server.serve_local CONFIG``, its
+One run starts the server the way ``make serve`` does (``python -m howeval.reward_server.serve_local CONFIG``, its
 own session, Ray on 127.0.0.1, rules PatternRM) with three applications: ``patternrm``, ``reward`` on ``/``
 and ``reward-llm`` on ``/llm`` (``on_unresolved: llm`` against a verifier on 127.0.0.1 that accepts
 connections and never answers, ``timeout_s`` 5). Then, each phase bounded by ``--seconds``:
@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "bench-robustness-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 REF = ["Read the two numbers from the table", "Add the two numbers", "The total is the answer"]
-FAILOVER_S = 5.0  # reward_server.app.FAILOVER_S
+FAILOVER_S = 5.0  # howeval.reward_server.app.FAILOVER_S
 LLM_TIMEOUT_S = 5.0
 REOPEN_S = 1.0  # a slow-body connection that was answered is reopened this long after
 
@@ -381,7 +381,7 @@ def write_md(path: Path, r: dict, ok: dict[str, bool]) -> None:
     lines = [
         "# Reward server robustness (issue 35)", "",
         f"`make bench-reward-robust` ({r['when']}, {r['machine']}, load average at start {r['load_avg']}; "
-        f"{r['seconds']} s per phase; server = `reward_server.serve_local`, rules PatternRM, Ray on {r['num_cpus']} CPUs).", "",
+        f"{r['seconds']} s per phase; server = `howeval.reward_server.serve_local`, rules PatternRM, Ray on {r['num_cpus']} CPUs).", "",
         "| phase | figures |", "|---|---|",
         f"| baseline (1 client, pattern+base+cpr) | {b['requests']} requests, p50 {b['p50_s']} s, p99 {b['p99_s']} s; "
         f"after the attack: {r['baseline_after']['requests']} requests, p50 {r['baseline_after']['p50_s']} s, "
@@ -421,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
         write_config(cfg, port, hung.port)
         env = {**os.environ, "HOWEVAL_REWARD_TOKEN": TOKEN}
         log = open(run_dir / "serve.log", "w")
-        proc = subprocess.Popen([sys.executable, "-m", "reward_server.serve_local", str(cfg), "--num-cpus", str(args.num_cpus)],
+        proc = subprocess.Popen([sys.executable, "-m", "howeval.reward_server.serve_local", str(cfg), "--num-cpus", str(args.num_cpus)],
                                 cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         url = f"http://127.0.0.1:{port}"
         try:

@@ -9,7 +9,7 @@ the embedded SmolLM2-135M, greedy, at the size's max_tokens:
 - **naive loop**: one prompt per ``generate`` call, in a fresh Python process (timed from outside:
   interpreter start, imports, model load, generation);
 - **bare batched engine**: the same engine with batch 16, also in a fresh process;
-- **Ray pipeline**: ``ray_jobs.common.generate`` as a sweep runs it (the demo layout: 2 actors x 1 thread,
+- **Ray pipeline**: ``howeval.ray_jobs.common.generate`` as a sweep runs it (the demo layout: 2 actors x 1 thread,
   batch 16), whose actors are fresh worker processes that import and load the model too. Only the Ray
   cluster's own start-up is left out (reported apart: a sweep joins a running cluster).
 
@@ -129,7 +129,7 @@ def run_ray(a, cfg, model, samples, tmp: str, tag: str) -> dict:
     import pyarrow.parquet as pq
 
     from howeval.config import with_changes
-    from ray_jobs.common import generate
+    from howeval.ray_jobs.common import generate
 
     if a.engine == "vllm":  # one actor: vLLM binds its threads to both cores
         res = {"replicas": 1, "batch_size": a.batch_size, "num_cpus": 2}
@@ -220,7 +220,7 @@ def main() -> None:
 
     import ray
 
-    from runtime.cluster import init_ray
+    from howeval.runtime.cluster import init_ray
 
     asked = set(a.contenders.split(",")) | ({"naive-hf"} if a.hf_naive else set())
     unknown = sorted(asked - set(CONTENDERS))

@@ -105,7 +105,7 @@ VERIFY_TYPE = pa.struct([("correct", pa.bool_()), ("extracted", pa.string()), ("
 """One verifier verdict as an Arrow struct (the fields of ``howeval.judges.verify.VerifyResult``)."""
 
 
-# CRYSTAL step scores of one response (ray_jobs.crystal), keyed by STEP_KEY.
+# CRYSTAL step scores of one response (howeval.ray_jobs.crystal), keyed by STEP_KEY.
 STEPS_SCHEMA = pa.schema([
     ("sample_id", pa.string()), ("config", pa.string()), ("mode", pa.string()), ("response_hash", pa.string()),
     ("embedder", pa.string()), ("tau", pa.float64()), ("alpha", pa.float64()), ("order", pa.string()),
@@ -115,7 +115,7 @@ STEPS_SCHEMA = pa.schema([
 ])
 STEP_KEY = ("sample_id", "config", "mode", "response_hash", "embedder", "tau", "alpha", "order")
 
-# One AdaptMMBench episode (ray_jobs.adapt): an item in one mode (text | adaptive | oracle).
+# One AdaptMMBench episode (howeval.ray_jobs.adapt): an item in one mode (text | adaptive | oracle).
 ADAPT_SCHEMA = pa.schema([
     ("sample_id", pa.string()), ("config", pa.string()), ("mode", pa.string()), ("domain", pa.string()),
     ("correct", pa.bool_()), ("verify_method", pa.string()), ("called", pa.bool_()), ("n_calls", pa.int64()),

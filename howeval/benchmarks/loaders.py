@@ -173,7 +173,7 @@ def load_benchmark(path: str, *, name: str | None = None, limit: int | None = No
             ``LoadResult.bad_rows`` (path, line, uid, field, reason) and goes on.
         read_images: True puts each image's bytes on its row (``images``); False leaves ``images`` null
             and only checks that each file exists and is not empty (the Ray pipelines read the bytes on
-            the workers, ``actors/images.py``, so the driver never holds them). ``image_paths`` (resolved
+            the workers, ``howeval/actors/images.py``, so the driver never holds them). ``image_paths`` (resolved
             paths or URLs) is set either way.
         fmt: ``"manifest"`` (this module's format), or a released format converted by
             :mod:`howeval.benchmarks.released`: ``"crystal"`` (CRYSTAL's items), ``"adaptmmbench"``

@@ -4,7 +4,7 @@ document benchmarks), scored by each benchmark's own answer criterion.
 The paper's seeds do not name the benchmarks behind Table 6, so the user names them: each benchmark of a sweep
 config may carry a ``task:`` block (``howeval.config.TaskConfig``: a category ``math | logic | document`` and a
 criterion below). The sweep generates their responses like any benchmark's; the ``taskacc`` plug-in
-(``plugins.taskacc``) scores each response with :func:`score_response` into ``<run>/task_scores/``
+(``howeval.plugins.taskacc``) scores each response with :func:`score_response` into ``<run>/task_scores/``
 (:data:`TASK_SCORE_SCHEMA`) and the report shows "Table 6 (task accuracy)" (:func:`summarize_task_rows`,
 ``howeval.report.tables.render_task_accuracy``).
 

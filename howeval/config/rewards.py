@@ -37,7 +37,7 @@ class CPRConfig(StrictModel):
 class PatternRMConfig(StrictModel):
     """Which PatternRM the server calls (``howeval.judges.patternrm.model.PatternRM``)."""
 
-    kind: Literal["trained", "rules", "checkpoint"] = Field("trained", description="trained = the embedded trained PatternRM (MiniLM + head, `make patternrm`; default); rules = the rule judge; checkpoint = an SFT'd LM PatternRM (ray_jobs.train_patternrm).")
+    kind: Literal["trained", "rules", "checkpoint"] = Field("trained", description="trained = the embedded trained PatternRM (MiniLM + head, `make patternrm`; default); rules = the rule judge; checkpoint = an SFT'd LM PatternRM (howeval.ray_jobs.train_patternrm).")
     path: str | None = Field(None, description="kind=trained: a trained head folder (None = the one shipped in the package, howeval/judges/patternrm/weights/); kind=checkpoint: the LM folder ('embedded' = the untrained SmolLM2, format smoke only).")
     max_new_tokens: int = Field(24, ge=4, description="Decode budget; the direct format needs ~16 tokens, the thinking form ~80.")
     form: Literal["direct", "thinking"] = Field("direct", description="kind=checkpoint: the inference form the prompt asks for (format.patternrm_messages): direct = the LABELS line; thinking = an <analysis> block, then the line.")

@@ -1,4 +1,4 @@
-"""Sweep configuration (``ray_jobs.sweep`` and the jobs that read a run): models, benchmarks, judges, Ray,
+"""Sweep configuration (``howeval.ray_jobs.sweep`` and the jobs that read a run): models, benchmarks, judges, Ray,
 and the typed ``crystal:`` / ``adapt:`` blocks, all validated when the YAML is loaded (STYLE rule 1).
 
 Errors name the key path, the value and the rule, e.g. ``models.0.sampling.max_tokens: Input should be
@@ -449,7 +449,7 @@ class SweepConfig(StrictModel):
     adapt: AdaptConfig | None = Field(None, description="AdaptMMBench episodes (SPEC section 4); None = off, {} = the defaults.")
     overrides: list[str] = Field(default_factory=list, description="What the command line changed in the YAML, in the "
                                  "order applied: dot-list items (models.0.sampling.temperature=0.7) and the --data, "
-                                 "--limit, --output, --max-tokens, --skip-bad-rows flags. Set by ray_jobs.sweep and "
+                                 "--limit, --output, --max-tokens, --skip-bad-rows flags. Set by howeval.ray_jobs.sweep and "
                                  "recorded in run_config.json (the other fields there already include them).")
     generation_settings: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Written by the sweep into run_config.json (leave unset in a YAML): per config, the sampling settings its engine applies: the config's overrides, the model's own defaults (generation_config.json) and the result (howeval.engines.generation.generation_settings).")
 
@@ -484,7 +484,7 @@ class SweepConfig(StrictModel):
 
 
 class BuildKeyStepsConfig(StrictModel):
-    """Key-step writer for new AdaptMMBench items (``ray_jobs.build_keysteps``; the paper's "generated with GPT-5
+    """Key-step writer for new AdaptMMBench items (``howeval.ray_jobs.build_keysteps``; the paper's "generated with GPT-5
     and verified by humans": ``howeval.benchmarks.adapt.keysteps``)."""
 
     name: str = "build-keysteps"
@@ -505,7 +505,7 @@ class BuildKeyStepsConfig(StrictModel):
 
 
 class BuildRefsConfig(StrictModel):
-    """Delphi reference-step builder (``ray_jobs.build_refs``, SPEC section 3)."""
+    """Delphi reference-step builder (``howeval.ray_jobs.build_refs``, SPEC section 3)."""
 
     name: str = "build-refs"
     output_uri: str = Field(..., description="Folder or fsspec URL for chains/ and reference_steps.jsonl.")
@@ -555,14 +555,14 @@ def load_run_config(run: str) -> SweepConfig:
     (so a moved or copied run still points at itself).
 
     Raises:
-        FileNotFoundError: ``run`` has no run_config.json (it is not the output of ``ray_jobs.sweep``).
+        FileNotFoundError: ``run`` has no run_config.json (it is not the output of ``howeval.ray_jobs.sweep``).
         ConfigError: the stored config no longer validates (written by an older version).
     """
     import fsspec
 
     fs, path = fsspec.core.url_to_fs(run.rstrip("/") + "/run_config.json")
     if not fs.exists(path):
-        raise FileNotFoundError(f"{run} has no run_config.json: is it the output of ray_jobs.sweep?")
+        raise FileNotFoundError(f"{run} has no run_config.json: is it the output of howeval.ray_jobs.sweep?")
     with fs.open(path, "r") as f:
         raw = json.loads(f.read())
     raw["output_uri"] = run

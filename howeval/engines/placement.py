@@ -1,5 +1,5 @@
 """Where a tensor-/pipeline-parallel engine replica's GPUs come from: one placement group per replica, as
-Ray Data LLM places vLLM (issue 32). Pure and Ray-free: the Ray side is ``runtime.placement``.
+Ray Data LLM places vLLM (issue 32). Pure and Ray-free: the Ray side is ``howeval.runtime.placement``.
 
 Ray Data LLM (``ray.llm._internal.batch.stages.vllm_engine_stage``, Ray 2.60) runs a vLLM engine with
 ``tensor_parallel_size x pipeline_parallel_size = W > 1`` as follows: the stage actor holds no GPU
@@ -11,7 +11,7 @@ the actor (``num_gpus = W``), no group.
 
 Before this, a TP engine was one actor holding ``num_gpus = TP`` while vLLM started its workers beside it
 outside any reservation of theirs. :func:`engine_placement` gives, for one model config, the bundles, the
-strategy and the actor's own resources; ``runtime.placement`` turns them into the ``ray_remote_args_fn``
+strategy and the actor's own resources; ``howeval.runtime.placement`` turns them into the ``ray_remote_args_fn``
 of ``map_batches``.
 
 Choices that differ from Ray Data LLM, and why:

@@ -1,6 +1,6 @@
 """Judge response rows: verifier (correctness) + pattern judges (four labels) -> Judgment rows.
 
-Pure core used by the Ray stage ``actors/judge.py`` and by tests. Rules (SPEC 1, DESIGN):
+Pure core used by the Ray stage ``howeval/actors/judge.py`` and by tests. Rules (SPEC 1, DESIGN):
 - only y_m (``response``) is judged; the reasoning channel never is;
 - an engine error on the response -> ``judge_error`` "no response: <reason>", correct and labels null;
 - a truncated thinking response (no y_m) -> correct False (method "truncated"), labels null;

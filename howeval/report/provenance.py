@@ -1,6 +1,6 @@
 """What a run was made with, so that it can be reproduced from its outputs: code, packages, hardware, settings.
 
-``ray_jobs.sweep`` calls :func:`record_provenance` when a sweep starts: it appends one entry per invocation
+``howeval.ray_jobs.sweep`` calls :func:`record_provenance` when a sweep starts: it appends one entry per invocation
 to ``<run>/provenance.json`` (a resumed run has several; answers may come from more than one). The report
 (:mod:`howeval.report.run`) puts the latest entry in ``metrics.json`` (``run.provenance``) and renders it
 (:func:`provenance_section`). An entry holds:
@@ -183,8 +183,8 @@ def command_line(argv: list[str], run: str) -> str:
     """``argv`` as one shell-quoted line, each absolute local path (alone or after ``--flag=``) relative to
     the run (:func:`relative_to_run`), the interpreter as ``python``.
 
-    >>> command_line(["/venv/bin/python", "-m", "ray_jobs.sweep", "--data=/data/x/m.jsonl", "a=1 b"], "/data/run")
-    "python -m ray_jobs.sweep --data=../x/m.jsonl 'a=1 b'"
+    >>> command_line(["/venv/bin/python", "-m", "howeval.ray_jobs.sweep", "--data=/data/x/m.jsonl", "a=1 b"], "/data/run")
+    "python -m howeval.ray_jobs.sweep --data=../x/m.jsonl 'a=1 b'"
     """
     import shlex
 
@@ -227,7 +227,7 @@ def data_fingerprints(cfg) -> list[dict[str, Any]]:
 def capture(cfg, cluster: dict | None = None, now: _dt.datetime | None = None,
             argv: list[str] | None = None) -> dict[str, Any]:
     """One provenance entry for a sweep of ``cfg`` starting now (module docstring); ``cluster`` = the Ray
-    cluster's resources when known (``runtime.cluster.cluster_summary``); ``argv`` default ``sys.argv``."""
+    cluster's resources when known (``howeval.runtime.cluster.cluster_summary``); ``argv`` default ``sys.argv``."""
     now = now or _dt.datetime.now(_dt.timezone.utc)
     hw = hardware()
     if cluster is not None:

@@ -11,8 +11,8 @@ AdaptMMBench's, registered in ``plugins``) when the run has them, and writes und
 - ``plots/radar_NT.png``, ``radar_T.png``, ``length_scatter.png``, ``length_sextiles.png`` (``howeval.report.plots``);
 - ``samples.jsonl`` and ``samples.parquet`` (``howeval.report.samples``).
 
-Jobs (``ray_jobs.report``, the sweep, re-judging, CRYSTAL, AdaptMMBench) call it through
-``plugins.write_report``, which passes every registered plug-in's part.
+Jobs (``howeval.ray_jobs.report``, the sweep, re-judging, CRYSTAL, AdaptMMBench) call it through
+``howeval.plugins.write_report``, which passes every registered plug-in's part.
 """
 from __future__ import annotations
 
@@ -164,7 +164,7 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
         judge: pattern judge name whose labels enter the metrics; default the primary.
         on_file: called with each file's URI once it is written (the jobs print a line per file).
         sections: the benchmarks' report parts, in order: ``section(cfg, joined rows) -> (metrics keys,
-            Markdown sections) | None`` (``plugins.report_sections()``: CRYSTAL's, AdaptMMBench's, ...); their
+            Markdown sections) | None`` (``howeval.plugins.report_sections()``: CRYSTAL's, AdaptMMBench's, ...); their
             sections go after the judge agreement, before the provenance.
 
     Returns the metrics dict written to ``metrics.json``.
@@ -208,7 +208,7 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
     if agreement:
         metrics["judge_agreement"] = agreement
         extra.append(render_agreement(agreement))
-    for section in sections:  # each benchmark plug-in's part (plugins.registry.Benchmark.report), in order
+    for section in sections:  # each benchmark plug-in's part (howeval.plugins.registry.Benchmark.report), in order
         part = section(cfg, joined)
         if part is not None:
             metrics.update(part[0])

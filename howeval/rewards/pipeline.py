@@ -1,7 +1,7 @@
 """The reward pipeline: rewards for a batch of rollouts, given a labeller (PatternRM) and a step scorer.
 
 One implementation for every caller (SPEC sections 2 and 3): the reward server's ingress
-(``reward_server.app.RewardIngress``, async, through Serve handles), the in-process GRPO scorer and the
+(``howeval.reward_server.app.RewardIngress``, async, through Serve handles), the in-process GRPO scorer and the
 TRL reward function (``howeval.training.rewards``). Three stages, so an async caller can fetch the model
 parts concurrently and still share every decision:
 

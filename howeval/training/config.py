@@ -148,7 +148,7 @@ class StorageSpec(StrictModel):
 
 
 class TrainConfig(StrictModel):
-    """One GRPO run (``python -m ray_jobs.train_grpo --config configs/train/<recipe>.yaml``)."""
+    """One GRPO run (``python -m howeval.ray_jobs.train_grpo --config configs/train/<recipe>.yaml``)."""
 
     name: str = Field(..., pattern=r"^[A-Za-z0-9_.\-]+$", description="Recipe/run name.")
     model: str | None = Field(None, description="Policy: a transformers folder or hub id; None = the embedded SmolLM2-135M-Instruct (its fp32 copy); "

@@ -14,7 +14,7 @@ state is carried over (not a weights-only restart), and the returned note says s
 size or no DeepSpeed files: nothing changes. ZeRO-3 checkpoints are left to DeepSpeed (its own conversion
 path differs and is not exercised here).
 
-No Ray: the training worker (``ray_jobs.train_grpo``) calls it on its local copy of the checkpoint.
+No Ray: the training worker (``howeval.ray_jobs.train_grpo``) calls it on its local copy of the checkpoint.
 """
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ one a single process would compute on the whole batch. The component forwards ru
 the gradients are taken with ``torch.autograd.grad``, so DDP's reducer never arms: the surrogate's backward is
 a local one and nothing is averaged twice.
 
-Pure of Ray (``ray_jobs/train_grpo.py`` builds the trainer).
+Pure of Ray (``howeval/ray_jobs/train_grpo.py`` builds the trainer).
 """
 from __future__ import annotations
 

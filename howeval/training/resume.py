@@ -3,9 +3,9 @@
 A training job on a cluster is re-submitted with the *same* command after a failure (KubeRay: delete and
 re-apply the RayJob), so the default is automatic: a run folder that holds a registered checkpoint is
 continued from it, an absent or checkpoint-less one is started. ``--resume`` / ``--no-resume`` force one
-side and refuse the other (``ray_jobs.train_grpo``; docs/training.md, "Checkpoints and resume").
+side and refuse the other (``howeval.ray_jobs.train_grpo``; docs/training.md, "Checkpoints and resume").
 
-Pure: the caller reads the storage (``ray_jobs.train_grpo``) and passes what it found.
+Pure: the caller reads the storage (``howeval.ray_jobs.train_grpo``) and passes what it found.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ ResumeMode = Literal["auto", "resume", "fresh"]
 def checkpoint_steps(snapshot_text: str | None) -> list[int]:
     """Steps of the checkpoints Ray Train has registered for a run, from the text of its
     ``checkpoint_manager_snapshot.json`` (``checkpoint_results[].checkpoint_dir_name`` =
-    ``checkpoint_<step>``, as ``ray_jobs.train_grpo`` names them), sorted. ``None`` (no snapshot) or text that
+    ``checkpoint_<step>``, as ``howeval.ray_jobs.train_grpo`` names them), sorted. ``None`` (no snapshot) or text that
     is not JSON yet (being rewritten) gives ``[]``.
 
     >>> checkpoint_steps('{"checkpoint_results": [{"checkpoint_dir_name": "checkpoint_0000003"},'

@@ -9,7 +9,7 @@
   it its PatternRM and step embedder.
 - :func:`reward_parts`: batch means of the reward's parts, for logging.
 
-Pure of Ray (``ray_jobs/train_grpo.py`` holds all Ray Train wiring, STYLE rule 6).
+Pure of Ray (``howeval/ray_jobs/train_grpo.py`` holds all Ray Train wiring, STYLE rule 6).
 """
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ image that cannot import its own code is never built) and can be run again on a 
 
 Checks, one line each (``ok`` / ``FAIL``), exit status = number of failures:
 
-- every module of ``howeval``, ``actors``, ``plugins``, ``runtime``, ``ray_jobs``, ``reward_server`` imports (``pkgutil.walk_packages``);
+- every module of ``howeval`` (the jobs, the runtime, the plug-ins, the actors and the reward server included) imports
+  (``pkgutil.walk_packages``);
 - the libraries of the variant import: cpu = torch (a CPU build), Ray 2.60.0, transformers, TRL,
   sentence-transformers, ``cv2`` and the OCR engine (run on a rendered line of text); gpu = those plus vLLM,
   DeepSpeed, Triton, and a C compiler that builds a Python extension the way Triton builds its launcher;
@@ -34,7 +35,7 @@ import tempfile
 import traceback
 from collections.abc import Callable
 
-PACKAGES = ("howeval", "actors", "plugins", "runtime", "ray_jobs", "reward_server")
+PACKAGES = ("howeval",)  # the one top-level package: the house (jobs, runtime, plug-ins, actors, reward server) is under it
 # rapidocr-onnxruntime asks for opencv-python; the image gives it opencv-python-headless's identical cv2
 ALLOWED_PIP_CHECK = ("rapidocr-onnxruntime 1.4.4 requires opencv-python, which is not installed.",)
 

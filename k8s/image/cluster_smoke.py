@@ -778,8 +778,8 @@ def main() -> int:
     ap.add_argument("--engine", default="podman", choices=("podman", "docker"))
     ap.add_argument("--base-port", type=int, default=int(os.environ.get("CLUSTER_SMOKE_PORT", 26400)),
                     help="first of the ports the nodes use (about 1,400 above it)")
-    ap.add_argument("--limit", type=int, default=6, help="sweep prompts (--limit of ray_jobs.sweep)")
-    ap.add_argument("--grpo-steps", type=int, default=5, help="GRPO steps (--max-steps of ray_jobs.train_grpo)")
+    ap.add_argument("--limit", type=int, default=6, help="sweep prompts (--limit of howeval.ray_jobs.sweep)")
+    ap.add_argument("--grpo-steps", type=int, default=5, help="GRPO steps (--max-steps of howeval.ray_jobs.train_grpo)")
     ap.add_argument("--timeout", type=float, default=1500, help="seconds each workload may take")
     ap.add_argument("--judge-latency", type=float, default=1.0, help="seconds the metered judge takes per call")
     ap.add_argument("--keep", action="store_true", help="leave the containers and the /data folder for a look")

@@ -29,61 +29,62 @@ CLEAN_TREE: dict[str, str] = {
     **{f"howeval/{m}.py": "" for m in CORE_LAYERS},
     "howeval/__init__.py": "",
     "howeval/judges.py": "import howeval.parsing\n",
-    "actors/__init__.py": "",
-    "actors/policy.py": "import howeval.engines\n",
-    "reward_server/__init__.py": "",
-    "reward_server/app.py": "import ray\nimport howeval.rewards\n",
-    "plugins/__init__.py": "",
-    "plugins/pipeline.py": "",
-    "plugins/registry.py": "import plugins.pipeline\n",
-    "plugins/sweepcore.py": "import plugins.pipeline\nimport plugins.registry\nimport actors.policy\n",
-    "plugins/steps.py": "import plugins.pipeline\nimport plugins.registry\nimport howeval.report\n",
-    "runtime/__init__.py": "",
-    "runtime/execute.py": "import ray\nimport plugins.pipeline\nimport runtime.progress\n",
-    "runtime/progress.py": "import howeval.report\n",
-    "runtime/run.py": "import plugins.pipeline\nimport plugins.registry\nimport runtime.execute\n",
-    "ray_jobs/__init__.py": "",
-    **{f"ray_jobs/{m}.py": "" for m in SHARED_WIRING},
-    "ray_jobs/common.py": "import runtime.run\nimport plugins.sweepcore\n",
-    "ray_jobs/sweep.py": "".join(f"import ray_jobs.{m}\n" for m in SHARED_WIRING) + "import runtime.run\nimport plugins\n",
-    "ray_jobs/judge.py": "import ray_jobs.common\nimport runtime.cluster\n",
-    "runtime/cluster.py": "import ray\n",
+    "howeval/actors/__init__.py": "",
+    "howeval/actors/policy.py": "import howeval.engines\n",
+    "howeval/reward_server/__init__.py": "",
+    "howeval/reward_server/app.py": "import ray\nimport howeval.rewards\n",
+    "howeval/plugins/__init__.py": "",
+    "howeval/plugins/pipeline.py": "",
+    "howeval/plugins/registry.py": "import howeval.plugins.pipeline\n",
+    "howeval/plugins/sweepcore.py": "import howeval.plugins.pipeline\nimport howeval.plugins.registry\nimport howeval.actors.policy\n",
+    "howeval/plugins/steps.py": "import howeval.plugins.pipeline\nimport howeval.plugins.registry\nimport howeval.report\n",
+    "howeval/runtime/__init__.py": "",
+    "howeval/runtime/execute.py": "import ray\nimport howeval.plugins.pipeline\nimport howeval.runtime.progress\n",
+    "howeval/runtime/progress.py": "import howeval.report\n",
+    "howeval/runtime/run.py": "import howeval.plugins.pipeline\nimport howeval.plugins.registry\nimport howeval.runtime.execute\n",
+    "howeval/ray_jobs/__init__.py": "",
+    **{f"howeval/ray_jobs/{m}.py": "" for m in SHARED_WIRING},
+    "howeval/ray_jobs/common.py": "import howeval.runtime.run\nimport howeval.plugins.sweepcore\n",
+    "howeval/ray_jobs/sweep.py": "".join(f"import howeval.ray_jobs.{m}\n" for m in SHARED_WIRING) + "import howeval.runtime.run\nimport howeval.plugins\n",
+    "howeval/ray_jobs/judge.py": "import howeval.ray_jobs.common\nimport howeval.runtime.cluster\n",
+    "howeval/runtime/cluster.py": "import ray\n",
 }
 
 # contract id -> (what the planted import does, {file: content to append})
 PLANTED: dict[str, list[tuple[str, dict[str, str]]]] = {
     "outer-layers": [
-        ("the reward server imports an actor", {"reward_server/app.py": "import actors.policy\n"}),
-        ("an actor imports the reward server", {"actors/policy.py": "import reward_server.app\n"}),
-        ("a plug-in imports the runtime", {"plugins/steps.py": "import runtime.execute\n"}),
+        ("the reward server imports an actor", {"howeval/reward_server/app.py": "import howeval.actors.policy\n"}),
+        ("an actor imports the reward server", {"howeval/actors/policy.py": "import howeval.reward_server.app\n"}),
+        ("a plug-in imports the runtime", {"howeval/plugins/steps.py": "import howeval.runtime.execute\n"}),
+        ("the core imports a job", {"howeval/report.py": "import howeval.ray_jobs.sweep\n"}),
     ],
     "core-ray-free": [
         ("the core imports ray", {"howeval/records.py": "import ray\n"}),
-        ("the core imports an actor", {"howeval/judges.py": "import actors.policy\n"}),
-        ("the core imports a plug-in", {"howeval/judges.py": "import plugins.registry\n"}),
+        ("the core imports an actor", {"howeval/judges.py": "import howeval.actors.policy\n"}),
+        ("the core imports a plug-in", {"howeval/judges.py": "import howeval.plugins.registry\n"}),
     ],
     "actors-ray-free": [
-        ("an actor imports ray", {"actors/policy.py": "import ray\n"}),
-        ("the pipeline declarations import ray", {"plugins/pipeline.py": "import ray\n"}),
-        ("a new plug-in imports ray", {"plugins/new_bench.py": "import ray\n"}),
-        ("an actor reaches ray through the runtime", {"actors/policy.py": "import runtime.cluster\n"}),
+        ("an actor imports ray", {"howeval/actors/policy.py": "import ray\n"}),
+        ("the pipeline declarations import ray", {"howeval/plugins/pipeline.py": "import ray\n"}),
+        ("a new plug-in imports ray", {"howeval/plugins/new_bench.py": "import ray\n"}),
+        ("an actor reaches ray through the runtime", {"howeval/actors/policy.py": "import howeval.runtime.cluster\n"}),
     ],
     "no-job-imports": [
-        ("the reward server imports a job", {"reward_server/app.py": "import ray_jobs.sweep\n"}),
-        ("the runtime imports the jobs' wiring", {"runtime/run.py": "import ray_jobs.common\n"}),
+        ("the reward server imports a job", {"howeval/reward_server/app.py": "import howeval.ray_jobs.sweep\n"}),
+        ("the runtime imports the jobs' wiring", {"howeval/runtime/run.py": "import howeval.ray_jobs.common\n"}),
     ],
     "runtime-knows-no-benchmark": [
-        ("the runtime imports a benchmark plug-in", {"runtime/run.py": "import plugins.sweepcore\n"}),
-        ("the runtime imports the plug-ins' package (and so every registration)", {"runtime/execute.py": "import plugins\n"}),
+        ("the runtime imports a benchmark plug-in", {"howeval/runtime/run.py": "import howeval.plugins.sweepcore\n"}),
+        ("the runtime imports the plug-ins' package (and so every registration)", {"howeval/runtime/execute.py": "import howeval.plugins\n"}),
     ],
     "benchmarks-independent": [
-        ("a plug-in imports another", {"plugins/steps.py": "import plugins.sweepcore\n"}),
-        ("a new plug-in, listed nowhere, imports another", {"plugins/new_bench.py": "import plugins.steps\n"}),
+        ("a plug-in imports another", {"howeval/plugins/steps.py": "import howeval.plugins.sweepcore\n"}),
+        ("a new plug-in, listed nowhere, imports another", {"howeval/plugins/new_bench.py": "import howeval.plugins.steps\n"}),
     ],
     "jobs-independent": [
-        ("a job imports another", {"ray_jobs/judge.py": "import ray_jobs.sweep\n"}),
-        ("a new job, listed nowhere, imports another", {"ray_jobs/train_new.py": "import ray_jobs.judge\n"}),
-        ("the shared wiring imports a job", {"ray_jobs/common.py": "import ray_jobs.judge\n"}),
+        ("a job imports another", {"howeval/ray_jobs/judge.py": "import howeval.ray_jobs.sweep\n"}),
+        ("a new job, listed nowhere, imports another", {"howeval/ray_jobs/train_new.py": "import howeval.ray_jobs.judge\n"}),
+        ("the shared wiring imports a job", {"howeval/ray_jobs/common.py": "import howeval.ray_jobs.judge\n"}),
     ],
     "core-layers": [
         ("a lower core layer imports a higher one", {"howeval/parsing.py": "import howeval.judges\n"}),
@@ -147,7 +148,7 @@ def test_the_library_names_no_path_in_the_test_tree():
 
     # a path segment or a path inside a string literal; prose in docstrings (``tests/cpu/...``) is not a path
     pattern = re.compile(r"""["'](?:tests|fixtures)["']|["'][^"'\s`]*tests/""")
-    offenders = [f"{p.relative_to(ROOT)}:{i}" for pkg in ("howeval", "actors", "plugins", "runtime", "ray_jobs", "reward_server")
+    offenders = [f"{p.relative_to(ROOT)}:{i}" for pkg in ("howeval",)
                  for p in sorted((ROOT / pkg).rglob("*.py"))
                  for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
     assert offenders == []

@@ -1,4 +1,4 @@
-"""Tests of howeval.embed (the bundled all-MiniLM-L6-v2) and the actors.embedder stage.
+"""Tests of howeval.embed (the bundled all-MiniLM-L6-v2) and the howeval.actors.embedder stage.
 
 Tests marked ``slow`` share one module-scoped StepEmbedder (the model loads once, ~10 s).
 """
@@ -127,11 +127,11 @@ def test_worked_example_gold_count(embedder, worked_example):
     assert step_scores(sim, tau=0.35).matched == gold
 
 
-# ---- actors.embedder.StepScoreUDF (the Ray Data stage) ----
+# ---- howeval.actors.embedder.StepScoreUDF (the Ray Data stage) ----
 
 
 def _udf(embedder, **kw):
-    from actors.embedder import StepScoreUDF
+    from howeval.actors.embedder import StepScoreUDF
 
     udf = StepScoreUDF.__new__(StepScoreUDF)  # reuse the module's embedder instead of loading another
     udf.tau, udf.alpha, udf.order = kw.get("tau", 0.35), kw.get("alpha", 0.5), kw.get("order", "lis")
@@ -140,7 +140,7 @@ def _udf(embedder, **kw):
 
 
 def test_udf_reports_missing_and_present_columns():
-    from actors.embedder import StepScoreUDF
+    from howeval.actors.embedder import StepScoreUDF
 
     with pytest.raises(ValueError, match=r"missing columns \['ref_steps'\] \(.*\); present: \['pred_steps', 'sample_id'\]"):
         StepScoreUDF.check_columns({"pred_steps": [], "sample_id": []})
@@ -148,7 +148,7 @@ def test_udf_reports_missing_and_present_columns():
 
 @pytest.mark.slow
 def test_udf_adds_columns(embedder, worked_example):
-    from actors.embedder import StepScoreUDF
+    from howeval.actors.embedder import StepScoreUDF
 
     batch = {
         "sample_id": np.array(["a", "b"]),
@@ -172,10 +172,10 @@ def test_udf_in_ray_data_actor_pool(worked_example, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from actors.embedder import StepScoreUDF
+    from howeval.actors.embedder import StepScoreUDF
     from howeval.config import CrystalConfig
-    from plugins.pipeline import Pipeline, Stage
-    from runtime.execute import run_pipelines
+    from howeval.plugins.pipeline import Pipeline, Stage
+    from howeval.runtime.execute import run_pipelines
 
     rows = [
         {"sample_id": str(i), "pred_steps": worked_example["predicted_steps"], "ref_steps": worked_example["reference_steps"]}

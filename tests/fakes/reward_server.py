@@ -29,11 +29,11 @@ def running_reward_server(token_env: str, token: str, reward_args: dict, log_to_
     import ray
     from ray import serve
 
-    from reward_server.app import build_app, build_patternrm_app
+    from howeval.reward_server.app import build_app, build_patternrm_app
 
     if ray.is_initialized():
         ray.shutdown()
-    from reward_server.serve_local import private_ray_token
+    from howeval.reward_server.serve_local import private_ray_token
 
     private_ray_token()  # Ray would write its token file world-readable (issue 35)
     ray.init(num_cpus=4, include_dashboard=False, log_to_driver=log_to_driver)

@@ -6,7 +6,7 @@ number of failed checks. Without CUDA (or without vllm / deepspeed) a check prin
 
 - ``vllm-engine``: the project's ``vllm`` engine (``howeval.engines.registry.build_engine``) on the embedded
   SmolLM2 copy, 64 greedy prompts of 32 tokens; prints output tokens/s.
-- ``deepspeed-grpo``: ``ray_jobs.train_grpo.run`` with ``configs/deepspeed/zero2.json`` on 1 GPU worker, 1 step
+- ``deepspeed-grpo``: ``howeval.ray_jobs.train_grpo.run`` with ``configs/deepspeed/zero2.json`` on 1 GPU worker, 1 step
   (the tiny test LM, in-process rule rewards); checks DeepSpeed's ``global_step1/`` ZeRO shards.
 - ``patternrm-gpu``: the embedded trained PatternRM (``kind: trained``, ``device: cuda``; needs the head from
   ``make patternrm`` or ``build/k8s/patternrm-minilm``), 256 items; prints labels/s.
@@ -61,8 +61,8 @@ def check_deepspeed_grpo() -> str:
         import deepspeed
     except ImportError as e:
         raise Skip(f"deepspeed not installed ({e})") from e
+    from howeval.ray_jobs.train_grpo import run
     from howeval.training.config import load_train_config
-    from ray_jobs.train_grpo import run
 
     os.environ.setdefault("RAY_ADDRESS", "local")
     cfg = load_train_config(str(REPO / "configs" / "train" / "smoke.yaml"), overrides={

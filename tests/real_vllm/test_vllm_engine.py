@@ -35,7 +35,7 @@ def _manifest(tmp: Path, n: int = 4) -> tuple[Path, list[str], str]:
 def test_sweep_both_modes_records_complete_and_a_too_long_prompt_fails_alone(tmp_path, smol_dir):
     from transformers import AutoTokenizer
 
-    from ray_jobs.sweep import main
+    from howeval.ray_jobs.sweep import main
 
     manifest, ok_uids, long_uid = _manifest(tmp_path)
     model = {"name": "smol-vllm", "engine": "vllm", "model": str(smol_dir), "vision": False,

@@ -2,7 +2,7 @@
 
 AdaptMMBench paper (003, evaluation pipeline step (1), data construction): "key reasoning steps K are
 generated with GPT-5 and verified by humans, forming the five-tuple (I, Q, A, E, K)". The writer job
-(``ray_jobs/build_keysteps.py``) asks a model for the key steps of each item from its question, options,
+(``howeval/ray_jobs/build_keysteps.py``) asks a model for the key steps of each item from its question, options,
 answer and image (:func:`keystep_instruction`), parses each reply (:func:`parse_key_steps`) and writes a
 review file (:func:`review_record`): one JSON object per line with the proposed steps and
 ``status: pending``. A person sets each ``status``:
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m howeval.benchmarks.adapt.keysteps",
                                 description="Put reviewed key steps into a manifest's key_steps.")
-    p.add_argument("--review", required=True, help="the reviewed key_steps_review.jsonl (ray_jobs.build_keysteps)")
+    p.add_argument("--review", required=True, help="the reviewed key_steps_review.jsonl (howeval.ray_jobs.build_keysteps)")
     p.add_argument("--manifest", required=True, help="the manifest (JSONL) whose items get key steps")
     p.add_argument("--out", required=True, help="the manifest written with key_steps (may not be --manifest)")
     p.add_argument("--overwrite", action="store_true", help="replace key steps an item already has")

@@ -1,7 +1,7 @@
 """PatternRM's offline training corpus: real texts plus controlled pattern injections with known labels.
 
 The paper's corpus (SPEC section 2) is three LLM judges' unanimous 4-label vectors
-(``ray_jobs.build_corpus``); that path needs LLM judges. This module builds the one that runs here,
+(``howeval.ray_jobs.build_corpus``); that path needs LLM judges. This module builds the one that runs here,
 from the real samples in ``../shared/data`` and the demo set, with no model call. Pure functions, no I/O
 besides reading the given files; deterministic (a seeded ``random.Random``). The recipe and its limits
 are written up in ``docs/patternrm_corpus.md`` (the dataset card).

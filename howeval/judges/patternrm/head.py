@@ -9,7 +9,7 @@ MiniLM over steps and step pairs); ``cot`` by the rule judge (no human ``cot`` p
 :class:`HeadPatternRM` reads both the v5 folder (``meta["features"] == "v5"``) and the older forms below.
 
 **Older heads (v1-v4, kept for the corpus recipes and their comparison)**: the paper's PatternRM is an
-SFT'd LM answering a ``LABELS:`` line (SPEC section 2; ``ray_jobs.train_patternrm`` keeps that path for
+SFT'd LM answering a ``LABELS:`` line (SPEC section 2; ``howeval.ray_jobs.train_patternrm`` keeps that path for
 GPUs). On this project's 2-core CPU machines a frozen MiniLM encoder plus small trained heads train in
 minutes, score a batch in one encoder pass, and cannot answer an unparseable line.
 

@@ -7,7 +7,7 @@ Backends (a registry, :data:`BACKENDS`):
   corpus and cached under ``~/.cache/howeval``; ``path`` = another trained head folder. One encoder pass
   per batch.
 - ``rules``: the deterministic rule judge (``howeval.judges.rules.RuleJudge``), the high-precision baseline.
-- ``checkpoint``: a causal LM trained by ``ray_jobs.train_patternrm`` (or any LM that writes the direct
+- ``checkpoint``: a causal LM trained by ``howeval.ray_jobs.train_patternrm`` (or any LM that writes the direct
   format), greedy-decoded in batches with left padding (``engine: hf``; bf16 weights on a GPU) or by the
   project's ``vllm`` engine (``engine: vllm``, ``engine_options`` = vLLM engine arguments); its output is read by
   ``howeval.judges.patternrm.format.parse_label_output``. Unparseable output is an error on that row (``labels`` None,

@@ -1,4 +1,4 @@
-"""Tests for actors.adapt: AdaptMMBench episodes on one Arrow batch, without Ray (replay engine, fake embedder)."""
+"""Tests for howeval.actors.adapt: AdaptMMBench episodes on one Arrow batch, without Ray (replay engine, fake embedder)."""
 from __future__ import annotations
 
 import io
@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from PIL import Image
 
-from actors.adapt import AdaptStage
+from howeval.actors.adapt import AdaptStage
 from howeval.config import AdaptConfig, ModelConfig
 from howeval.records import ADAPT_SCHEMA, MissingColumnsError
 

@@ -1,9 +1,9 @@
-"""Tests for actors.judge: the judge stage takes the typed judges block, never its dumped dict."""
+"""Tests for howeval.actors.judge: the judge stage takes the typed judges block, never its dumped dict."""
 from __future__ import annotations
 
 import pytest
 
-from actors.judge import JudgeStage
+from howeval.actors.judge import JudgeStage
 from howeval.config import JudgesConfig
 
 

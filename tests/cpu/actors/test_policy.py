@@ -1,4 +1,4 @@
-"""Tests for actors.policy: the policy stage on one Arrow batch, without Ray (replay engine, no model)."""
+"""Tests for howeval.actors.policy: the policy stage on one Arrow batch, without Ray (replay engine, no model)."""
 from __future__ import annotations
 
 import io
@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 from PIL import Image
 
-from actors.policy import REQUIRED_COLUMNS, PolicyStage
+from howeval.actors.policy import REQUIRED_COLUMNS, PolicyStage
 from howeval.config import ModelConfig
 from howeval.records import RESPONSE_SCHEMA, MissingColumnsError, response_hash
 

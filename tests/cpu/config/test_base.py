@@ -27,9 +27,9 @@ def test_every_config_class_derives_from_the_one_base():
     from howeval.config import SweepConfig
     from howeval.config.engines import ENGINE_OPTIONS
     from howeval.config.rewards import PatternConfig
+    from howeval.ray_jobs.train_patternrm import TrainPatternRMConfig
+    from howeval.reward_server.config import RewardServerConfig
     from howeval.training.config import TrainConfig
-    from ray_jobs.train_patternrm import TrainPatternRMConfig
-    from reward_server.config import RewardServerConfig
 
     # vllm's options are vLLM's own EngineArgs passed through (open by design, checked against EngineArgs)
     engines = [cls for name, cls in ENGINE_OPTIONS.items() if name != "vllm"]

@@ -145,10 +145,10 @@ def test_every_call_failing_gives_judge_error_with_reason(real_rows, fault):
 def test_judge_run_fault_tolerant_and_cached(tmp_path, repo_root):
     from howeval.benchmarks.loaders import load_benchmark
     from howeval.config import SweepConfig
+    from howeval.ray_jobs.judge import judge_run
+    from howeval.ray_jobs.sweep import run_sweep
     from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA
     from howeval.store import join, read_table
-    from ray_jobs.judge import judge_run
-    from ray_jobs.sweep import run_sweep
 
     manifest = repo_root / "datasets" / "demo" / "manifest.jsonl"
     samples = load_benchmark(str(manifest), limit=12).samples

@@ -76,9 +76,9 @@ def test_cluster_smoke_reads_the_cpu_smoke_overlay(repo_root: Path):
     assert head["num-cpus"] == "0"
     assert worker["num-cpus"] == "4" and int(worker["memory"]) == 12 * 2**30
     assert {"PYTHONUNBUFFERED"} <= {e["name"] for e in env}
-    assert m["sweep"]["entrypoint"].startswith("python -m ray_jobs.sweep")
+    assert m["sweep"]["entrypoint"].startswith("python -m howeval.ray_jobs.sweep")
     assert smoke.output_of(m["sweep"]["entrypoint"]).startswith("/data/")
-    assert "ray_jobs.train_grpo" in m["grpo"]["entrypoint"]
+    assert "howeval.ray_jobs.train_grpo" in m["grpo"]["entrypoint"]
     assert {a["name"] for a in m["serve"]["applications"]} >= {"patternrm", "reward"}
     assert smoke.quantity("500m") == 0.5 and smoke.quantity("2Gi") == 2 * 2**30
 

@@ -220,7 +220,7 @@ def test_hardware_values_reach_every_gpu_group_and_the_train_entrypoint(overlay,
                 assert g["maxReplicas"] == hw["gpuNodes"]
     assert gpu_groups == 3, "RayCluster, sweep RayJob and GRPO RayJob each have one gpu group; the RayService none"
     train = shlex.split(docs["patternrl-grpo"]["spec"]["entrypoint"])
-    assert train == ["python", "-m", "ray_jobs.train_grpo", "--config", hw["train"]["config"],
+    assert train == ["python", "-m", "howeval.ray_jobs.train_grpo", "--config", hw["train"]["config"],
                      "--accelerator-type", hw["train"]["rayAcceleratorType"], "--data", hw["train"]["data"],
                      "--max-workers", str(hw["train"]["maxWorkers"])]
     assert "--resume" not in train and "--no-resume" not in train, "re-applied as is, the job continues by itself"
@@ -228,14 +228,14 @@ def test_hardware_values_reach_every_gpu_group_and_the_train_entrypoint(overlay,
     assert verifier["spec"]["replicas"] == hw["verifierPod"]["replicas"]
     assert verifier["spec"]["template"]["spec"]["containers"][0]["resources"] == hw["verifierPod"]["resources"]
     sweep = shlex.split(docs["patterneval-25"]["spec"]["entrypoint"])
-    assert sweep == ["python", "-m", "ray_jobs.sweep", "--config", hw["sweep"]["config"], "--output", hw["sweep"]["output"]]
+    assert sweep == ["python", "-m", "howeval.ray_jobs.sweep", "--config", hw["sweep"]["config"], "--output", hw["sweep"]["output"]]
     assert hw["sweep"]["output"].startswith("/data/"), "outputs go to the shared howeval-data PVC"
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_train_config_of_the_overlay_loads_with_its_accelerator(overlay, rendered, repo_root: Path):
+    from howeval.ray_jobs.train_grpo import cli_overrides
     from howeval.training.config import load_train_config
-    from ray_jobs.train_grpo import cli_overrides
 
     hw = hardware_values(overlay)
     cfg = load_train_config(str(repo_root / hw["train"]["config"]),
@@ -243,8 +243,8 @@ def test_train_config_of_the_overlay_loads_with_its_accelerator(overlay, rendere
     assert cfg.scaling.elastic, "the cluster recipes are elastic (min_workers/max_workers)"
     acc = hw["train"]["rayAcceleratorType"]
     assert cfg.scaling.accelerator_type == (None if acc == "any" else acc)
-    # what the RayJob runs: the entrypoint's flags on top of the file (ray_jobs.train_grpo's own parser)
-    from ray_jobs.train_grpo import config_from_args, parse_args
+    # what the RayJob runs: the entrypoint's flags on top of the file (howeval.ray_jobs.train_grpo's own parser)
+    from howeval.ray_jobs.train_grpo import config_from_args, parse_args
 
     argv = shlex.split(ray_docs(rendered, overlay)["patternrl-grpo"]["spec"]["entrypoint"])[3:]
     with pytest.MonkeyPatch.context() as mp:
@@ -402,7 +402,7 @@ def test_rayservice_serve_config_is_valid_and_serves_the_embedded_patternrm_on_c
     ServeDeploySchema.model_validate(cfg)
     apps = {a["name"]: a for a in cfg["applications"]}
     routed = [a for a in apps.values() if a.get("route_prefix") == "/"]
-    assert len(routed) == 1 and routed[0]["import_path"].startswith("reward_server.app:"), "one app at /"
+    assert len(routed) == 1 and routed[0]["import_path"].startswith("howeval.reward_server.app:"), "one app at /"
     assert cfg["http_options"]["host"] == "0.0.0.0", "inside a pod the proxy must listen beyond loopback"
     prm = apps["patternrm"]
     # the default trained head shipped inside the package: nothing outside a clone is needed to build the image

@@ -75,7 +75,7 @@ def grpo_gpu_pods(doc: dict, repo_root) -> tuple[int, dict]:
     """GPU-group pods the GRPO job needs for max_workers Ray Train workers + its driver, and the Ray-level plan."""
     import shlex
 
-    from ray_jobs.train_grpo import config_from_args, parse_args
+    from howeval.ray_jobs.train_grpo import config_from_args, parse_args
 
     argv = shlex.split(doc["spec"]["entrypoint"])[3:]  # what the job runs: the file plus the entrypoint's flags
     with pytest.MonkeyPatch.context() as mp:

@@ -1,4 +1,4 @@
-"""Tests for ray_jobs.adapt: settings per engine, items selection, and (Ray) a replayed run that resumes."""
+"""Tests for howeval.ray_jobs.adapt: settings per engine, items selection, and (Ray) a replayed run that resumes."""
 from __future__ import annotations
 
 import io
@@ -7,8 +7,8 @@ import json
 import pytest
 
 from howeval.config import AdaptConfig, SweepConfig
-from ray_jobs.adapt import run_adapt, settings
-from runtime.progress import Progress
+from howeval.ray_jobs.adapt import run_adapt, settings
+from howeval.runtime.progress import Progress
 
 
 def _cfg(tmp_path, manifest, replay, adapt=None) -> SweepConfig:

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from howeval.judges.patternrm.format import parse_label_output
-from ray_jobs.build_corpus import build_corpus, main
+from howeval.ray_jobs.build_corpus import build_corpus, main
 
 from fakes.judged_run import JUDGES, make_run
 
@@ -52,7 +52,7 @@ def test_offline_corpus_written_without_judges(tmp_path, shared_data):
     47 hand-labelled responses are in none of them."""
     from howeval.judges.patternrm.corpus import heldout_keys
     from howeval.judges.patternrm.format import parse_label_output
-    from ray_jobs.build_corpus import main
+    from howeval.ray_jobs.build_corpus import main
 
     assert main(["--offline", "--out", str(tmp_path), "--targets", "direct"]) == 0
     recs = [json.loads(x) for x in (tmp_path / "offline.jsonl").read_text().splitlines()]

@@ -1,4 +1,4 @@
-"""Tests for ray_jobs.build_keysteps: the AdaptMMBench key-step writer job with a replay writer (as build_refs')."""
+"""Tests for howeval.ray_jobs.build_keysteps: the AdaptMMBench key-step writer job with a replay writer (as build_refs')."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import yaml
 
 @pytest.mark.ray
 def test_build_keysteps_job_with_a_replay_writer(tmp_path, repo_root):
-    from ray_jobs.build_keysteps import main
+    from howeval.ray_jobs.build_keysteps import main
 
     manifest = repo_root / "datasets" / "demo" / "manifest.jsonl"
     uids = [json.loads(line)["uid"] for line in manifest.open()][:3]
@@ -46,7 +46,7 @@ def test_build_keysteps_job_with_a_replay_writer(tmp_path, repo_root):
 def test_build_keysteps_exits_3_when_the_writer_answers_no_item(tmp_path, repo_root):
     """A writer whose every call fails (here: a replay file with no recorded response) still writes the review
     file, each row with its reason, but the job says so and exits 3 (EXIT_ALL_ROWS_FAILED), not 0."""
-    from ray_jobs.build_keysteps import main
+    from howeval.ray_jobs.build_keysteps import main
 
     replay = tmp_path / "writer.jsonl"
     replay.write_text(json.dumps({"sample_id": "not-in-the-set", "response": "x"}) + "\n")
@@ -63,8 +63,8 @@ def test_build_keysteps_exits_3_when_the_writer_answers_no_item(tmp_path, repo_r
 def test_builders_refuse_bad_input_before_ray_in_one_line(tmp_path, repo_root, capsys):
     """Broken YAML, a folder, a missing file and a missing writer model: exit 2 with one ``error:`` line each,
     before Ray starts (no output folder made)."""
-    from ray_jobs.build_keysteps import main as keysteps
-    from ray_jobs.build_refs import main as refs
+    from howeval.ray_jobs.build_keysteps import main as keysteps
+    from howeval.ray_jobs.build_refs import main as refs
 
     (tmp_path / "broken.yaml").write_text("writer: [a, b\n")
     assert refs(["--config", str(tmp_path / "broken.yaml")]) == 2

@@ -1,4 +1,4 @@
-"""Tests for ray_jobs.build_refs: the Delphi reference-step job with replay writers and a replay checker."""
+"""Tests for howeval.ray_jobs.build_refs: the Delphi reference-step job with replay writers and a replay checker."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import yaml
 
 @pytest.mark.ray
 def test_build_refs_job_with_replay_writers(tmp_path, repo_root):
-    from ray_jobs.build_refs import main
+    from howeval.ray_jobs.build_refs import main
 
     manifest = repo_root / "datasets" / "demo" / "manifest.jsonl"
     uids = [json.loads(line)["uid"] for line in manifest.open()][:3]
@@ -46,7 +46,7 @@ def test_build_refs_job_with_replay_writers(tmp_path, repo_root):
 def test_build_refs_exits_3_when_every_writer_fails(tmp_path, repo_root, capsys):
     """Writers with no recorded response for any item (every engine call fails): the file is still written, each
     item with no reference step, and the job exits 3 naming why, not 0."""
-    from ray_jobs.build_refs import main
+    from howeval.ray_jobs.build_refs import main
 
     writers = []
     for name in ("w1", "w2"):

@@ -1,4 +1,4 @@
-"""Tests for ray_jobs.calibrate: judges scored against human labels from texts, predictions or a run; sampling."""
+"""Tests for howeval.ray_jobs.calibrate: judges scored against human labels from texts, predictions or a run; sampling."""
 from __future__ import annotations
 
 import json
@@ -6,8 +6,8 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from howeval.ray_jobs import calibrate as job
 from howeval.records import JUDGMENT_SCHEMA, LABELS
-from ray_jobs import calibrate as job
 
 
 def L(cot=False, rep=False, con=False, pr=False):

@@ -23,16 +23,16 @@ def test_every_option_has_help_text(job, monkeypatch, capsys):
         return action
 
     monkeypatch.setattr(argparse._ActionsContainer, "add_argument", recording)
-    module = importlib.import_module(f"ray_jobs.{job}")
+    module = importlib.import_module(f"howeval.ray_jobs.{job}")
     with pytest.raises(SystemExit) as e:
         module.main(["--help"])
     assert e.value.code == 0 and "usage:" in capsys.readouterr().out
-    assert not silent, f"ray_jobs.{job}: options without help text: {silent}"
+    assert not silent, f"howeval.ray_jobs.{job}: options without help text: {silent}"
 
 
 def test_console_scripts_point_at_the_jobs_mains(repo_root):
     scripts = tomllib.loads((repo_root / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["howeval-sweep"] == "ray_jobs.sweep:main" and scripts["howeval-judge"] == "ray_jobs.judge:main"
+    assert scripts["howeval-sweep"] == "howeval.ray_jobs.sweep:main" and scripts["howeval-judge"] == "howeval.ray_jobs.judge:main"
     for name, target in scripts.items():
         module, _, func = target.partition(":")
         assert name.startswith("howeval-") and callable(getattr(importlib.import_module(module), func)), name

@@ -1,4 +1,4 @@
-"""The Ray-reading half of the cluster-shape preflight (``runtime.cluster.cluster_node_shapes``) on a real local
+"""The Ray-reading half of the cluster-shape preflight (``howeval.runtime.cluster.cluster_node_shapes``) on a real local
 Ray, with the autoscaler's cluster config written where KubeRay's autoscaler v2 reports it (the GCS internal KV
 that ``ray._private.state.state.get_cluster_config()`` reads), and the sweep driver refusing what fits no node."""
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _report_node_groups(groups: list[tuple[str, dict, int]]) -> None:
 
 
 def test_alive_nodes_and_the_autoscalers_node_groups_are_the_shapes(local_ray):
-    from runtime.cluster import cluster_node_shapes
+    from howeval.runtime.cluster import cluster_node_shapes
 
     shapes = cluster_node_shapes()
     assert len(shapes) == 1 and shapes[0]["CPU"] == 2.0 and "GPU" not in shapes[0]  # no autoscaler: this node
@@ -49,7 +49,7 @@ def test_the_sweep_refuses_a_tp8_config_on_4_gpu_nodes_before_generating(local_r
     """``run_sweep`` on a cluster whose GPU group has 4-GPU nodes: the TP-8 config is refused (ConfigError
     naming it) before any actor is built, instead of pending forever."""
     from howeval.config import ConfigError, SweepConfig
-    from ray_jobs.sweep import run_sweep
+    from howeval.ray_jobs.sweep import run_sweep
 
     bench = repo_root / "datasets" / "demo" / "manifest.jsonl"
     cfg = SweepConfig.model_validate({

@@ -1,9 +1,9 @@
-"""Tests for runtime.cluster: cluster start/join (fakes for Ray; no cluster)."""
+"""Tests for howeval.runtime.cluster: cluster start/join (fakes for Ray; no cluster)."""
 from __future__ import annotations
 
 import pytest
 
-import runtime.cluster as common
+import howeval.runtime.cluster as common
 from howeval.config import RayConfig
 
 
@@ -52,7 +52,7 @@ def test_raylet_errors_reach_the_driver_as_one_line_each_once(monkeypatch):
     lines); condensed, each is its innermost error line, printed once."""
     from ray._private import worker
 
-    import runtime.cluster as common
+    import howeval.runtime.cluster as common
 
     printed = []
     monkeypatch.setattr(worker, "print_to_stdstream", lambda data, ignore_prefix: printed.append(data["lines"]))

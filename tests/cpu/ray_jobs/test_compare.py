@@ -1,4 +1,4 @@
-"""ray_jobs.compare on two demo runs that differ only in max tokens; deltas recomputed by hand."""
+"""howeval.ray_jobs.compare on two demo runs that differ only in max tokens; deltas recomputed by hand."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import yaml
 
 
 def test_summary_rounds_rates_to_percent_with_the_paired_delta():
-    from ray_jobs.compare import summary_lines
+    from howeval.ray_jobs.compare import summary_lines
 
     comp = {"a": {"run": "runs/a", "config": "x"}, "b": {"run": "runs/b", "config": "x"}, "modes": {
         "NT": {"n_shared": 30, "acc": {"n": 12, "a": 1 / 3, "b": 2 / 3, "delta": 1 / 3, "ci": [-0.3333333, 1.0]},
@@ -37,8 +37,8 @@ def _by_hand(run, mode):
 @pytest.mark.ray
 @pytest.mark.slow
 def test_compare_two_demo_runs_with_different_max_tokens(tmp_path, repo_root):
-    from ray_jobs.compare import main as compare
-    from ray_jobs.sweep import main as sweep
+    from howeval.ray_jobs.compare import main as compare
+    from howeval.ray_jobs.sweep import main as sweep
 
     cfg = yaml.safe_load((repo_root / "configs" / "demo.yaml").read_text())
     cfg.pop("crystal", None), cfg.pop("adapt", None)  # PatternEval only: keeps the test short

@@ -7,9 +7,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from plugins.pipeline import Pipeline, Stage
-from runtime.execute import batch_file_name, one_line, run_pipelines
-from runtime.progress import Progress, batch_stats
+from howeval.plugins.pipeline import Pipeline, Stage
+from howeval.runtime.execute import batch_file_name, one_line, run_pipelines
+from howeval.runtime.progress import Progress, batch_stats
 
 
 def test_one_line_takes_the_innermost_error_line():
@@ -177,8 +177,8 @@ def test_progress_sections_on_a_terminal_leave_the_previous_block_in_place():
 
 
 def test_crystal_and_adapt_summaries_read_as_sentences():
-    from plugins.adapt import adapt_lines
-    from plugins.crystal import crystal_line
+    from howeval.plugins.adapt import adapt_lines
+    from howeval.plugins.crystal import crystal_line
 
     assert crystal_line({"scored": 84, "seconds": 65.2}) == "CRYSTAL: 84 responses scored in 1:05 (steps/)"
     assert crystal_line({"scored": 0, "seconds": 0.1}) == "CRYSTAL: every response with reference steps was already scored"
@@ -291,7 +291,7 @@ def ray_local():
     import ray
 
     from howeval.config import RayConfig
-    from runtime.cluster import init_ray
+    from howeval.runtime.cluster import init_ray
 
     from fakes import stages as fake_stages
 
@@ -382,16 +382,17 @@ def test_a_concurrent_stage_runs_batches_of_one_actor_at_once(ray_local, tmp_pat
 
 
 def test_no_job_imports_another_job(repo_root):
-    """Jobs share ray_jobs.common / outcome, never each other (issue 17; the runtime and plug-ins live outside)."""
+    """Jobs share howeval.ray_jobs.common / outcome, never each other (issue 17; the runtime and plug-ins live outside)."""
     import ast
 
-    shared = {"ray_jobs.common", "ray_jobs.outcome", "ray_jobs"}
+    pkg = "howeval.ray_jobs"
+    shared = {f"{pkg}.common", f"{pkg}.outcome", pkg}
     offenders = []
-    for path in sorted((repo_root / "ray_jobs").glob("*.py")):
+    for path in sorted((repo_root / "howeval" / "ray_jobs").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ray_jobs"):
-                names = [node.module] if node.module != "ray_jobs" else [f"ray_jobs.{a.name}" for a in node.names]
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(pkg):
+                names = [node.module] if node.module != pkg else [f"{pkg}.{a.name}" for a in node.names]
                 offenders += [(path.name, n) for n in names if n not in shared]
             elif isinstance(node, ast.Import):
-                offenders += [(path.name, a.name) for a in node.names if a.name.startswith("ray_jobs.") and a.name not in shared]
+                offenders += [(path.name, a.name) for a in node.names if a.name.startswith(f"{pkg}.") and a.name not in shared]
     assert offenders == []

@@ -1,8 +1,8 @@
-"""Issue 34: a run that measured nothing says so and exits non-zero (codes: ``ray_jobs.outcome``).
+"""Issue 34: a run that measured nothing says so and exits non-zero (codes: ``howeval.ray_jobs.outcome``).
 
 A real HTTP server on 127.0.0.1 (``tests/fakes/chat_server.py``) answers every call 401, as an endpoint
 does for a wrong API key: once for an ``openai`` engine, once for an LLM judge. The sweep and
-``ray_jobs.judge`` exit 3 with the 401 in their last stderr line, and no all-N figure is printed.
+``howeval.ray_jobs.judge`` exit 3 with the 401 in their last stderr line, and no all-N figure is printed.
 """
 from __future__ import annotations
 
@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ray_jobs.outcome import EXIT_ALL_ROWS_FAILED, EXIT_NOT_STARTED, all_judge_calls_failed, all_rows_failed, exit_code
+from howeval.ray_jobs.outcome import (
+    EXIT_ALL_ROWS_FAILED,
+    EXIT_NOT_STARTED,
+    all_judge_calls_failed,
+    all_rows_failed,
+    exit_code,
+)
 
 from fakes.chat_server import ScriptedChatServer
 
@@ -56,8 +62,8 @@ def test_outcome_reads_every_row_failed_and_every_judge_call_failed_in_one_line(
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_401_endpoint_fails_the_sweep_and_the_judge_job_in_one_line(tmp_path, repo_root, capsys, monkeypatch):
-    from ray_jobs.judge import main as judge_main
-    from ray_jobs.sweep import main as sweep_main
+    from howeval.ray_jobs.judge import main as judge_main
+    from howeval.ray_jobs.sweep import main as sweep_main
 
     monkeypatch.setenv("HOWEVAL_T34_KEY", "wrong-key")
     with ScriptedChatServer(_deny) as srv:
@@ -98,7 +104,7 @@ def test_a_401_endpoint_fails_the_sweep_and_the_judge_job_in_one_line(tmp_path, 
         assert "Trigger not measured (4 judge errors)" in cap.out
         assert json.loads((tmp_path / "b" / "run" / "failures.json").read_text()) == {}
 
-        # 3. ray_jobs.judge on that run: the 4 failed judgments are retried, fail again: exit 3, not {"judged": 4} and 0
+        # 3. howeval.ray_jobs.judge on that run: the 4 failed judgments are retried, fail again: exit 3, not {"judged": 4} and 0
         assert judge_main(["--run", str(tmp_path / "b" / "run"), "--no-report"]) == EXIT_ALL_ROWS_FAILED
         cap = capsys.readouterr()
         assert json.loads(cap.out.strip().splitlines()[-1]) == {"judged": 4, "judge_errors": 4}

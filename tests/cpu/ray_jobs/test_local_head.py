@@ -1,4 +1,4 @@
-"""make submit-local submits only to the head it started (ray_jobs.local_head), against a real HTTP server on
+"""make submit-local submits only to the head it started (howeval.ray_jobs.local_head), against a real HTTP server on
 127.0.0.1 that answers Ray's ``GET /api/version`` as a dashboard of some session."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ray_jobs.local_head import main, wait_for_own_head
+from howeval.ray_jobs.local_head import main, wait_for_own_head
 
 
 class _Dashboard:

@@ -45,7 +45,7 @@ def _config(tmp: Path, repo_root: Path, n: int) -> Path:
 
 
 def test_worker_node_removed_mid_sweep_loses_and_duplicates_nothing(tmp_path, repo_root):
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # keep 127.0.0.1 (see ray_jobs.train_elastic)
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # keep 127.0.0.1 (see howeval.ray_jobs.train_elastic)
     import ray.cluster_utils
 
     n = 12
@@ -61,7 +61,7 @@ def test_worker_node_removed_mid_sweep_loses_and_duplicates_nothing(tmp_path, re
         nodes = [cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1") for _ in range(2)]
         cluster.wait_for_nodes()
         env["RAY_ADDRESS"] = "127.0.0.1:" + cluster.address.rsplit(":", 1)[1]
-        proc = subprocess.Popen([sys.executable, "-m", "ray_jobs.sweep", "--config", str(cfg)], env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "howeval.ray_jobs.sweep", "--config", str(cfg)], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=repo_root)
         deadline = time.time() + 300
         while time.time() < deadline and proc.poll() is None:

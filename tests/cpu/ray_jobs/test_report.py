@@ -1,11 +1,11 @@
-"""ray_jobs.report: the command line over a stored run (no Ray, no model)."""
+"""howeval.ray_jobs.report: the command line over a stored run (no Ray, no model)."""
 from __future__ import annotations
 
 from fakes.runs import make_run
 
 
 def test_main_writes_every_report_file_and_names_a_bad_judge(tmp_path, capsys):
-    from ray_jobs.report import main
+    from howeval.ray_jobs.report import main
 
     run = make_run(tmp_path / "r")
     assert main(["--run", str(run)]) == 0

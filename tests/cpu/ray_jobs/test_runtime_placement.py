@@ -1,4 +1,4 @@
-"""runtime.placement on a local Ray with 8 logical GPUs (no GPU needed): a TP engine's replica is a placement group
+"""howeval.runtime.placement on a local Ray with 8 logical GPUs (no GPU needed): a TP engine's replica is a placement group
 of one-GPU bundles, its actor holds one bundle's CPUs and no GPU, the engine's workers (started from the actor, as
 vLLM's Ray executor does) land in the group with one GPU each, and release() gives the GPUs back (issue 32)."""
 from __future__ import annotations
@@ -58,7 +58,7 @@ class EngineActor:
 @pytest.mark.ray
 @pytest.mark.parametrize("tp", [2, 8])
 def test_an_actor_placed_by_the_strategy_holds_one_bundle_and_its_workers_one_gpu_each(ray_8_gpus, tp):
-    from runtime.placement import PlacementGroups, release
+    from howeval.runtime.placement import PlacementGroups, release
 
     ray = ray_8_gpus
     p = engine_placement("vllm", {"tensor_parallel_size": tp}, num_cpus=2, num_gpus=tp)
@@ -100,12 +100,12 @@ class WhereAmI:
 @pytest.mark.ray
 def test_the_sweeps_pipelines_place_each_tp_replica_in_its_own_group_and_free_them_at_the_end(ray_8_gpus, tmp_path,
                                                                                                monkeypatch):
-    """Through runtime.execute.run_pipelines: a 2-replica TP 2 config gets two groups (one per actor, no third
+    """Through howeval.runtime.execute.run_pipelines: a 2-replica TP 2 config gets two groups (one per actor, no third
     for Ray Data's extra call), its actors one bundle's CPUs each and no GPU; a TP 1 config beside it keeps
     num_gpus 1 on its actor and no group; every group is removed when its pipeline ends."""
-    import runtime.execute as execute
-    from plugins.pipeline import Pipeline, Stage
-    from runtime.placement import release
+    import howeval.runtime.execute as execute
+    from howeval.plugins.pipeline import Pipeline, Stage
+    from howeval.runtime.placement import release
 
     ray = ray_8_gpus
     released: dict[str, int] = {}

@@ -6,9 +6,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from howeval.config import JudgesConfig, ModelConfig
+from howeval.plugins.patterneval import judge_input, pending_work, plan_judging, tidy
 from howeval.records import JUDGMENT_SCHEMA, RESPONSE_SCHEMA, conform, latest_responses
 from howeval.store import compact, write_table
-from plugins.patterneval import judge_input, pending_work, plan_judging, tidy
 
 
 def _png() -> bytes:
@@ -105,7 +105,7 @@ def test_plan_sweep_declares_each_configs_stages(tmp_path):
     import sys
 
     from howeval.config import SweepConfig
-    from plugins.patterneval import plan_sweep
+    from howeval.plugins.patterneval import plan_sweep
 
     cfg = SweepConfig.model_validate({
         "name": "p", "output_uri": str(tmp_path / "run"), "benchmarks": [{"path": "m.jsonl"}],
@@ -132,5 +132,5 @@ def test_plan_sweep_declares_each_configs_stages(tmp_path):
     assert info["totals"]["rep NT"] == (2, 1) and info["totals"]["judge"] == (1 + 3 + 2, 0)
     assert "generate" in rep.describe() and "PolicyStage" in rep.describe()
     # the planner is pure: importing it loads no Ray
-    code = "import sys, plugins, plugins.pipeline, plugins.patterneval; print('ray' in sys.modules)"
+    code = "import sys, plugins, howeval.plugins.pipeline, howeval.plugins.patterneval; print('ray' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"

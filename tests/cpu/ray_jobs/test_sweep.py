@@ -45,7 +45,7 @@ def _config(tmp: Path, manifest: Path, output: Path, model: dict) -> Path:
 
 
 def test_real_items_both_modes_records_match_metrics(tmp_path, real_manifest):
-    from ray_jobs.sweep import main
+    from howeval.ray_jobs.sweep import main
 
     model = {"name": "smol", "engine": "hf", "vision": False, "options": {"batch_size": 8, "torch_threads": 1},
              "modes": {"NT": {"system_prompt": "Answer briefly."},
@@ -104,7 +104,7 @@ def test_killed_sweep_resumes_with_each_key_once(tmp_path, shared_data):
              "modes": {"NT": {}, "T": {}}, "resources": {"replicas": 1, "num_cpus": 0.5, "batch_size": 4}}
     out = tmp_path / "run"
     cfg = _config(tmp_path, manifest, out, model)
-    cmd = [sys.executable, "-m", "ray_jobs.sweep", "--config", str(cfg)]
+    cmd = [sys.executable, "-m", "howeval.ray_jobs.sweep", "--config", str(cfg)]
     env = {**os.environ, "RAY_ADDRESS": ""}
     proc = subprocess.Popen(cmd, start_new_session=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 180
@@ -127,7 +127,7 @@ def test_killed_sweep_resumes_with_each_key_once(tmp_path, shared_data):
 def test_one_sweep_runs_patterneval_crystal_and_adaptmmbench(tmp_path, repo_root, capsys):
     """configs/all-benchmarks.yaml on 4 demo items: the three families' tables side by side, each phase
     with its progress block and summary line, and a line per report file."""
-    from ray_jobs.sweep import main
+    from howeval.ray_jobs.sweep import main
 
     out = tmp_path / "all"
     assert main(["--config", str(repo_root / "configs" / "all-benchmarks.yaml"), "--output", str(out),
@@ -158,7 +158,7 @@ def test_one_sweep_runs_patterneval_crystal_and_adaptmmbench(tmp_path, repo_root
 def test_sweep_stops_before_ray_on_a_missing_key_and_on_a_stale_output(tmp_path, real_manifest, capsys, monkeypatch):
     """Fail-fast and stale-resume refusals come from main before any work (messages: tests/cpu/config/)."""
     from howeval.config import SweepConfig
-    from ray_jobs.sweep import main
+    from howeval.ray_jobs.sweep import main
 
     monkeypatch.delenv("HOWEVAL_TEST_UNSET_KEY", raising=False)
     out = tmp_path / "run"
@@ -226,7 +226,7 @@ def test_streamed_sweep_killed_at_random_points_resumes_exactly(tmp_path, repo_r
     with FakeJudgeServer(fault_rate=0.0, latency_s=0.3) as srv:
         cfg = _streamed_config(tmp_path, repo_root, srv.base_url)
         out = tmp_path / "run"
-        cmd = [sys.executable, "-m", "ray_jobs.sweep", "--config", str(cfg)]
+        cmd = [sys.executable, "-m", "howeval.ray_jobs.sweep", "--config", str(cfg)]
         proc = subprocess.Popen(cmd, start_new_session=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 240
         state = None
@@ -259,7 +259,7 @@ def test_failing_config_does_not_stop_the_others_and_errors_are_retried(tmp_path
     """One config's engine does not start (bad replay file), one answers only half the samples (engine
     errors on the rest), one is fine: exit 4 (a config never started) naming it and its reason, the others written
     and judged; reruns retry the error rows up to --max-attempts, each key stored once."""
-    from ray_jobs.sweep import main
+    from howeval.ray_jobs.sweep import main
 
     from fakes.judge_server import FakeJudgeServer
 
@@ -300,7 +300,7 @@ def test_failing_config_does_not_stop_the_others_and_errors_are_retried(tmp_path
 
 def test_summary_shows_all_n_acc_reasoning_and_length_cuts_and_warns_when_t_did_not_think():
     from howeval.metrics.patterneval import sweep_metrics
-    from ray_jobs.sweep import summary_lines
+    from howeval.ray_jobs.sweep import summary_lines
 
     rows = [{"sample_id": s, "config": "c", "mode": m, "correct": None if s == "b" else True, "cot": False,
              "rep": False, "con": False, "pr": False, "reasoning": None,

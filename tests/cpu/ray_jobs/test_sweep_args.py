@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from howeval.config import ConfigError, apply_dotlist, refuse_stale_resume
-from ray_jobs.sweep import config_from_args, parse_args
+from howeval.ray_jobs.sweep import config_from_args, parse_args
 
 
 def _config(tmp_path):
@@ -90,7 +90,7 @@ def test_stale_resume_names_the_override_that_changed_a_setting_and_the_one_the_
 
 
 def test_every_row_bad_writes_bad_rows_json_and_prints_why(tmp_path, capsys):
-    from ray_jobs.sweep import main
+    from howeval.ray_jobs.sweep import main
 
     p = _config(tmp_path)
     rows = [{"uid": "a", "question": "q?", "answer": "", "answer_type": "integer_number", "family": "VG"},

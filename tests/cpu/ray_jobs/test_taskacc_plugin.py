@@ -58,7 +58,7 @@ PATTERNRL_NT = ["\\boxed{43}", "\\boxed{blue}", "\\boxed{12.5}", "\\boxed{0.2}",
 @pytest.mark.ray
 @pytest.mark.slow
 def test_task_accuracy_table_from_a_sweep_of_two_policies(tmp_path: Path, capsys):
-    from ray_jobs.sweep import main
+    from howeval.ray_jobs.sweep import main
 
     benchmarks = _benchmarks(tmp_path / "data")
     (tmp_path / "baserl.jsonl").write_text("".join(json.dumps({"sample_id": s, "response": r}) + "\n"

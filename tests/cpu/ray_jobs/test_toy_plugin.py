@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from howeval.plugins.pipeline import Pipeline, Plan, Stage, Tally
+from howeval.plugins.registry import Benchmark, Summary, register, registered, unregister
 from howeval.records import SAMPLE_SCHEMA, conform
 from howeval.store import join, read_table
-from plugins.pipeline import Pipeline, Plan, Stage, Tally
-from plugins.registry import Benchmark, Summary, register, registered, unregister
 
 TOY_ROWS = SAMPLE_SCHEMA.append(pa.field("image_paths", pa.list_(pa.string())))
 
@@ -78,7 +78,7 @@ def test_a_plugin_must_name_itself_and_a_name_is_held_once():
     class Clash(Benchmark):
         name = "crystal"
 
-    with pytest.raises(ValueError, match="'crystal' is taken by plugins.crystal.Crystal"):
+    with pytest.raises(ValueError, match="'crystal' is taken by howeval.plugins.crystal.Crystal"):
         register(Clash)
     assert [b.name for b in registered()][:3] == ["patterneval", "crystal", "adapt"]
 
@@ -99,7 +99,7 @@ def test_a_pipeline_is_checked_when_built():
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_toy_benchmark_from_a_test_file_runs_in_a_sweep_and_reports(tmp_path: Path, repo_root: Path, toy, capsys):
-    from ray_jobs.sweep import main
+    from howeval.ray_jobs.sweep import main
 
     demo = [json.loads(line) for line in (repo_root / "datasets" / "demo" / "manifest.jsonl").open()][:4]
     recorded = tmp_path / "recorded.jsonl"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ray_jobs.train_elastic import check_steps, committed_steps, parse_start, resizes
+from howeval.ray_jobs.train_elastic import check_steps, committed_steps, parse_start, resizes
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -70,7 +70,7 @@ def test_elastic_run_shrinks_continues_and_keeps_every_step_once(tmp_path):
            "RAY_USAGE_STATS_ENABLED": "0", "TOKENIZERS_PARALLELISM": "false"}
     env.pop("RAY_ADDRESS", None)
     try:
-        proc = subprocess.run([sys.executable, "-m", "ray_jobs.train_elastic", "--storage-path", str(storage),
+        proc = subprocess.run([sys.executable, "-m", "howeval.ray_jobs.train_elastic", "--storage-path", str(storage),
                                "--steps", "6", "--kill-at", "2", "--add-at", "4", "--timeout-s", "1500",
                                "--model", "embedded:tiny-lm"],
                               cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)

@@ -20,7 +20,7 @@ URL_ENV = "HOWEVAL_TEST_REWARD_URL"
 
 
 def test_scratch_dir_removes_what_dead_workers_left_and_keeps_live_ones(tmp_path):
-    from ray_jobs.train_grpo import scratch_dir
+    from howeval.ray_jobs.train_grpo import scratch_dir
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()  # a pid that no longer runs (reaped)
@@ -37,8 +37,8 @@ def test_scratch_dir_removes_what_dead_workers_left_and_keeps_live_ones(tmp_path
 
 
 def test_tensorboard_logs_go_to_the_run_folder_not_the_scratch(monkeypatch):
+    from howeval.ray_jobs.train_grpo import tensorboard_env
     from howeval.training.config import TrainConfig
-    from ray_jobs.train_grpo import tensorboard_env
 
     def cfg(**grpo):
         return TrainConfig.model_validate({"name": "t", "reward": {"kind": "base"}, "grpo": {"num_generations": 2, **grpo}})
@@ -72,7 +72,7 @@ def test_resume_is_automatic_and_the_flags_force_a_side(tmp_path):
 
 
 def test_run_state_reads_the_registered_checkpoints(tmp_path):
-    from ray_jobs.train_grpo import run_state
+    from howeval.ray_jobs.train_grpo import run_state
 
     assert run_state(str(tmp_path), "r") == (False, [])
     (tmp_path / "r").mkdir()
@@ -85,7 +85,7 @@ def test_run_state_reads_the_registered_checkpoints(tmp_path):
 
 
 def test_resume_flag_on_a_run_with_no_checkpoint_fails_before_ray_starts(tmp_path, repo_root):
-    from ray_jobs.train_grpo import config_from_args, parse_args, run
+    from howeval.ray_jobs.train_grpo import config_from_args, parse_args, run
 
     a = parse_args(["--config", str(repo_root / "configs" / "train" / "smoke.yaml"), "--resume"])
     with pytest.raises(FileNotFoundError, match="no checkpoint to continue from"):
@@ -93,9 +93,9 @@ def test_resume_flag_on_a_run_with_no_checkpoint_fails_before_ray_starts(tmp_pat
 
 
 def test_command_line_overrides_reach_the_config(tmp_path, repo_root, monkeypatch):
-    """Dot-list overrides (ray_jobs.sweep's mechanism), --set, and the short forms --data / --max-workers."""
+    """Dot-list overrides (howeval.ray_jobs.sweep's mechanism), --set, and the short forms --data / --max-workers."""
     from howeval.config import ConfigError
-    from ray_jobs.train_grpo import config_from_args, parse_args
+    from howeval.ray_jobs.train_grpo import config_from_args, parse_args
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine.jsonl").write_text("")
@@ -115,7 +115,7 @@ def test_command_line_overrides_reach_the_config(tmp_path, repo_root, monkeypatc
 
 
 def test_a_missing_training_manifest_names_the_key_and_the_fix(tmp_path, repo_root):
-    from ray_jobs.train_grpo import build_rows_for, config_from_args, parse_args
+    from howeval.ray_jobs.train_grpo import build_rows_for, config_from_args, parse_args
 
     cfg = config_from_args(parse_args(["--config", str(repo_root / "configs" / "train" / "smoke.yaml"),
                                        "--data", str(tmp_path / "nope.jsonl")]))
@@ -139,10 +139,10 @@ def reward_server():
 @pytest.mark.ray
 @pytest.mark.slow
 def test_grpo_smoke_server_checkpoint_resume(reward_server, tmp_path, repo_root):
+    from howeval.ray_jobs.train_grpo import run
     from howeval.rewards.client import RewardClient
     from howeval.training.config import load_train_config
     from howeval.training.rewards import InProcessScorer
-    from ray_jobs.train_grpo import run
 
     logs = tmp_path / "rollouts"
     cfg = load_train_config(str(repo_root / "configs" / "train" / "smoke.yaml"), overrides={
@@ -200,7 +200,7 @@ def test_killed_run_continues_when_the_same_command_is_run_again(tmp_path, repo_
 
     storage = tmp_path / "ckpt"
     run_dir = storage / "grpo-smoke"
-    cmd = [sys.executable, "-m", "ray_jobs.train_grpo", "--config", "configs/train/smoke.yaml", "--storage-path",
+    cmd = [sys.executable, "-m", "howeval.ray_jobs.train_grpo", "--config", "configs/train/smoke.yaml", "--storage-path",
            str(storage), "--max-steps", "3", "--model", "embedded:tiny-lm", "reward.source=inprocess",
            "reward.patternrm.kind=rules", "grpo.beta=0.0", "scaling.resources_per_worker.CPU=2"]
     ray_tmp = tempfile.mkdtemp(prefix="ray-rs-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
@@ -243,7 +243,7 @@ def _pcgrad_smoke(tmp_path, repo_root, *overrides):
     import tempfile
 
     storage = tmp_path / "ckpt"
-    cmd = [sys.executable, "-m", "ray_jobs.train_grpo", "--config", "configs/train/smoke.yaml", "--storage-path",
+    cmd = [sys.executable, "-m", "howeval.ray_jobs.train_grpo", "--config", "configs/train/smoke.yaml", "--storage-path",
            str(storage), "--max-steps", "1", "--model", "embedded:tiny-lm", "reward.source=inprocess",
            "reward.patternrm.kind=rules", "reward.pattern.p=1.0", "pcgrad=true", *overrides]
     ray_tmp = tempfile.mkdtemp(prefix="ray-pc-", dir="/tmp")
@@ -300,7 +300,7 @@ def test_pcgrad_smoke_step_with_two_ddp_workers(tmp_path, repo_root):
 def test_train_job_refuses_a_bad_config_in_one_line_before_ray(tmp_path, repo_root, capsys):
     """A missing file, broken YAML and a refused combination (pcgrad with DeepSpeed) exit 2 with one ``error:``
     line naming the fix, not a traceback; ``deepspeed: null`` is not DeepSpeed."""
-    from ray_jobs.train_grpo import main
+    from howeval.ray_jobs.train_grpo import main
 
     assert main(["--config", str(tmp_path / "nope.yaml")]) == 2
     assert "error: config file not found" in capsys.readouterr().err

@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from howeval.config import load_run_config
+from howeval.plugins import write_report
 from howeval.records import ADAPT_SCHEMA, STEPS_SCHEMA, conform
-from plugins import write_report
 
 from fakes.runs import make_run, outcome
 

@@ -97,8 +97,8 @@ def test_provenance_has_the_command_line_the_data_hash_and_the_wall_time(tmp_pat
     cfg = cfg.model_copy(update={"benchmarks": [cfg.benchmarks[0].model_copy(update={"path": str(manifest)}),
                                                 cfg.benchmarks[0].model_copy(update={"path": str(tmp_path / "gone.jsonl")})]})
     t0 = dt.datetime(2026, 12, 2, 10, 0, 0, tzinfo=dt.timezone.utc)
-    entry = capture(cfg, now=t0, argv=["/v/bin/python", "-m", "ray_jobs.sweep", f"--data={manifest}", "--limit", "4"])
-    assert entry["command"] == "python -m ray_jobs.sweep --data=../../data/m.jsonl --limit 4"
+    entry = capture(cfg, now=t0, argv=["/v/bin/python", "-m", "howeval.ray_jobs.sweep", f"--data={manifest}", "--limit", "4"])
+    assert entry["command"] == "python -m howeval.ray_jobs.sweep --data=../../data/m.jsonl --limit 4"
     assert entry["data"][0] == {"path": "../../data/m.jsonl", "bytes": 13,
                                 "sha256": hashlib.sha256(b'{"uid": "a"}\n').hexdigest()}
     assert entry["data"][1]["path"] == "../../gone.jsonl" and entry["data"][1]["error"].startswith("FileNotFoundError")
@@ -106,5 +106,5 @@ def test_provenance_has_the_command_line_the_data_hash_and_the_wall_time(tmp_pat
     done = finish_provenance(cfg, now=t0 + dt.timedelta(seconds=754))
     assert done["wall_s"] == 754.0 and read_provenance(str(root))[-1]["finished"] == "2026-12-02 10:12:34 UTC"
     text = provenance_section(done)
-    assert "- **Wall time**: 754 s to the report" in text and "- **Command**: `python -m ray_jobs.sweep" in text
+    assert "- **Wall time**: 754 s to the report" in text and "- **Command**: `python -m howeval.ray_jobs.sweep" in text
     assert f"sha256 `{entry['data'][0]['sha256'][:16]}…`, 13 bytes" in text

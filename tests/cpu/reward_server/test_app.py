@@ -42,8 +42,8 @@ def app_pair(server: str, name: str, batching: dict | None = None, limits: dict 
     application's URL; both applications are deleted on exit."""
     from ray import serve
 
-    from reward_server.app import PatternRMServer, RewardIngress, StepScorer
-    from reward_server.config import PatternRMConfig, load_server_config
+    from howeval.reward_server.app import PatternRMServer, RewardIngress, StepScorer
+    from howeval.reward_server.config import PatternRMConfig, load_server_config
 
     rm = PatternRMServer.options(user_config=batching) if batching else PatternRMServer
     ingress = RewardIngress.options(**ingress_options) if ingress_options else RewardIngress
@@ -331,7 +331,7 @@ def test_z1_degraded_when_patternrm_stopped(server):
     """
     from ray import serve
 
-    from reward_server.app import build_app, build_patternrm_app
+    from howeval.reward_server.app import build_app, build_patternrm_app
 
     serve.run(build_patternrm_app({"patternrm": {"kind": "rules"}}), name="patternrm-stopped", route_prefix=None)
     serve.run(build_app({"auth": {"token_env": TOKEN_ENV}, "patternrm_app": "patternrm-stopped",

@@ -16,8 +16,8 @@ from ray import cloudpickle
 from ray.serve._private.api import call_user_app_builder_with_args_if_necessary
 
 from howeval.config import ConfigError
-from reward_server.app import PatternRMServer, RewardIngress, StepScorer, build_app, build_patternrm_app
-from reward_server.config import CPRConfig, PatternRMConfig, RewardServerConfig
+from howeval.reward_server.app import PatternRMServer, RewardIngress, StepScorer, build_app, build_patternrm_app
+from howeval.reward_server.config import CPRConfig, PatternRMConfig, RewardServerConfig
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # Ray Serve's pydantic-v1-style extras
 

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-import reward_server.app as app_module
-from reward_server.app import Guard, auth_error, item_chars
-from reward_server.config import load_server_config
-from reward_server.schemas import RewardItem
+import howeval.reward_server.app as app_module
+from howeval.reward_server.app import Guard, auth_error, item_chars
+from howeval.reward_server.config import load_server_config
+from howeval.reward_server.schemas import RewardItem
 
 TOKEN = "guard-token"
 

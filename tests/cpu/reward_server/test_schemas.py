@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from pydantic import ValidationError
 
-from reward_server.schemas import MAX_ANSWER, OpenRLHFRequest, RewardItem, check_reference
+from howeval.reward_server.schemas import MAX_ANSWER, OpenRLHFRequest, RewardItem, check_reference
 
 from degenerate import CORPUS, ITEM_BOUND_S, run_in_thread
 
@@ -58,7 +58,7 @@ def test_check_reference_only_raises_value_error(value):
 
 
 def test_composite_kind_is_accepted_with_reference_steps_and_results_carry_components():
-    from reward_server.schemas import RewardResult
+    from howeval.reward_server.schemas import RewardResult
 
     assert item(kind="composite", reference_steps=["add"]).kind == "composite"
     with pytest.raises(ValidationError, match="reference_steps: required and non-empty when kind is 'composite'"):

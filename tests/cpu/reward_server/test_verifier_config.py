@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from howeval.config.sweep import JudgeEngineConfig, VerifierConfig
-from reward_server.config import load_server_config
+from howeval.reward_server.config import load_server_config
 
 NESTED = {"model": "openai/gpt-oss-120b", "max_tokens": 256,
           "options": {"base_url": "http://verifier-vllm:8000/v1", "api_key_env": "VERIFIER_KEY",

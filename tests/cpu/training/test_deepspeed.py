@@ -1,4 +1,4 @@
-"""One GRPO step with DeepSpeed ZeRO-2 on CPU, through the project's own Ray Train path (``ray_jobs.train_grpo.run``).
+"""One GRPO step with DeepSpeed ZeRO-2 on CPU, through the project's own Ray Train path (``howeval.ray_jobs.train_grpo.run``).
 
 DeepSpeed's CPU accelerator (no CUDA: "Setting accelerator to CPU") with the gloo process group Ray Train
 sets up, ``configs/deepspeed/zero2.json`` (the PatternRL recipe's file, "auto" values filled by transformers),
@@ -28,8 +28,8 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 def test_one_grpo_step_with_deepspeed_zero2_on_cpu(tmp_path, repo_root: Path, monkeypatch):
     pytest.importorskip("deepspeed", reason="deepspeed is in the gpu extra; `make test-deepspeed` installs it and runs this")
+    from howeval.ray_jobs.train_grpo import run
     from howeval.training.config import load_train_config
-    from ray_jobs.train_grpo import run
 
     monkeypatch.setenv("RAY_ADDRESS", os.environ.get("RAY_ADDRESS", "local"))
     zero2 = repo_root / "configs" / "deepspeed" / "zero2.json"
@@ -72,9 +72,9 @@ def test_zero2_run_resizes_2_1_2_workers_through_a_universal_checkpoint(tmp_path
     checkpoint with ds_to_universal and loads it with ``load_universal`` (DeepSpeed refuses the raw shards)."""
     pytest.importorskip("deepspeed", reason="deepspeed is in the gpu extra; `make test-deepspeed` installs it and runs this")
     from howeval.config import with_changes
+    from howeval.ray_jobs.train_grpo import run
     from howeval.training.config import load_train_config
     from howeval.training.deepspeed_resize import saved_dp_world_size
-    from ray_jobs.train_grpo import run
 
     monkeypatch.setenv("RAY_ADDRESS", os.environ.get("RAY_ADDRESS", "local"))
     cfg = load_train_config(str(repo_root / "configs" / "train" / "smoke.yaml"), overrides={

@@ -80,8 +80,8 @@ def test_sft_smoke_then_calibration(tmp_path):
     """3 SFT steps (use_cpu) on the tiny test LM (SmolLM2's tokenizer and chat template, 40 MB checkpoints where
     SmolLM2's are 500 MB), checkpoint saved, scored by the calibration job: every prediction either parses or
     carries its reason."""
-    from ray_jobs.build_corpus import build_corpus
-    from ray_jobs.train_patternrm import main
+    from howeval.ray_jobs.build_corpus import build_corpus
+    from howeval.ray_jobs.train_patternrm import main
 
     from fakes.judged_run import make_run
 

@@ -1,0 +1,79 @@
+"""``make serve``: the reward server on this machine, with Ray's own listeners kept off the network.
+
+``serve run`` alone starts Ray on the machine's address: Ray's metrics agent, the autoscaler monitor's
+metrics and the dashboard's metrics servers then listen on 0.0.0.0 without auth, serving the project's
+counters (issue 35), and Ray writes its cluster token file world-readable. This launcher, run as
+``python -m howeval.reward_server.serve_local CONFIG``:
+
+1. makes Ray's token file private (:func:`private_ray_token`) before Ray starts;
+2. starts a local one-node Ray whose node address is 127.0.0.1 (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``: without
+   it Ray swaps 127.0.0.1 for the machine's address, ``ray._private.services.resolve_ip_for_localhost``); Ray's
+   metrics agent, the autoscaler monitor's and the dashboard's metrics servers then bind 127.0.0.1, as they
+   do for a node on loopback (``is_localhost(node_ip)`` in their code), and there is no dashboard UI;
+3. hands over to ``serve run CONFIG`` (the same CLI, which finds Ray started and uses it).
+
+What still listens on all interfaces is named in ``docs/reward_server.md`` (Ray's gRPC servers).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+import sys
+from pathlib import Path
+
+
+def private_ray_token() -> Path | None:
+    """Ray's token file, made readable by its owner only (mode 0600); created so when missing.
+
+    Ray 2.60 turns token auth on for a new local cluster and, when no token exists, writes one to
+    ``~/.ray/auth_token`` with the process umask (world-readable). Here the token is written first, by
+    ``os.open(..., 0o600)`` with Ray's own generator, so Ray finds and uses it; an existing file is
+    chmod-ed to 0600. ``RAY_AUTH_TOKEN`` in the environment (no file) or ``RAY_AUTH_MODE=disabled``:
+    nothing to do (None). ``RAY_AUTH_TOKEN_PATH`` names another file: that one is handled.
+
+    Raises:
+        OSError: the file cannot be created or chmod-ed (e.g. owned by another user).
+    """
+    if os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_MODE", "").lower() == "disabled":
+        return None
+    path = Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token")
+    if path.exists():
+        if stat.S_IMODE(path.stat().st_mode) & 0o077:
+            path.chmod(0o600)
+        return path
+    from ray._private.authentication.authentication_token_generator import generate_new_authentication_token
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(generate_new_authentication_token())
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Start Ray on 127.0.0.1 and run ``serve run CONFIG`` on it (blocks until Ctrl-C)."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("config", help="Serve config YAML (configs/serve/reward.yaml)")
+    ap.add_argument("--num-cpus", type=int, default=None, help="CPUs Ray may use (default: all)")
+    args = ap.parse_args(argv)
+    # Ray replaces 127.0.0.1 by the machine's address unless "Ray clusters" are off (ray_constants.ENABLE_RAY_CLUSTER,
+    # read at import): off, the node's address is 127.0.0.1 and the metrics servers bind loopback (a one-node server)
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    if "ray" in sys.modules:
+        raise RuntimeError("howeval.reward_server.serve_local.main must run before ray is imported (Ray reads its address mode at import)")
+    private_ray_token()
+    import ray
+    from ray.serve.scripts import run
+
+    ray.init(address="local", include_dashboard=False, namespace="serve",
+             num_cpus=args.num_cpus)
+    try:
+        run.main([args.config], standalone_mode=False)
+    finally:
+        ray.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
