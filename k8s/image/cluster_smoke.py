@@ -432,8 +432,8 @@ def read_tables(root: Path) -> dict[str, dict]:
 
 def expected_samples(config: str, limit: int) -> tuple[dict[str, set[str]], list[str]]:
     """The sample ids a sweep of ``config`` with ``--limit limit`` must cover, per table: ``"*"`` every table,
-    ``"steps"`` those with reference steps (CRYSTAL, ``plugins/crystal.py``), ``"adapt"`` those with evidence boxes
-    and an image (AdaptMMBench, ``plugins/adapt.py``). Read with the project's own config and manifest loaders
+    ``"steps"`` those with reference steps (CRYSTAL, ``howeval/plugins/crystal.py``), ``"adapt"`` those with evidence boxes
+    and an image (AdaptMMBench, ``howeval/plugins/adapt.py``). Read with the project's own config and manifest loaders
     (the first ``limit`` rows of each benchmark, as ``--limit`` takes them), from this clone: the image's
     ``/app`` is a copy of it. Also returns the tables the run must write: responses, judgments and samples, plus
     steps and adapt where the config turns them on and a sample qualifies."""
