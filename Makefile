@@ -233,10 +233,12 @@ image-base-debian:
 	tar -C build/debian-rootfs -c . | $(ENGINE) import --change 'CMD ["/bin/bash"]' - $(DEBIAN_BASE)
 	rm -rf build/debian-rootfs
 
-# A Ray cluster of containers of the CPU image on this machine (a head and two workers with the cpu-smoke overlay's
-# resources, host network, 127.0.0.1), running the three workloads as the rendered manifests run them, with a
-# worker removed mid-sweep, one removed mid-GRPO and the GRPO job killed and re-submitted; one summary line
-# `cluster-smoke: ...`, exit 0 only when every check held; everything it started is removed at the end.
+# A Ray cluster of containers of the CPU image on this machine (a head, two workers and a reward node with the
+# cpu-smoke overlay's resources, host network, 127.0.0.1, Ray token auth as the manifests set it), running the three
+# workloads as the rendered manifests run them: a job without the token refused; a worker removed mid-sweep and
+# mid-GRPO; the head lost (the whole cluster) mid-sweep and mid-GRPO, a new cluster over the same /data and the same
+# entrypoint re-submitted; one summary line `cluster-smoke: ...`, exit 0 only when every check held; everything it
+# started is removed at the end.
 cluster-smoke: $(STAMP)
 	$(BIN)/python k8s/image/cluster_smoke.py --image $(TAG) --engine $(ENGINE) $(CLUSTER_SMOKE_ARGS)
 

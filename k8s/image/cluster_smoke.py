@@ -1,33 +1,43 @@
 """``make cluster-smoke``: the project's image run as a Ray cluster of containers, with the three workloads of
-``k8s/rendered/cpu-smoke.yaml`` run the way KubeRay runs them, and pods lost on the way.
+``k8s/rendered/cpu-smoke.yaml`` run the way KubeRay runs them, pods lost on the way and the whole cluster lost twice.
 
-The cluster: a head and two workers, each a container of the CPU image (``make image``) on the host network,
-started with ``ray start`` and the resources the cpu-smoke overlay gives each pod (head ``rayStartParams``;
+The cluster: a head, two workers and a reward node, each a container of the CPU image (``make image``) on the host
+network, started with ``ray start`` and the resources the cpu-smoke overlay gives each pod (head ``rayStartParams``;
 worker ``--num-cpus``/``--memory`` from the container limits, as KubeRay derives them), the pod's plain ``env``
 values, and one host folder mounted at ``/data`` on every node (the ``howeval-data`` volume). Each node gets its
-own ports (one host network instead of one network namespace per pod) and binds 127.0.0.1 only.
+own ports (one host network instead of one network namespace per pod) and binds 127.0.0.1 only. Where the
+manifests turn on Ray token authentication (``authOptions.mode: token``), every container gets
+``RAY_AUTH_MODE=token`` and one random ``RAY_AUTH_TOKEN``, as KubeRay 1.7.0 sets them from the Secret.
 
-The workloads, in order, each read from the rendered manifests (so they follow any change to them):
+First, with token auth on: a job submitted to the job API without the token, and with a wrong one, must be
+refused (HTTP 401/403) and not run (its entrypoint would create ``/data/intruder``). Then the workloads, in
+order, each read from the rendered manifests (so they follow any change to them):
 
 1. **sweep** -- the sweep RayJob's ``entrypoint`` with ``ray job submit`` from the head (KubeRay's submitter does
-   the same), plus ``--limit``/``--max-tokens`` so it fits a 2-core machine. Once its first rows are written a
-   worker container is removed (``rm -f``: the pod is lost) and a new one started (the operator replaces it);
-   a job that fails is re-submitted unchanged (it resumes by key). Then every row table under the output is read
-   whole (all part files of a folder together, :func:`count_rows`): rows lost (expected keys missing: the first
-   ``--limit`` rows of the config's benchmarks, read with the project's loaders) and duplicated (a key twice).
+   the same), plus ``--limit``/``--max-tokens`` so it fits a 2-core machine and a second, paid pattern judge
+   (:class:`MeteredJudge`, an OpenAI-compatible endpoint on this machine). Once its first rows are written a
+   worker container is removed (``rm -f``: the pod is lost) and a new one started (the operator replaces it).
+   Once the judge is being called, the **head is lost**: every container of the cluster is killed, head first
+   (a reclaimed node; a RayJob whose RayCluster is gone), a new cluster is started over the same ``/data`` and
+   the same entrypoint is submitted again (again if it fails, at most 3 times). Then every row table under the
+   output is read whole (all part files of a folder together, :func:`count_rows`): rows lost (expected keys
+   missing: the first ``--limit`` rows of the config's benchmarks, read with the project's loaders) and
+   duplicated (a key twice); and judge calls made on the new cluster for an answer the run's judge cache already
+   held at the loss (paid twice).
 2. **reward** -- the RayService's ``serveConfigV2`` deployed through the dashboard's REST API (``serve deploy``,
    as KubeRay does), with ``http_options`` moved to 127.0.0.1 and one proxy (``proxy_location: HeadOnly``: the
    containers share one port space). A request with the bearer token must be scored with no degraded row, one
    without it refused with 401.
 3. **grpo** -- the GRPO RayJob's entrypoint (elastic, 1..2 workers), with rewards from the endpoint of step 2.
    After its first checkpoint a worker container is removed (training continues at the new size); after a later
-   checkpoint the job is stopped (``ray job stop``: the driver is killed) and the same entrypoint is submitted again,
-   which must continue from the last checkpoint with no flag changed. Steps must each be trained once.
+   step the **head is lost** again (the whole cluster), a new cluster is started with the reward endpoint
+   deployed on it, and the same entrypoint is submitted: it must continue from the checkpoint on ``/data`` with no
+   flag changed, and every step 1..N must be trained.
 
 Prints one line per event and one summary line starting ``cluster-smoke:``; exits 0 only when every check held.
-Everything it started (containers, the temp folder) is removed at the end, also on failure or Ctrl-C.
-Needs the container engine, this repository and its venv (PyYAML reads the manifests; pyarrow and the project's
-config and manifest loaders read the sweep's rows from the ``/data`` folder, which is a folder of this machine).
+Everything it started (containers, the judge endpoint, the temp folder) is removed at the end, also on failure
+or Ctrl-C. Needs the container engine, this repository and its venv (PyYAML reads the manifests; pyarrow and the
+project's config and manifest loaders read the sweep's rows from the ``/data`` folder, a folder of this machine).
 """
 from __future__ import annotations
 
