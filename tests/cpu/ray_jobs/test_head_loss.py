@@ -125,7 +125,7 @@ def _job_folder(tmp: Path, repo_root: Path, n: int) -> Path:
     (data / "recorded.jsonl").write_text("".join(
         json.dumps({"sample_id": r["uid"], "response": f"Let me count. The answer is \\boxed{{{r['answer']}}}."}) + "\n"
         for r in rows))
-    cfg = {"name": "head-loss",
+    cfg = {"name": "head-loss", "output_uri": "runs/head-loss",  # replaced by --output
            "benchmarks": [{"path": "data/manifest.jsonl", "name": "demo"}],
            "models": [{"name": "replayed", "engine": "replay", "options": {"path": "data/recorded.jsonl", "delay_s": 0.2},
                        "modes": {"NT": {}, "T": {}}, "resources": {"replicas": 1, "num_cpus": 0.5, "batch_size": 2}}],
