@@ -198,17 +198,49 @@ class Cluster:
         lines = proc.stdout.strip().splitlines()
         return int(lines[-1]) if proc.returncode == 0 and lines and lines[-1].isdigit() else 0  # not up yet
 
+    def running(self, name: str) -> bool:
+        """Whether container ``name`` is still running (a node whose ``ray start`` gave up has exited)."""
+        out = subprocess.run([self.engine, "inspect", "-f", "{{.State.Running}}", name], capture_output=True, text=True)
+        return out.stdout.strip() == "true"
+
+    def tail(self, name: str, lines: int = 3) -> str:
+        out = subprocess.run([self.engine, "logs", "--tail", str(lines), name], capture_output=True, text=True)
+        return " | ".join((out.stdout + out.stderr).strip().splitlines()[-lines:])
+
     def up(self, head_params: dict[str, str], worker_params: dict[str, str]) -> str:
         """A new cluster: a head, two CPU workers and the reward node, over the same ``/data``; returns the head
-        once the head sees all 4 nodes alive."""
+        once the head sees all 4 nodes alive. A node whose container exits while it starts (``ray start`` gives a
+        raylet 30 s to register, which a loaded machine can miss) is replaced by a new one, as KubeRay replaces a
+        Ray pod whose container exited (``restartPolicy: Never`` under autoscaler v2)."""
+        reward_params = {**worker_params, "num-cpus": "0", "resources": json.dumps({REWARD_RESOURCE: 6})}
+        nodes: dict[str, tuple[str, dict]] = {}
+
+        def replace_exited() -> None:
+            for name in [n for n in nodes if not self.running(n)]:
+                role, params = nodes.pop(name)
+                log(f"{name} exited while starting ({self.tail(name)}): a new {role} replaces it")
+                self.remove(name)
+                nodes[self.start(role, params)] = (role, params)
+
         head = self.start("head", head_params)
-        wait_for("the head node", lambda: self.alive_nodes(head) >= 1, 300, every=5)
-        self.start("worker", worker_params)
-        self.start("worker", worker_params)
-        self.start("reward", {**worker_params, "num-cpus": "0", "resources": json.dumps({REWARD_RESOURCE: 6})})
-        wait_for("4 alive Ray nodes", lambda: self.alive_nodes(head) >= 4, 300, every=5)
+        nodes[head] = ("head", head_params)
+
+        def head_up() -> bool:
+            replace_exited()
+            return self.alive_nodes() >= 1
+
+        wait_for("the head node", head_up, 600, every=5)
+        nodes = {}
+        for role, params in (("worker", worker_params), ("worker", worker_params), ("reward", reward_params)):
+            nodes[self.start(role, params)] = (role, params)
+
+        def all_up() -> bool:
+            replace_exited()
+            return self.alive_nodes() >= 4
+
+        wait_for("4 alive Ray nodes", all_up, 900, every=5)
         log("cluster up: 1 head + 2 workers + 1 reward node")
-        return head
+        return self.head
 
     def lose(self) -> None:
         """The whole cluster lost, head first (a reclaimed node, a deleted RayCluster): every container is
