@@ -184,3 +184,53 @@ def test_smoke_counts_a_lost_mode_config_and_table(repo_root: Path, tmp_path: Pa
     # z (no evidence boxes: not an AdaptMMBench sample): 2 responses, 2 samples rows; judgments: T of a and b,
     # and both modes of z; steps: none written, 2 samples x 2 modes
     assert per == {"adapt": 0, "judgments": 4, "responses": 2, "samples": 2, "steps": 4}
+
+
+def test_metered_judge_counts_only_answers_asked_again_after_they_were_stored(repo_root: Path, tmp_path: Path):
+    """The smoke's "paid twice": a call after the loss whose request already had an answer in the run's judge cache.
+    A request in flight at the loss (answered by the endpoint, never stored) may be asked again."""
+    import json
+    import urllib.request
+
+    smoke = _load(repo_root, "cluster_smoke")
+    judge = smoke.MeteredJudge(latency_s=0.0)
+    try:
+        def ask(text: str) -> str:
+            body = json.dumps({"model": "metered-judge", "messages": [{"role": "user", "content": text}]}).encode()
+            req = urllib.request.Request(f"{judge.base_url}/chat/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return json.loads(r.read())["choices"][0]["message"]["content"]
+
+        answers = [ask(t) for t in ("a", "b", "c")]  # calls 1-3 before the loss
+        # the cache as the judge writes it (howeval/judges/cache.py): a torn last line is skipped
+        cache = tmp_path / "judge_cache" / "metered@1"
+        cache.mkdir(parents=True)
+        lines = [json.dumps({"key": k, "completion": {"text": a}}) for k, a in zip("xy", answers[:2])]
+        (cache / "host-1-abc.jsonl").write_text("\n".join(lines) + '\n{"key": "z", "compl')
+        stored = smoke.MeteredJudge.stored_calls(tmp_path / "judge_cache")
+        assert stored == {1, 2}
+        since = len(judge.calls)
+        ask("c")  # in flight at the loss, never stored: asked again, not paid twice
+        ask("d")
+        assert judge.paid_twice(stored, since) == 0
+        ask("a")  # stored before the loss and asked again: paid twice
+        assert judge.paid_twice(stored, since) == 1
+        assert json.loads(answers[0]) == {"cot": False, "rep": False, "con": False, "pr": False, "smoke_call": 1}
+    finally:
+        judge.close()
+
+
+def test_smoke_summary_names_the_token_check_and_both_head_losses(repo_root: Path):
+    smoke = _load(repo_root, "cluster_smoke")
+    result = {"auth": {"no token": 401, "wrong token": 403},
+              "sweep": {"rows": 66, "lost": 0, "duplicated": 0, "rows_at_head_loss": 28, "judge_calls": 16,
+                        "judge_paid_twice": 0, "killed": "w1"},
+              "reward": {"scored": 2, "degraded": 0, "refused": 401},
+              "grpo": {"steps": 5, "resized": "2 -> 1 workers, resumed from step 2", "first_job_steps": 3,
+                       "resumed_from": 3, "killed": "w2"}}
+    line = smoke.summary(True, result, 900.4)
+    assert line.startswith("cluster-smoke: ok; ray job submit without the token -> 401 (wrong token 403), not run;")
+    assert "head loss at 28 rows" in line and "66 written, 0 lost, 0 duplicated" in line and "0 paid twice" in line
+    assert "head loss after step 3: new cluster resumed from step 3" in line and "losses survived 4/4; 900 s" in line
+    assert smoke.summary(False, {}, 5).startswith("cluster-smoke: FAILED;")

@@ -526,7 +526,7 @@ def test_network_policies_admit_the_projects_pods_and_no_one_else(overlay, rende
     assert ray["policyTypes"] == ["Ingress"]
     # every Ray pod of every project cluster is selected (heads and workers)
     ray_pods = []
-    for name, doc in ray_docs(rendered, overlay).items():
+    for doc in ray_docs(rendered, overlay).values():
         spec = cluster_spec(doc)
         ray_pods.append(_ray_pod_labels(spec["headGroupSpec"]["template"]["metadata"]["labels"], "head"))
         ray_pods += [_ray_pod_labels(g["template"]["metadata"]["labels"], "worker") for g in spec["workerGroupSpecs"]]
