@@ -858,16 +858,17 @@ def main() -> int:
         return restart
 
     try:
+        if auth.get("mode") != "token":
+            raise SmokeFailure(f"the sweep RayJob's cluster leaves Ray token authentication off (authOptions {auth})")
         c.up(head_params, WORKER_PARAMS)
-        if auth.get("mode") == "token":
-            result["auth"] = unauthenticated_submit(c, token)
+        result["auth"] = unauthenticated_submit(c, token)
         result["sweep"] = run_sweep(c, jobs, m["sweep"], args.limit, args.timeout, judge, new_cluster(False))
         log(f"sweep: {result['sweep']}")
         result["reward"] = deploy_reward(c, m["serve"], serve_port, token)
         result["grpo"] = run_grpo(c, jobs, m["grpo"], args.grpo_steps, args.timeout, new_cluster(True))
         log(f"grpo: {result['grpo']}")
         s = result["sweep"]
-        ok = s["lost"] == 0 and s["duplicated"] == 0 and s["judge_paid_twice"] == 0 and "auth" in result
+        ok = s["lost"] == 0 and s["duplicated"] == 0 and s["judge_paid_twice"] == 0
     except SmokeFailure as e:
         log(f"FAILED: {e}")
     except subprocess.CalledProcessError as e:
