@@ -30,7 +30,7 @@ help:
 	@echo "make patternrm-sft - SFT the embedded SmolLM2 on the thinking/direct PatternRM mixture (CPU, few steps) and compare both inference forms"
 	@echo "make train-smoke - 2 GRPO steps on CPU, checkpoint, then resume to step 3 (text policy, then the tiny VLM on image prompts)"
 	@echo "make train-elastic - elastic GRPO on a simulated 3-node cluster: a node leaves, one joins, training goes on"
-	@echo "make serve [PORT=N] - the reward server on 127.0.0.1:8000, or port N (embedded defaults; Ray on loopback)"
+	@echo "make serve [PORT=N] - the reward server on 127.0.0.1:8000, or port N (embedded defaults; Ray on loopback; HOWEVAL_REWARD_URL_TOKEN set: also OpenRLHF's header-less route)"
 	@echo "make bench-reward-robust - slow clients, hung verifier, 2 MB cpr, killed step scorer -> bench/results/reward_robustness.md"
 	@echo "make submit-local - ray job submit of the demo sweep to a local ray start --head"
 
@@ -145,14 +145,17 @@ submit-local: $(STAMP)
 # PORT=N: the same config with http_options.port = N, written to runs/serve/reward-port-N.yaml.
 # howeval.reward_server.serve_local = `serve run` on a Ray bound to 127.0.0.1 with a private token file (issue 35)
 SERVE_CONFIG ?= configs/serve/reward.yaml
+# HOWEVAL_REWARD_URL_TOKEN set: OpenRLHF's stock client (no header) is served at /openrlhf/<that token>/get_reward
+# (issue 40; the variable's name is passed, never its value)
+SERVE_URL_TOKEN = $(if $(HOWEVAL_REWARD_URL_TOKEN),--url-token-env HOWEVAL_REWARD_URL_TOKEN)
 serve: $(STAMP)
 	@test -n "$$HOWEVAL_REWARD_TOKEN" || { echo "export HOWEVAL_REWARD_TOKEN=<a secret> first (bearer auth)"; exit 2; }
 ifdef PORT
 	@mkdir -p runs/serve
 	$(BIN)/python -c "import sys, yaml; c = yaml.safe_load(open(sys.argv[1])); c.setdefault('http_options', {})['port'] = int(sys.argv[2]); yaml.safe_dump(c, open(sys.argv[3], 'w'), sort_keys=False)" $(SERVE_CONFIG) $(PORT) runs/serve/reward-port-$(PORT).yaml
-	$(BIN)/python -m howeval.reward_server.serve_local runs/serve/reward-port-$(PORT).yaml
+	$(BIN)/python -m howeval.reward_server.serve_local runs/serve/reward-port-$(PORT).yaml $(SERVE_URL_TOKEN)
 else
-	$(BIN)/python -m howeval.reward_server.serve_local $(SERVE_CONFIG)
+	$(BIN)/python -m howeval.reward_server.serve_local $(SERVE_CONFIG) $(SERVE_URL_TOKEN)
 endif
 
 bench: bench-sweep bench-cluster bench-crystal bench-reward

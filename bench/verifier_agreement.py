@@ -78,7 +78,8 @@ JUDGEMENTS: dict[tuple[str, str, str], tuple[str, str]] = {
     ("MATH-Vision", "1696", "qwen-vl-max"): (
         "open",
         "'The sixth tree should be planted in region A.': the letter sits in prose ('region A'), which the "
-        "strict letter patterns refuse on purpose; left to the LLM judge (label False, gold B).",
+        "strict letter patterns refuse on purpose; since issue 41 MATH-V's own scorer decides it (False, as "
+        "labelled); shown here only if it is open again.",
     ),
     ("TabMWP", "246", "GPT-3 text-davinci-002 (2-shot, TQ-SA, table given as text)"): (
         "data",

@@ -109,6 +109,7 @@ class Judger:
         then to the LLM fallback when configured.
         """
         from howeval.judges.verify import verify
+        from howeval.judges.verify.official import row_source
 
         out: list[VerifyResult | None] = [None] * len(rows)
         pending = []
@@ -125,11 +126,11 @@ class Judger:
         if self.llm_verifier is not None and pending:
             items = [{"question": rows[i]["question"], "response": rows[i]["response"], "answer": rows[i]["answer"],
                       "answer_type": rows[i]["answer_type"], "options": rows[i].get("options"),
-                      "source": rows[i].get("benchmark")} for i in pending]
+                      "source": row_source(rows[i])} for i in pending]
             results = self.llm_verifier.verify_batch(items)
         else:
             results = [verify(rows[i]["response"], rows[i]["answer"], rows[i]["answer_type"], rows[i].get("options"),
-                              rows[i].get("benchmark")) for i in pending]
+                              row_source(rows[i])) for i in pending]
         for i, v in zip(pending, results):
             out[i] = v
         return out  # type: ignore[return-value]

@@ -107,7 +107,7 @@ steps and :data:`STEP_CHUNK_CHARS` characters, taking turns with the batches of 
 STEP_CHUNK_CHARS = 8_000
 
 SETTINGS: dict[str, Any] = {}
-"""The ingress replica's ``token``, ``max_body_bytes``, ``body_timeout_s`` and ``metrics_public``, read by :class:`Guard`.
+"""The ingress replica's ``token``, ``url_token``, ``max_body_bytes``, ``body_timeout_s`` and ``metrics_public``, read by :class:`Guard`.
 
 Set by ``RewardIngress.__init__`` on *this imported module*: Serve pickles the ingress class by value (its
 globals are a copy) and the FastAPI app too (a frozen copy), so neither ``app.state`` nor a plain global
@@ -271,6 +271,13 @@ app = FastAPI(
 OPEN_PATHS = frozenset({"/healthz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
 """Routes served without the bearer token (``/metrics`` too when ``metrics_public: true``)."""
 
+URL_TOKEN_PREFIX = "/openrlhf/"
+"""``POST /openrlhf/<url token>/get_reward``: OpenRLHF's stock client, which sends no header (issue 40). The
+path's secret (``auth.url_token_env``) is checked by :func:`url_token_error` instead of the bearer token, for
+this one route only."""
+
+URL_TOKEN_ROUTE = "get_reward"
+
 
 class Guard:
     """Pure ASGI middleware in front of every route (issue 35: slow bodies held the replica's slots).
@@ -302,7 +309,11 @@ class Guard:
         if root and path.startswith(root):
             path = path[len(root):] or "/"
         needs_token = path not in OPEN_PATHS and not (path == "/metrics" and SETTINGS.get("metrics_public"))
-        denied = auth_error(headers, needs_token)
+        denied = None
+        if path.startswith(URL_TOKEN_PREFIX):  # the URL token replaces the bearer token here, and only here
+            denied = url_token_error(path)
+            needs_token = False
+        denied = denied or auth_error(headers, needs_token)
         if denied is not None:
             status, detail, extra = denied
             return await _send_json(send, status, {"detail": detail}, extra)
@@ -377,6 +388,26 @@ def auth_error(headers: list[tuple[bytes, bytes]], needs_token: bool = True) -> 
     return None
 
 
+def url_token_error(path: str) -> tuple[int, str, list] | None:
+    """The check of ``POST /openrlhf/<url token>/get_reward`` (:data:`URL_TOKEN_PREFIX`): None when ``path``
+    names that route with the configured URL token, else ``(status, detail, extra headers)``.
+
+    404 for another path under the prefix or when no URL token is configured (``auth.url_token_env`` null:
+    the route does not exist); 401 for a wrong token. Compared in constant time (``hmac.compare_digest``),
+    from the path alone, before the body is read. The token never reaches a log line of Serve's: its access
+    log names the route pattern ``/openrlhf/{url_token}/get_reward``.
+    """
+    token_part, _, rest = path[len(URL_TOKEN_PREFIX):].partition("/")
+    url_token = SETTINGS.get("url_token")
+    if rest != URL_TOKEN_ROUTE or url_token is None:
+        why = "auth.url_token_env is not set on this server" if url_token is None else \
+            f"the only route under {URL_TOKEN_PREFIX}<url token>/ is {URL_TOKEN_ROUTE}"
+        return 404, f"not found ({why})", []
+    if not hmac.compare_digest(token_part.encode(), url_token.encode()):
+        return 401, "wrong URL token", []
+    return None
+
+
 @app.exception_handler(RequestValidationError)
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
     errs = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()]
@@ -413,6 +444,15 @@ def item_chars(it: RewardItem) -> int:
             + sum(len(s) for s in it.reference_steps or ()))
 
 
+def openrlhf_logs(results: list[RewardResult]) -> dict[str, list[float]]:
+    """OpenRLHF's ``extra_logs``: ``howeval.rewards.logs.log_columns`` of the rows (one float per row for each
+    key: ``s_ver``, ``degraded``, ``refused``, ``pattern_scored``, ``s_pat``, ``cot``, ``rep``, ``con``, ``pr``;
+    OpenRLHF makes each a tensor, so none is null)."""
+    from howeval.rewards.logs import log_columns
+
+    return log_columns([r.model_dump() for r in results])
+
+
 @serve.deployment(name="RewardIngress", max_ongoing_requests=256, max_queued_requests=64,
                   backpressure_config={"status_code": 503, "retry_after_s": 1},
                   ray_actor_options={"num_cpus": 0.5})
@@ -438,9 +478,13 @@ class RewardIngress:
             if not token:
                 raise RuntimeError(f"auth.token_env={self.cfg.auth.token_env!r} is not set in the replica's "
                                    "environment: export it (or set auth.token_env: null to disable auth)")
+        try:
+            url_token = self.cfg.auth.url_token()
+        except ValueError as e:
+            raise RuntimeError(f"in the replica's environment: {e}") from None
         import howeval.reward_server.app as this_module  # the imported module, not this class's pickled globals
 
-        this_module.SETTINGS.update(token=token, max_body_bytes=self.cfg.limits.max_body_bytes,
+        this_module.SETTINGS.update(token=token, url_token=url_token, max_body_bytes=self.cfg.limits.max_body_bytes,
                                    body_timeout_s=self.cfg.limits.body_timeout_s, metrics_public=self.cfg.metrics_public)
         self.steps = step_scorer
         self._rm: DeploymentHandle | None = None
@@ -473,19 +517,29 @@ class RewardIngress:
 
     @app.post("/get_reward", response_model=OpenRLHFResponse)
     async def get_reward(self, body: OpenRLHFRequest) -> OpenRLHFResponse:
-        """OpenRLHF remote reward model: ``{query, prompts, labels}`` -> ``{rewards, scores, extra_logs}``."""
-        items = [self._openrlhf_item(i, q, p, lab) for i, (q, p, lab) in enumerate(zip(body.query, body.prompts, body.labels))]
-        res = await self._timed("/get_reward", items)
-        rewards = [r.reward for r in res]
-        return OpenRLHFResponse(rewards=rewards, scores=rewards, extra_logs={
-            "s_ver": [r.s_ver for r in res], "degraded": [float(r.degraded) for r in res]},
-            errors=[r.error for r in res])
+        """OpenRLHF remote reward model: ``{query, prompts, labels}`` -> ``{rewards, scores, extra_logs, errors}``
+        (bearer token). The response is found in ``query`` by ``howeval.rewards.query.response_in_query``; a
+        row where it cannot be is refused with its reason, never scored whole."""
+        return await self._openrlhf("/get_reward", body)
+
+    @app.post("/openrlhf/{url_token}/get_reward", response_model=OpenRLHFResponse)
+    async def get_reward_url_token(self, url_token: str, body: OpenRLHFRequest) -> OpenRLHFResponse:
+        """``/get_reward`` for OpenRLHF's stock client, which sends no header: authorised by the URL token
+        (``auth.url_token_env``; checked by :class:`Guard` before the body, and here again). 404 when none is set."""
+        denied = url_token_error(f"{URL_TOKEN_PREFIX}{url_token}/{URL_TOKEN_ROUTE}")
+        if denied is not None:
+            raise HTTPException(denied[0], detail=denied[1])
+        return await self._openrlhf("/openrlhf/{url_token}/get_reward", body)
 
     @app.get("/healthz")
-    async def healthz(self) -> dict:
-        """200 while the ingress is up; says whether PatternRM and the step scorer answer within 2 s.
+    async def healthz(self) -> JSONResponse:
+        """Readiness: 200 once PatternRM and the step scorer each answer within 2 s, else 503 (``Retry-After``)
+        naming what is down. Body: ``{"status": "ok" | "not ready", "ready", "patternrm", "step_scorer",
+        "degraded"}`` (each part ``up`` or ``down (<error type>)``).
 
-        ``degraded: true`` when either is down: rewards are then answered without that part.
+        A not-ready server still answers reward requests (rows degraded, with why); a load balancer or a
+        Kubernetes readiness probe sends them elsewhere meanwhile. Liveness is not this route's business:
+        a PatternRM still loading must not get a pod killed (KubeRay's raylet liveness check stays).
         """
         async def probe(call: Any) -> str:
             try:
@@ -496,8 +550,11 @@ class RewardIngress:
 
         patternrm, steps = await asyncio.gather(probe(lambda: self.rm.stats.remote()),
                                                 probe(lambda: self.steps.ping.remote()))
-        return {"status": "ok", "patternrm": patternrm, "step_scorer": steps,
-                "degraded": patternrm != "up" or steps != "up"}
+        ready = patternrm == "up" and steps == "up"
+        body = {"status": "ok" if ready else "not ready", "ready": ready, "patternrm": patternrm,
+                "step_scorer": steps, "degraded": not ready}
+        return JSONResponse(body, status_code=200 if ready else 503,
+                            headers=None if ready else {"Retry-After": str(int(FAILOVER_S))})
 
     @app.get("/metrics")
     async def metrics(self, request: Request) -> Response:
@@ -522,8 +579,39 @@ class RewardIngress:
 
     # ------------------------------------------------------------------------------------------ work
 
-    def _openrlhf_item(self, i: int, query: str, prompt: str, label: str) -> RewardItem:
-        response = query[len(prompt):] if query.startswith(prompt) else query
+    async def _openrlhf(self, route: str, body: OpenRLHFRequest) -> OpenRLHFResponse:
+        """Both OpenRLHF routes: each row's response found in its query (``response_in_query``); rows where it
+        cannot be are refused (reward 0.0, ``degraded``, ``verify_method: refused``, the reason in ``errors``
+        and ``extra_logs.refused`` = 1), the others scored as ``/v1/rewards`` items. Every label is checked
+        (422 naming ``labels.<i>``) whether or not its row is refused."""
+        from howeval.rewards.query import PromptNotInQuery, response_in_query
+
+        items: list[RewardItem] = []
+        refused: dict[int, str] = {}
+        for i, (q, p, lab) in enumerate(zip(body.query, body.prompts, body.labels)):
+            try:
+                response = response_in_query(q, p)
+            except PromptNotInQuery as e:
+                refused[i] = (f"refused: query.{i} does not begin with prompts.{i}: {e}; the response cannot be told "
+                              "from the prompt, so the row is not scored (OpenRLHF cuts prompts longer than "
+                              "max_len - max_tokens from the left)")
+                response = ""
+            items.append(self._openrlhf_item(i, response, p, lab))
+        scored = [it for i, it in enumerate(items) if i not in refused]
+        if not scored:  # every row refused: nothing to score, the request still counted
+            self.metrics.requests.inc(tags={"route": route, "status": "200"})
+        got = iter(await self._timed(route, scored) if scored else [])
+        if refused:
+            log.warning("%s: %d of %d rows refused (e.g. %s)", route, len(refused), len(items), next(iter(refused.values())))
+            for i in refused:
+                self.metrics.degraded.inc(tags={"kind": items[i].kind})
+        res = [RewardResult(reward=0.0, s_ver=0.0, degraded=True, verify_method="refused", error=refused[i])
+               if i in refused else next(got) for i in range(len(items))]
+        rewards = [r.reward for r in res]
+        return OpenRLHFResponse(rewards=rewards, scores=rewards, extra_logs=openrlhf_logs(res),
+                                errors=[r.error for r in res])
+
+    def _openrlhf_item(self, i: int, response: str, prompt: str, label: str) -> RewardItem:
         fields: dict[str, Any] = {"answer": label, "answer_type": self.cfg.openrlhf.answer_type, "kind": self.cfg.openrlhf.kind}
         if label.lstrip().startswith("{"):
             try:
@@ -733,12 +821,14 @@ def build_app(args: dict | None = None) -> serve.Application:
 
     Raises:
         ConfigError: ``args`` does not validate (every bad key path named).
-        ValueError: the auth token variable is not set (fails fast, before any replica starts).
+        ValueError: the auth token variable is not set, or ``auth.url_token_env`` is set and its variable is
+            unset, short, not URL-safe or the bearer token (fails fast, before any replica starts).
     """
     cfg: RewardServerConfig = load_server_config(args)
     if cfg.auth.token_env is not None and not os.environ.get(cfg.auth.token_env):
         raise ValueError(f"auth.token_env={cfg.auth.token_env!r} is not set: export {cfg.auth.token_env}=<token> "
                          "before `serve run` (or set auth.token_env: null to disable auth, tests only)")
+    cfg.auth.url_token()  # ValueError naming auth.url_token_env when set but unusable
     return RewardIngress.bind(StepScorer.bind(cfg.cpr), cfg)
 
 

@@ -18,9 +18,39 @@ from howeval.config.rewards import CPRConfig, PatternConfig, PatternRMConfig  # 
 from howeval.config.sweep import JudgeEngineConfig, llm_verifier_block
 from howeval.rewards.llm_fallback import LLMFallbackConfig
 
+MIN_URL_TOKEN_CHARS = 32
+"""The shortest URL token accepted (``auth.url_token_env``): it travels in a URL, so it must not be guessable."""
+
 
 class AuthConfig(StrictModel):
     token_env: str | None = Field("HOWEVAL_REWARD_TOKEN", description="Env var holding the bearer token; requests without it get 401. None disables auth (tests only).")
+    url_token_env: str | None = Field(None, description="Env var holding a second secret (at least 32 characters, not the bearer token) that authorises one route, POST /openrlhf/<secret>/get_reward, without a header: OpenRLHF's stock remote-RM client sends none (--reward.remote_url carries the URL). None (default): that route is 404. The secret grants that route only, never /v1/rewards or /metrics.")
+
+    def url_token(self) -> str | None:
+        """The URL token from ``url_token_env`` (None when that is null).
+
+        Raises:
+            ValueError: the variable is unset or empty, shorter than :data:`MIN_URL_TOKEN_CHARS`, holds
+                characters other than ``A-Z a-z 0-9 - _ . ~`` (it goes into a URL path as is), or equals the
+                bearer token (the bearer token must never travel in a URL).
+        """
+        import os
+        import re
+
+        if self.url_token_env is None:
+            return None
+        value = os.environ.get(self.url_token_env)
+        where = f"auth.url_token_env={self.url_token_env!r}"
+        if not value:
+            raise ValueError(f"{where} is not set: export {self.url_token_env}=$(openssl rand -hex 32) before `serve run` "
+                             "(or set auth.url_token_env: null: no header-less OpenRLHF route)")
+        if len(value) < MIN_URL_TOKEN_CHARS or not re.fullmatch(r"[A-Za-z0-9._~-]+", value):
+            raise ValueError(f"{where}: the URL token must be at least {MIN_URL_TOKEN_CHARS} characters of A-Z a-z 0-9 . _ ~ -, "
+                             f"got {len(value)} characters (e.g. openssl rand -hex 32)")
+        if self.token_env is not None and value == os.environ.get(self.token_env):
+            raise ValueError(f"{where}: the URL token equals the bearer token ({self.token_env}); use a second secret, "
+                             "so the bearer token never travels in a URL")
+        return value
 
 
 class LimitsConfig(StrictModel):

@@ -87,7 +87,7 @@ class RewardResult(BaseModel):
     step_f1: float | None = Field(None, description="Step F1 (cpr and composite kinds).")
     components: dict[str, float] | None = Field(None, description="The reward split into named parts that sum to it: accuracy, and pattern (pattern kind) or reasoning (cpr, composite); a GRPO trainer with pcgrad treats each as one task.")
     degraded: bool = Field(False, description="PatternRM was needed (z = 1) but down, failing, late or unparseable: verifier-only reward (a = 1).")
-    verify_method: str = Field(..., description="'rule'; 'unresolved' (rules could not decide; s_ver = 0 under on_unresolved=zero); 'llm' (the LLM verifier decided, on_unresolved=llm); 'llm_error' (it failed: s_ver = 0, degraded = true, error says why).")
+    verify_method: str = Field(..., description="'rule'; 'unresolved' (rules could not decide; s_ver = 0 under on_unresolved=zero); 'llm' (the LLM verifier decided, on_unresolved=llm); 'llm_error' (it failed: s_ver = 0, degraded = true, error says why); 'refused' (OpenRLHF routes: the response could not be told from the prompt in query, the row is not scored: reward 0, degraded = true, error says why).")
     error: str | None = Field(None, description="Why this row degraded, when it did.")
     truncated: str | None = Field(None, description="What of the item was cut to bound its cost, when anything was (cpr: predicted steps past cpr.max_pred_steps were not embedded and count as unmatched); the reward is still the full formula's.")
 
@@ -97,7 +97,8 @@ class RewardResponse(BaseModel):
 
 
 class OpenRLHFRequest(BaseModel):
-    """OpenRLHF remote reward model body: ``query`` = prompt + response, ``prompts``, ``labels`` (answers).
+    """OpenRLHF remote reward model body: ``query`` = prompt + response decoded together from their tokens
+    (not byte-identical to ``prompts`` + response: ``howeval.rewards.query``), ``prompts``, ``labels`` (answers).
 
     A label may also be a JSON object string ``{"answer", "answer_type"?, "kind"?, "reference_steps"?}``.
     """
@@ -122,8 +123,9 @@ class OpenRLHFRequest(BaseModel):
 
 
 class OpenRLHFResponse(BaseModel):
-    """OpenRLHF's answer (``rewards``, ``scores``, ``extra_logs`` of floats) plus ``errors``: why each row
-    degraded (None when it did not; ``extra_logs.degraded`` is 1.0 exactly where an error is given)."""
+    """OpenRLHF's answer (``rewards``, ``scores``, ``extra_logs`` of floats, one per row) plus ``errors``: why
+    each row degraded or was refused (None when neither; ``extra_logs.degraded`` is 1.0 exactly where an
+    error is given). ``extra_logs`` keys: ``howeval.reward_server.app.openrlhf_logs``."""
 
     rewards: list[float]
     scores: list[float]

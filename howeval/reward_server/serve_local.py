@@ -12,6 +12,10 @@ counters (issue 35), and Ray writes its cluster token file world-readable. This 
    do for a node on loopback (``is_localhost(node_ip)`` in their code), and there is no dashboard UI;
 3. hands over to ``serve run CONFIG`` (the same CLI, which finds Ray started and uses it).
 
+``--url-token-env NAME`` (``make serve`` passes it when ``HOWEVAL_REWARD_URL_TOKEN`` is set) serves OpenRLHF's
+stock client too: the reward application's ``auth.url_token_env`` is set to ``NAME`` in a copy of CONFIG
+(:func:`with_url_token`), which opens ``POST /openrlhf/<$NAME>/get_reward`` (docs/reward_server.md, "OpenRLHF").
+
 What still listens on all interfaces is named in ``docs/reward_server.md`` (Ray's gRPC servers).
 """
 from __future__ import annotations
@@ -51,12 +55,49 @@ def private_ray_token() -> Path | None:
     return path
 
 
+def with_url_token(config: dict, env_name: str) -> dict:
+    """A copy of the Serve config ``config`` whose reward application (``import_path`` ending in ``:build_app``)
+    has ``auth.url_token_env: env_name``.
+
+    Raises:
+        ValueError: no application of ``config`` is built by ``howeval.reward_server.app:build_app``.
+    """
+    import copy
+
+    out = copy.deepcopy(config)
+    apps = [a for a in out.get("applications") or [] if str(a.get("import_path", "")).endswith(":build_app")]
+    if not apps:
+        raise ValueError("--url-token-env: the config has no application with import_path "
+                         "howeval.reward_server.app:build_app")
+    for a in apps:
+        args = a.setdefault("args", {}) or {}
+        a["args"] = args
+        args["auth"] = {**(args.get("auth") or {}), "url_token_env": env_name}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Start Ray on 127.0.0.1 and run ``serve run CONFIG`` on it (blocks until Ctrl-C)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("config", help="Serve config YAML (configs/serve/reward.yaml)")
     ap.add_argument("--num-cpus", type=int, default=None, help="CPUs Ray may use (default: all)")
+    ap.add_argument("--url-token-env", default=None, metavar="NAME",
+                    help="also serve OpenRLHF's stock client at /openrlhf/<$NAME>/get_reward (auth.url_token_env)")
     args = ap.parse_args(argv)
+    config = args.config
+    if args.url_token_env:
+        import tempfile
+
+        import yaml
+
+        with open(args.config, encoding="utf-8") as f:
+            derived = with_url_token(yaml.safe_load(f), args.url_token_env)
+        tmp = tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="reward-url-token-", delete=False)  # noqa: SIM115
+        with tmp:
+            yaml.safe_dump(derived, tmp, sort_keys=False)
+        config = tmp.name
+        print(f"OpenRLHF's stock client: POST http://<host>:<port>/openrlhf/${args.url_token_env}/get_reward "
+              f"(config {config})", file=sys.stderr)
     # Ray replaces 127.0.0.1 by the machine's address unless "Ray clusters" are off (ray_constants.ENABLE_RAY_CLUSTER,
     # read at import): off, the node's address is 127.0.0.1 and the metrics servers bind loopback (a one-node server)
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -69,9 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     ray.init(address="local", include_dashboard=False, namespace="serve",
              num_cpus=args.num_cpus)
     try:
-        run.main([args.config], standalone_mode=False)
+        run.main([config], standalone_mode=False)
     finally:
         ray.shutdown()
+        if config != args.config:
+            os.unlink(config)
     return 0
 
 

@@ -5,10 +5,16 @@ balanced across multimodal math, multimodal logic, and document understanding. M
 OpenMMReasoner-RL-74K, excluding its virl39k subset, and are supplemented with data from WeMath, MMK12,
 ThinkLite-VL-Hard-11K, PuzzleVQA, AlgoPuzzleVQA, TextbookQA, ChartQA, and InfographicVQA."
 
-The paper gives no per-source counts, so the defaults are what it states: 44,200 prompts, a third per domain
-(:data:`PAPER_DOMAINS`), the domain of each named source (:data:`PAPER_SOURCES`), ``virl39k`` left out of
-OpenMMReasoner, and within a domain each source contributing in proportion to the rows it has (so the large
-OpenMMReasoner set gives "most samples"). Each source is read from a path the user gives, either as a manifest
+The paper gives no per-source counts, so the defaults are what it states (issue 41): 44,200 prompts, a third per
+domain (:data:`PAPER_DOMAINS`); each OpenMMReasoner row counts in the domain of its own subset (its release is
+the paper's WeMath, MMK12, ThinkLite, PuzzleVQA/AlgoPuzzleVQA and TextbookQA data: ``algopuzzle`` is logic,
+``tqa`` document, the others math; :data:`howeval.training.sources.OPENMMR_SUBSET_DOMAIN`), ``virl39k`` left
+out; the other sources count in their domain (:data:`PAPER_SOURCES`). "Most samples are drawn from
+OpenMMReasoner-RL-74K ... supplemented with": within each domain the ``primary`` source (OpenMMReasoner) is
+drawn first, up to its rows and its ``cap``, and the other sources of the domain fill the rest in proportion to
+their rows (each up to its ``cap``). The composition checks what the paper states and records the result
+(``checks``: the primary source is the majority; the domains within ``balance_tolerance`` (10%) of each other).
+Each source is read from a path the user gives, either as a manifest
 in the project's format (``format: manifest``, ``datasets/README.md``: ``uid``, ``question``, ``answer``,
 ``answer_type``, ``image``...) or in the set's released layout (``format: released``: the reader of its name in
 :mod:`howeval.training.sources`, which also says what of each layout is known). The draw is deterministic: rows
@@ -31,14 +37,19 @@ from pydantic import Field, model_validator
 
 from howeval.config.base import StrictModel
 
-__all__ = ["PAPER_SOURCES", "PAPER_DOMAINS", "MixtureSource", "MixtureConfig", "build_mixture", "write_mixture"]
+__all__ = ["PAPER_SOURCES", "PAPER_DOMAINS", "PAPER_PRIMARY", "MixtureSource", "MixtureConfig", "build_mixture",
+           "write_mixture"]
 
-PAPER_SOURCES: dict[str, str] = {
-    "OpenMMReasoner-RL-74K": "math", "WeMath": "math", "MMK12": "math", "ThinkLite-VL-Hard-11K": "math",
+PAPER_SOURCES: dict[str, str | None] = {
+    "OpenMMReasoner-RL-74K": None, "WeMath": "math", "MMK12": "math", "ThinkLite-VL-Hard-11K": "math",
     "PuzzleVQA": "logic", "AlgoPuzzleVQA": "logic",
     "TextbookQA": "document", "ChartQA": "document", "InfographicVQA": "document",
 }
-"""The paper's nine sources and the domain each is counted in (a row's own ``domain`` column overrides it)."""
+"""The paper's nine sources and the domain each is counted in (a row's own ``domain`` column overrides it); None:
+per row (OpenMMReasoner: its subset's domain, set by its reader)."""
+
+PAPER_PRIMARY = "OpenMMReasoner-RL-74K"
+"""'Most samples are drawn from OpenMMReasoner-RL-74K': drawn first in every domain."""
 
 PAPER_DOMAINS: dict[str, float] = {"math": 1 / 3, "logic": 1 / 3, "document": 1 / 3}
 """'approximately balanced across multimodal math, multimodal logic, and document understanding'."""
@@ -57,6 +68,8 @@ class MixtureSource(StrictModel):
     image_dir: str | None = Field(None, description="format released: where the kept rows' embedded images (Parquet bytes) are written; the CLI defaults it to images/<name> beside --out.")
     domain: str | None = Field(None, description="Domain its rows count in; None = PAPER_SOURCES[name]. A row's own `domain` column wins.")
     exclude: dict[str, list[str]] | None = Field(None, description="Rows to leave out: column -> values; None = PAPER_EXCLUDE for the name (virl39k for OpenMMReasoner).")
+    cap: int | None = Field(None, ge=0, description="At most this many prompts from this source (all domains together; split over its domains in proportion to its rows there); None = no cap.")
+    subset_domains: dict[str, str] | None = Field(None, description="Row subset -> domain, over the reader's (OpenMMReasoner: algopuzzle logic, tqa document, the others math); for a subset the reader does not know.")
 
     @model_validator(mode="after")
     def _known_domain(self) -> MixtureSource:
@@ -68,8 +81,9 @@ class MixtureSource(StrictModel):
         return self
 
     @property
-    def resolved_domain(self) -> str:
-        return self.domain or PAPER_SOURCES[self.name]
+    def resolved_domain(self) -> str | None:
+        """The domain its rows count in when a row carries none; None = per row (OpenMMReasoner)."""
+        return self.domain or PAPER_SOURCES.get(self.name)
 
     @property
     def resolved_exclude(self) -> dict[str, list[str]]:
@@ -83,12 +97,14 @@ class MixtureConfig(StrictModel):
     domains: dict[str, float] = Field(default_factory=lambda: dict(PAPER_DOMAINS), description="Domain -> share of total (normalized to sum 1); paper: a third each.")
     sources: list[MixtureSource] = Field(..., min_length=1, description="Source manifests.")
     seed: int = Field(0, description="Seed of the hash ranking that picks each source's rows.")
+    primary: str | None = Field(PAPER_PRIMARY, description="The source drawn first in every domain (paper: 'most samples are drawn from OpenMMReasoner-RL-74K'); None = every source in proportion to its rows.")
+    balance_tolerance: float = Field(0.10, ge=0, le=1, description="checks.domains_balanced holds when (largest domain - smallest) / largest <= this (paper: 'approximately balanced').")
 
     @model_validator(mode="after")
     def _domains_cover_sources(self) -> MixtureConfig:
         if any(v < 0 for v in self.domains.values()) or sum(self.domains.values()) <= 0:
             raise ValueError(f"domains: shares must be >= 0 and not all 0, got {self.domains}")
-        missing = sorted({s.resolved_domain for s in self.sources} - set(self.domains))
+        missing = sorted({s.resolved_domain for s in self.sources if s.resolved_domain} - set(self.domains))
         if missing:
             raise ValueError(f"sources count in domain(s) {missing} that domains does not list ({sorted(self.domains)})")
         return self
@@ -98,14 +114,21 @@ def _rank(seed: int, uid: str) -> bytes:
     return hashlib.sha256(f"{seed}:{uid}".encode()).digest()
 
 
-def _read_source(src: MixtureSource) -> list[dict[str, Any]]:
+def _read_source(src: MixtureSource) -> tuple[list[dict[str, Any]], int]:
+    """``(rows kept, rows left out by exclude)`` of one source."""
+    excl = {col: set(vals) for col, vals in src.resolved_exclude.items()}
+
+    def left_out(row: dict) -> bool:
+        return any(str(row.get(col)) in vals for col, vals in excl.items())
+
     if src.format == "released":
         from howeval.training.sources import read_released
 
-        return [r for r in read_released(src.name, src.path, src.image_root)
-                if not any(r.get(col) in set(vals) for col, vals in src.resolved_exclude.items())]
+        rows = read_released(src.name, src.path, src.image_root)
+        kept = [r for r in rows if not left_out(r)]
+        return kept, len(rows) - len(kept)
     folder = Path(src.path).resolve().parent
-    rows = []
+    rows, dropped = [], 0
     with open(src.path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
@@ -113,7 +136,8 @@ def _read_source(src: MixtureSource) -> list[dict[str, Any]]:
             row = json.loads(line)
             if not isinstance(row, dict) or not row.get("uid"):
                 raise ValueError(f"{src.path}:{n}: a manifest row needs a uid (source {src.name})")
-            if any(row.get(col) in set(vals) for col, vals in src.resolved_exclude.items()):
+            if left_out(row):
+                dropped += 1
                 continue
             for key in ("image", "images"):  # make image paths independent of the output's folder
                 v = row.get(key)
@@ -123,7 +147,7 @@ def _read_source(src: MixtureSource) -> list[dict[str, Any]]:
                     row[key] = [str(folder / x) if isinstance(x, str) and "://" not in x and not os.path.isabs(x) else x
                                 for x in v]
             rows.append(row)
-    return rows
+    return rows, dropped
 
 
 def _split(total: int, weights: Mapping[str, float]) -> dict[str, int]:
@@ -136,36 +160,93 @@ def _split(total: int, weights: Mapping[str, float]) -> dict[str, int]:
     return out
 
 
+def _row_domain(src: MixtureSource, row: dict[str, Any]) -> str:
+    """A row's domain: ``subset_domains`` of its subset, its own ``domain``, the paper table of its source's subsets
+    (OpenMMReasoner), else its source's domain.
+
+    Raises:
+        ValueError: none of these gives one (names the row, the subset and the fix).
+    """
+    from howeval.training.sources import OPENMMR_SUBSET_DOMAIN
+
+    sub = str(row.get("subset"))
+    d = ((src.subset_domains or {}).get(sub) or row.get("domain")
+         or (OPENMMR_SUBSET_DOMAIN.get(sub) if src.name == PAPER_PRIMARY else None) or src.resolved_domain)
+    if not d:
+        raise ValueError(f"{src.name} row {row['uid']}: no domain (subset {row.get('subset')!r} is not one the reader "
+                         f"knows): give sources.{src.name}.subset_domains: {{{row.get('subset')!r}: <domain>}}")
+    return str(d)
+
+
+def _caps(cfg: MixtureConfig, pools: dict[str, dict[str, list[dict]]]) -> dict[tuple[str, str], int]:
+    """(source, domain) -> most rows it may give there: its rows, and a source's ``cap`` split over its domains in
+    proportion to its rows in each (largest remainders)."""
+    limit = {(s, d): len(rs) for d, by in pools.items() for s, rs in by.items()}
+    for src in cfg.sources:
+        if src.cap is None:
+            continue
+        mine = {d: n for (s, d), n in limit.items() if s == src.name}
+        if sum(mine.values()) > src.cap:
+            for d, n in _split(src.cap, mine).items():
+                limit[(src.name, d)] = min(n, mine[d])
+    return limit
+
+
+def _fill(left: int, avail: dict[str, int]) -> dict[str, int]:
+    """Up to ``left`` rows from sources with ``avail`` rows each, in proportion to what they have; a source short of
+    its part hands the rest to the others (repeated until filled or all are empty)."""
+    take = {s: 0 for s in avail}
+    while left > 0:
+        open_ = {s: avail[s] - take[s] for s in avail if avail[s] > take[s]}
+        if not open_:
+            break
+        for s, n in _split(min(left, sum(open_.values())), open_).items():
+            n = min(n, open_[s])
+            take[s] += n
+            left -= n
+    return take
+
+
 def build_mixture(cfg: MixtureConfig) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The mixture's rows and its composition.
 
-    Each domain gets ``total × share`` prompts (largest remainders); within a domain each source gets a part
-    proportional to its rows left after ``exclude``, capped at what it has (a source short of its part hands
-    the rest to the others of its domain). Each source's rows are taken in order of SHA-256(``seed:uid``).
-    Rows get ``mixture_source`` and ``mixture_domain``; a uid met twice is kept once (the first source).
+    Each domain gets ``total × share`` prompts (largest remainders). Within a domain the ``primary`` source gives
+    first (up to its rows there and its cap), then the other sources fill the rest in proportion to their rows
+    left after ``exclude``, each up to its rows and cap (a source short of its part hands the rest to the others
+    of its domain). A row's domain: ``subset_domains`` of its subset, else its own ``domain`` (OpenMMReasoner's
+    reader sets it from the subset), else its source's. Each source's rows are taken in order of
+    SHA-256(``seed:uid``). Rows get ``mixture_source`` and ``mixture_domain``; a uid met twice is kept once (the
+    first source).
 
     Returns:
         (rows, composition): composition = ``{total, requested, by_domain: {d: n}, by_source: {s: n},
-        available: {s: n}, shortfall: {d: n}}`` (shortfall: prompts a domain could not fill).
+        by_domain_source: {d: {s: n}}, by_subset: {s: {subset: n}}, available: {s: n}, excluded: {s: n},
+        shortfall: {d: n}, majority: {source, share}, balance: (max - min) / max over domains, checks:
+        {primary_is_majority, domains_balanced}}``. A check that fails is recorded as False beside its figures,
+        never raised: the caller decides (the job prints it).
 
     Raises:
-        ValueError: a row without uid, an unknown source without domain, shares that do not cover the sources,
-            an embedded image without ``image_dir``; :class:`howeval.training.sources.SourceFieldError` (a
-            ValueError) for a released row without a field it needs.
+        ValueError: a row without uid or without a domain (names the subset and the fix), an unknown source
+            without domain, shares that do not cover the sources, an embedded image without ``image_dir``;
+            :class:`howeval.training.sources.SourceFieldError` (a ValueError) for a released row without a
+            field it needs.
         FileNotFoundError: a source path that does not exist (names the source).
     """
     pools: dict[str, dict[str, list[dict]]] = {d: {} for d in cfg.domains}
     seen: set[str] = set()
     available: dict[str, int] = {}
+    excluded: dict[str, int] = {}
     for src in cfg.sources:
         if not os.path.exists(src.path):
             raise FileNotFoundError(f"sources.{src.name}.path: {src.path!r} does not exist")
         rows = []
-        for row in _read_source(src):
+        read, dropped = _read_source(src)
+        excluded[src.name] = dropped
+        for row in read:
             if row["uid"] in seen:
                 continue
             seen.add(row["uid"])
-            d = row.get("domain") or src.resolved_domain
+            d = _row_domain(src, row)
             if d not in cfg.domains:
                 raise ValueError(f"{src.name} row {row['uid']}: domain {d!r} is not in domains {sorted(cfg.domains)}")
             rows.append({**row, "mixture_source": src.name, "mixture_domain": d})
@@ -173,33 +254,50 @@ def build_mixture(cfg: MixtureConfig) -> tuple[list[dict[str, Any]], dict[str, A
         for row in rows:
             pools[row["mixture_domain"]].setdefault(src.name, []).append(row)
     quotas = _split(cfg.total, cfg.domains)
+    limit = _caps(cfg, pools)
     out: list[dict[str, Any]] = []
     by_source: Counter = Counter()
+    by_domain_source: dict[str, dict[str, int]] = {}
     shortfall = {}
     for d, quota in quotas.items():
         srcs = {s: sorted(rs, key=lambda r: _rank(cfg.seed, r["uid"])) for s, rs in pools[d].items()}
         take = {s: 0 for s in srcs}
-        left = quota
-        while left > 0:  # proportional parts, capped; what a capped source cannot give goes round again
-            open_ = {s: len(rs) - take[s] for s, rs in srcs.items() if len(rs) > take[s]}
-            if not open_:
-                break
-            part = _split(min(left, sum(open_.values())), open_)
-            for s, n in part.items():
-                n = min(n, open_[s])
-                take[s] += n
-                left -= n
+        if cfg.primary in srcs:
+            take[cfg.primary] = min(quota, limit[(cfg.primary, d)])
+        others = {s: limit[(s, d)] for s in srcs if s != cfg.primary}
+        for s, n in _fill(quota - sum(take.values()), others).items():
+            take[s] = n
+        left = quota - sum(take.values())
         if left:
             shortfall[d] = left
         for s, rs in srcs.items():
             out.extend(rs[: take[s]])
             by_source[s] += take[s]
+        by_domain_source[d] = {s: n for s, n in take.items() if n}
     from howeval.training.sources import materialize_images
 
     for src in cfg.sources:  # embedded images: only the kept rows are written out
         materialize_images([r for r in out if r["mixture_source"] == src.name], src.image_dir, src.name)
-    comp = {"total": len(out), "requested": cfg.total, "by_domain": dict(Counter(r["mixture_domain"] for r in out)),
-            "by_source": dict(by_source), "available": available, "shortfall": shortfall}
+    by_domain = {d: sum(r["mixture_domain"] == d for r in out) for d in quotas}
+    by_subset: dict[str, dict[str, int]] = {}
+    for r in out:
+        if r.get("subset") is not None:
+            sub = by_subset.setdefault(r["mixture_source"], {})
+            sub[str(r["subset"])] = sub.get(str(r["subset"]), 0) + 1
+    top, top_n = (by_source.most_common(1) or [(None, 0)])[0]
+    counts = [n for d, n in by_domain.items() if cfg.domains[d] > 0]
+    balance = round((max(counts) - min(counts)) / max(counts), 4) if counts and max(counts) else None
+    shares = {d: w / sum(cfg.domains.values()) for d, w in cfg.domains.items()}
+    equal = len({round(v, 9) for v in shares.values() if v > 0}) <= 1
+    comp = {"total": len(out), "requested": cfg.total, "by_domain": by_domain, "by_source": dict(by_source),
+            "by_domain_source": by_domain_source, "by_subset": by_subset, "available": available,
+            "excluded": excluded, "shortfall": shortfall,
+            "majority": {"source": top, "share": round(top_n / len(out), 4) if out else None},
+            "balance": balance,
+            "checks": {"primary_is_majority": None if cfg.primary is None else bool(out) and top == cfg.primary
+                       and top_n * 2 > len(out),
+                       "domains_balanced": None if not equal else balance is not None
+                       and balance <= cfg.balance_tolerance}}
     return out, comp
 
 

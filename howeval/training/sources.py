@@ -16,7 +16,8 @@ against the folder of the file that names them.
 
 What is known of each layout, and what is not:
 
-- ``PuzzleVQA`` / ``AlgoPuzzleVQA`` (declare-lab/LLM-PuzzleTest, README "Dataset"): one JSON object per line,
+- ``PuzzleVQA`` / ``AlgoPuzzleVQA`` (declare-lab/LLM-PuzzleTest @ 9b3a074c, README "Dataset"; the rows of
+  ``../shared/data/vqa/puzzlevqa_subset.jsonl`` come from it): one JSON object per line,
   ``image``, ``question``, ``options`` (option texts), ``answer`` (the correct option's text), plus
   ``caption`` / ``explanation`` / ``solution``. The answer becomes its option letter; the file stem (the
   puzzle) is the ``subset``.
@@ -31,13 +32,29 @@ What is known of each layout, and what is not:
   (``{"a": {"processedText"}, ...}``), ``correctAnswer.processedText`` (a letter) and ``imagePath``
   (relative to the JSON file's folder). Only diagram questions are read (the non-diagram ones have no
   image, and the mixture is multimodal).
-- ``OpenMMReasoner-RL-74K``, ``WeMath``, ``MMK12``, ``ThinkLite-VL-Hard-11K``: Hugging Face releases whose
-  exact column names this module could not check offline. Each reader takes the documented alternatives
-  listed in :data:`FIELDS` (e.g. ``problem`` or ``question``, ``answer`` or ``solution`` or
-  ``ground_truth``) and names the missing field and the fix when none is present. An answer wrapped as
-  ``<answer>...</answer>`` or ``\\boxed{...}`` is unwrapped. OpenMMReasoner's subset (for "excluding its
-  virl39k subset") is read from ``subset`` / ``data_source`` / ``source`` / ``dataset``; WeMath's options
-  may be one string ``"A. 5; B. 6"`` (its testmini layout) or a list.
+- ``OpenMMReasoner-RL-74K`` (issue 41; :func:`read_openmmreasoner`): the release is verl's RL Parquet layout,
+  one Hugging Face config per subset: ``algopuzzle``, ``mmk12``, ``thinklite_vl_hard``, ``tqa_train``,
+  ``virl39k``, ``wemath_pro``, ``wemath_standard`` (train, 72,971 rows) and ``validation`` (1,724 rows); the
+  training script of its repository reads the same files as ``<subset>_train.parquet`` /
+  ``wemath_standard.parquet`` with ``data.prompt_key=prompt`` (github.com/EvolvingLMMs-Lab/OpenMMReasoner @
+  8d8babd2, ``examples/openmmreasoner/gspo_n16.sh``). Columns, as verl writes them
+  (github.com/volcengine/verl, ``examples/data_preprocess/geo3k.py``): ``data_source``, ``prompt`` (chat
+  messages ``[{"role", "content"}]``; the user turn is the question, ``<image>`` placeholders dropped),
+  ``images`` (a list of ``{"bytes", "path"}``), ``ability``, ``reward_model`` (``{"style": "rule",
+  "ground_truth"}``: the answer), ``extra_info`` (``index``...). The subset is the config named by the file's
+  path (its folder or file stem), else ``data_source``; it gives each row its domain
+  (:data:`OPENMMR_SUBSET_DOMAIN`: algopuzzle logic, tqa document, the others math), so OpenMMReasoner rows
+  count in all three domains.
+- ``MMK12`` (FanqingM/MMK12, ``data/*.parquet``): ``id``, ``subject``, ``question`` (options written inline
+  as ``A. ...`` lines), ``answer`` (the letter for multiple choice), ``image`` (``{"bytes", "path"}``);
+  ``subject`` is the subset.
+- ``WeMath`` (We-Math/We-Math, its README's row: ``ID``, ``split``, ``knowledge concept``, ``question``,
+  ``option`` as one string ``"A. 200.96;B. 3215.36;...; E. No correct answer"``, ``answer`` (a letter),
+  ``image_path``, ``key``, ``question number``, ``knowledge concept description``): checked.
+- ``ThinkLite-VL-Hard-11K`` (russwang/ThinkLite-VL-hard-11k): its card was not readable offline; the columns
+  known from its users are an image, ``problem``, ``answer`` and an id, which the reader takes among the
+  alternatives of :data:`FIELDS` (naming the missing field and the fix when none is present). An answer
+  wrapped as ``<answer>...</answer>`` or ``\\boxed{...}`` is unwrapped.
 
 A row the reader cannot use raises :class:`SourceFieldError`, which names the source, the file, the row and
 the field; converting such a set by hand into the project's manifest (``format: manifest``) is always possible.
@@ -51,14 +68,21 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FIELDS", "READERS", "SourceFieldError", "read_released", "materialize_images"]
+__all__ = ["FIELDS", "OPENMMR_SUBSETS", "OPENMMR_SUBSET_DOMAIN", "READERS", "SourceFieldError", "materialize_images",
+           "openmmr_subset", "read_openmmreasoner", "read_released"]
+
+OPENMMR_SUBSETS = ("algopuzzle", "mmk12", "thinklite_vl_hard", "tqa", "virl39k", "wemath_pro", "wemath_standard")
+"""OpenMMReasoner-RL-74K's train configs (``tqa_train`` is read as ``tqa``; ``validation`` is not a subset)."""
+
+OPENMMR_SUBSET_DOMAIN: dict[str, str] = {
+    "algopuzzle": "logic", "puzzlevqa": "logic", "tqa": "document", "mmk12": "math", "thinklite_vl_hard": "math",
+    "wemath_pro": "math", "wemath_standard": "math", "virl39k": "math",
+}
+"""OpenMMReasoner subset -> PatternRL domain: AlgoPuzzleVQA/PuzzleVQA puzzles are "multimodal logic", TextbookQA
+diagram questions "document understanding", MMK12 / ThinkLite / WeMath (and ViRL39K, left out by default)
+"multimodal math". A subset not listed gets no domain: the mixture then asks for one (``subset_domains``)."""
 
 FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
-    "OpenMMReasoner-RL-74K": {"id": ("id", "uid", "idx", "index", "problem_id"),
-                              "question": ("problem", "question", "prompt", "query"),
-                              "answer": ("answer", "solution", "ground_truth", "gt_answer"),
-                              "image": ("images", "image", "image_path", "image_paths"),
-                              "subset": ("subset", "data_source", "source", "dataset")},
     "WeMath": {"id": ("ID", "id", "question number", "index"), "question": ("question", "problem"),
                "answer": ("answer", "solution"), "image": ("image_path", "image", "images"),
                "options": ("option", "options", "choices")},
@@ -311,8 +335,89 @@ def read_textbookqa(path: str, image_root: str | None = None) -> list[dict]:
     return out
 
 
+def openmmr_subset(file: Path, data_source: Any = None) -> str | None:
+    """The OpenMMReasoner subset of a row: the config its file's path names (a folder ``algopuzzle/`` or a stem
+    ``tqa_train`` / ``wemath_standard``), else its ``data_source`` (lower case, a ``_train`` suffix dropped).
+
+    >>> openmmr_subset(Path("rl74k/tqa_train/train-00000-of-00001.parquet")), openmmr_subset(Path("x/mmk12_train.parquet"))
+    ('tqa', 'mmk12')
+    >>> openmmr_subset(Path("data/train-0.parquet"), "ThinkLite_VL_Hard"), openmmr_subset(Path("d/x.parquet"))
+    ('thinklite_vl_hard', None)
+    """
+    def norm(x: str) -> str:
+        x = re.sub(r"[^a-z0-9]+", "_", x.lower()).strip("_")
+        return re.sub(r"_train$", "", x)
+
+    for part in [file.stem, *reversed(file.parent.parts)]:
+        p = norm(part)
+        for sub in OPENMMR_SUBSETS:
+            if p == sub or p.startswith(sub + "_") or p.startswith(sub + "-"):
+                return sub
+    return norm(str(data_source)) if data_source not in (None, "") else None
+
+
+def _chat_question(prompt: Any) -> str | None:
+    """The user turn's text of a verl chat ``prompt`` (a list of ``{"role", "content"}``; content a string or a
+    list of ``{"type", "text"}`` parts), ``<image>`` placeholders dropped; None when there is no user text."""
+    if isinstance(prompt, str):
+        return prompt.replace("<image>", "").strip() or None
+    parts = []
+    for m in prompt if isinstance(prompt, (list, tuple)) else []:
+        if not isinstance(m, dict) or m.get("role") != "user":
+            continue
+        c = m.get("content")
+        if isinstance(c, str):
+            parts.append(c)
+        elif isinstance(c, (list, tuple)):
+            parts.extend(str(x.get("text")) for x in c if isinstance(x, dict) and x.get("text"))
+    text = "\n".join(parts).replace("<image>", "").strip()
+    return text or None
+
+
+def read_openmmreasoner(path: str, image_root: str | None = None) -> list[dict]:
+    """OpenMMReasoner-RL-74K rows from its released verl Parquet files (module docstring): ``question`` from the
+    ``prompt``'s user turn, ``answer`` from ``reward_model.ground_truth``, ``image`` from ``images``, ``subset``
+    from the file's config (:func:`openmmr_subset`), ``domain`` from the subset (:data:`OPENMMR_SUBSET_DOMAIN`;
+    absent for an unknown subset), ``data_source`` and ``ability`` kept. A file of the ``validation`` config is
+    skipped (it is not training data). uid: ``OpenMMReasoner-RL-74K:<subset>:<extra_info.index or row>``.
+
+    Raises:
+        SourceFieldError: a row without ``prompt`` user text, ``reward_model.ground_truth`` or an image (names
+            the file, row and field).
+    """
+    src = "OpenMMReasoner-RL-74K"
+    out = []
+    for file in _files(path):
+        if any(x == "validation" or x == "val" or x.startswith(("validation-", "validation_", "val-", "val_"))
+               for x in (file.stem.lower(), file.parent.name.lower())):
+            continue  # the release's validation config: not training data
+        base = Path(image_root) if image_root else file.parent
+        for n, r in _records(file):
+            q = _chat_question(r.get("prompt"))
+            if q is None:
+                raise SourceFieldError(src, str(file), n, "prompt", "no user turn with text in 'prompt'",
+                                       "give the release's verl Parquet files (prompt = chat messages)")
+            rm = r.get("reward_model")
+            gt = rm.get("ground_truth") if isinstance(rm, dict) else None
+            if gt in (None, ""):
+                raise SourceFieldError(src, str(file), n, "reward_model.ground_truth", "no ground_truth in 'reward_model'",
+                                       "give the release's verl Parquet files (reward_model = {style, ground_truth})")
+            image = _resolve(_need(r, ("images", "image"), src, file, n, "images"), base)
+            if image is None:
+                raise SourceFieldError(src, str(file), n, "images", "an image struct with neither bytes nor path")
+            sub = openmmr_subset(file, r.get("data_source"))
+            info = r.get("extra_info") if isinstance(r.get("extra_info"), dict) else {}
+            idx = info.get("index")
+            rid = f"{sub or file.stem}:{idx if idx is not None else n}"
+            out.append(_row(src, rid, q, _unwrap(gt), None, image, subset=sub,
+                            domain=OPENMMR_SUBSET_DOMAIN.get(sub or ""),
+                            data_source=None if r.get("data_source") is None else str(r["data_source"]),
+                            ability=None if r.get("ability") is None else str(r["ability"])))
+    return out
+
+
 READERS: dict[str, Callable[[str, str | None], list[dict]]] = {
-    "OpenMMReasoner-RL-74K": _hub_reader("OpenMMReasoner-RL-74K"), "WeMath": _hub_reader("WeMath"),
+    "OpenMMReasoner-RL-74K": read_openmmreasoner, "WeMath": _hub_reader("WeMath"),
     "MMK12": _hub_reader("MMK12"), "ThinkLite-VL-Hard-11K": _hub_reader("ThinkLite-VL-Hard-11K"),
     "PuzzleVQA": _puzzle_reader("PuzzleVQA"), "AlgoPuzzleVQA": _puzzle_reader("AlgoPuzzleVQA"),
     "TextbookQA": read_textbookqa, "ChartQA": read_chartqa, "InfographicVQA": read_infographicvqa,

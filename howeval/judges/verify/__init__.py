@@ -10,6 +10,11 @@ equivalence; unresolved cases go to an LLM judge").
   parse): it is never a guess, and callers send it to :class:`LLMVerifier`.
 - :class:`LLMVerifier` (``llm.py``) wraps an Engine and grades only the unresolved items, in one batched call.
 
+After the answer-type rules, ``official.py`` applies the source's own published scorer where there is one
+(MathVista, MATH-Vision, TabMWP; issue 41), as that code does, and names the method on the row:
+``"nearest_option"`` (the extraction mapped to its nearest option) or ``"source_rule"``; the departures that
+remain are listed in ``docs/metrics.md``.
+
 One module per answer type, on shared readers: ``answer.py`` (the candidate answer of a response, text
 normalization, refusals), ``numbers.py`` (numbers read from answers), ``mathexpr.py`` (guarded
 math-verify equivalence), ``choice.py`` (which option an answer names).

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from howeval.judges import budget
+from howeval.judges.verify.official import apply_source_criterion
 from howeval.judges.verify.result import DEFAULT_REL_TOL, METHOD_BUDGET, VERIFIERS, VerifyResult
 from howeval.parsing.limits import InputTooLarge, check_text
 
@@ -24,6 +25,8 @@ def verify(
     *,
     rel_tol: float = DEFAULT_REL_TOL,
     time_budget_s: float = budget.DEFAULT_ITEM_BUDGET_S,
+    precision: int | str | None = None,
+    source_criteria: bool = True,
 ) -> VerifyResult:
     r"""Judge one response y_m against the reference answer g by the rules of its answer type.
 
@@ -33,11 +36,15 @@ def verify(
             items without a reference, which are unresolved).
         answer_type: a key of :data:`VERIFIERS`.
         options: the item's options (multiple choice, TabMWP text types), or None.
-        source: the item's source benchmark, recorded in the reason; criteria follow answer_type,
-            which the manifest sets per source.
+        source: the item's source benchmark, recorded in the reason. The answer-type rules decide first;
+            a source with a published scorer (MathVista, MATH-Vision: :mod:`howeval.judges.verify.official`)
+            then applies its own criterion as that code does, and the row says so (``method``
+            ``"nearest_option"`` or ``"source_rule"``).
         rel_tol: relative tolerance for free-form numbers (> 0, default 1e-4).
         time_budget_s: seconds this item may spend in math-verify (enforced in a child process that
             is killed when over time, so it holds in threads, actors and Serve replicas).
+        precision: MathVista's ``precision`` of a ``float`` answer (decimal places its scorer rounds to), or None.
+        source_criteria: False to stop at the answer-type rules (the verdicts before issue 41).
 
     Returns:
         VerifyResult with correct True/False, or None when the rules cannot decide. A response over
@@ -70,6 +77,9 @@ def verify(
         check_text(response, "response")
         with budget.item_budget(time_budget_s):
             result = VERIFIERS[answer_type](response, gold, options, rel_tol=rel_tol)
+            if source_criteria and source:
+                result = apply_source_criterion(response, gold, answer_type, options, source, result,
+                                                {"precision": precision})
     except InputTooLarge as e:
         result = VerifyResult(None, None, METHOD_BUDGET, str(e))
     except budget.BudgetExceeded as e:

@@ -565,3 +565,24 @@ def test_network_policies_admit_the_projects_pods_and_no_one_else(overlay, rende
     assert admitted(redis, {**heads[0], "ray.io/node-type": "redis-cleanup"}, 6379)
     assert not any(admitted(redis, p, 6379) for p in ray_pods if p["ray.io/node-type"] == "worker")
     assert all(admitted(verifier, p, 8000) for p in ray_pods) and not admitted(verifier, {"app": "other"}, 8000)
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_reward_workers_are_ready_only_when_healthz_says_so_and_liveness_stays_kuberays(overlay, rendered):
+    """Issue 40: every reward-serving worker's readiness probe asks the reward app's /healthz (503 until
+    PatternRM and the step scorer answer) after KubeRay's own raylet and Serve-proxy checks; no probe sets a
+    liveness on /healthz (KubeRay's raylet liveness stays, so a slowly loading PatternRM kills no pod)."""
+    doc = ray_docs(rendered, overlay)["patternrm-reward"]
+    serve_port = yaml.safe_load(doc["spec"]["serveConfigV2"])["http_options"]["port"]
+    workers = [spec for _, is_head, spec in pod_specs(doc) if not is_head]
+    assert workers
+    for spec in workers:
+        c = spec["containers"][0]
+        cmd = " ".join(c["readinessProbe"]["exec"]["command"])
+        assert "api/local_raylet_healthz" in cmd and f"localhost:{serve_port}/-/healthz" in cmd
+        assert f"localhost:{serve_port}/healthz" in cmd.split("&&")[-1]
+        assert c["readinessProbe"]["timeoutSeconds"] >= 2 + 2 + 4  # the three wget timeouts fit in one probe
+        assert "livenessProbe" not in c and "startupProbe" not in c
+    for _, _, spec in pod_specs(doc):
+        for c in spec["containers"]:
+            assert "/healthz" not in str(c.get("livenessProbe", "")), "a liveness probe must not wait on the models"

@@ -7,7 +7,7 @@ import importlib
 import pytest
 import tomllib
 
-JOBS = ["adapt", "build_corpus", "build_keysteps", "build_refs", "calibrate", "compare", "crystal", "judge", "local_head", "report",
+JOBS = ["adapt", "build_corpus", "build_keysteps", "build_mixture", "build_triggers", "build_refs", "calibrate", "compare", "crystal", "judge", "local_head", "report",
         "sweep", "train_elastic", "train_patternrm"]
 
 

@@ -128,7 +128,8 @@ def test_auth_and_open_routes(server):
     r = httpx.post(server + "/v1/rewards", content=json.dumps({"items": [item(CLEAN)]}), headers=two, timeout=60)
     assert r.status_code == 400 and "Authorization" in r.text
     h = httpx.get(server + "/healthz")
-    assert h.status_code == 200 and h.json() == {"status": "ok", "patternrm": "up", "step_scorer": "up", "degraded": False}
+    assert h.status_code == 200 and h.json() == {"status": "ok", "ready": True, "patternrm": "up", "step_scorer": "up",
+                                                 "degraded": False}
     spec = httpx.get(server + "/openapi.json").json()
     assert {"/v1/rewards", "/get_reward", "/healthz"} <= set(spec["paths"])
 
@@ -355,13 +356,37 @@ def test_z1_degraded_when_patternrm_stopped(server):
         assert g.json()["extra_logs"]["degraded"] == [1.0, 0.0]
         assert g.json()["errors"][0].startswith("patternrm: ") and g.json()["errors"][1] is None
         # (auth headers: the server's open paths are matched without a route prefix)
-        h = httpx.get(url + "/healthz", headers=AUTH).json()
-        assert h["patternrm"].startswith("down") and h["degraded"] is True and h["status"] == "ok"
+        h = httpx.get(url + "/healthz", headers=AUTH)  # issue 40: not ready (was 200 "ok" with degraded: true)
+        assert h.status_code == 503 and h.headers["retry-after"] == "5"
+        assert h.json()["patternrm"].startswith("down") and h.json()["degraded"] is True
+        assert h.json()["status"] == "not ready" and h.json()["ready"] is False
     finally:
         serve.delete("reward-degraded")
     # the shared server still has its PatternRM
     assert httpx.get(server + "/healthz").json()["patternrm"] == "up"
     assert post(server, {"items": [item(TWO_PATTERNS)]}).json()["rewards"][0]["labels"] is not None
+
+
+def test_healthz_is_not_ready_until_patternrm_is_up(server):
+    """Issue 40: a reward app whose PatternRM application is still coming up answers /healthz 503 (a
+    Kubernetes readiness probe keeps traffic away), and 200 once it answers; rewards meanwhile degrade."""
+    from ray import serve
+
+    from howeval.reward_server.app import build_app, build_patternrm_app
+
+    serve.run(build_app({"auth": {"token_env": TOKEN_ENV}, "patternrm_app": "patternrm-late",
+                         "pattern": {"p": 1.0, "seed": 0, "mode": "mean"}}), name="reward-late", route_prefix="/late")
+    url = server + "/late"
+    try:
+        h = httpx.get(url + "/healthz", timeout=30)
+        assert h.status_code == 503 and h.json()["patternrm"].startswith("down") and h.json()["step_scorer"] == "up"
+        assert post(url, {"items": [item(CLEAN)]}).json()["rewards"][0]["degraded"] is True
+        serve.run(build_patternrm_app({"patternrm": {"kind": "rules"}}), name="patternrm-late", route_prefix=None)
+        h = httpx.get(url + "/healthz", timeout=30)
+        assert h.status_code == 200 and h.json()["ready"] is True, h.text
+    finally:
+        serve.delete("reward-late")
+        serve.delete("patternrm-late")
 
 
 def test_patternrm_replica_killed_under_load_degrades_then_recovers(server):

@@ -61,6 +61,44 @@ def test_no_or_wrong_token_is_refused_from_the_headers_alone(settings):
     assert run_guard([], lambda: _msg(b""), path="/healthz")[0] == 200
 
 
+URL_TOKEN = "u" * 40
+
+
+def test_url_token_opens_the_openrlhf_route_only_and_is_checked_before_the_body(settings, monkeypatch):
+    """Issue 40: OpenRLHF's stock client sends no header; its URL carries a second secret that opens
+    /openrlhf/<secret>/get_reward and nothing else, checked from the path before any body byte."""
+    ok = f"/openrlhf/{URL_TOKEN}/get_reward"
+    assert run_guard([], never_called, path=ok)[0] == 404  # no url token configured: the route does not exist
+    monkeypatch.setitem(app_module.SETTINGS, "url_token", URL_TOKEN)
+    assert run_guard([], lambda: _msg(b"{}"), path=ok)[:3:2] == (200, True)
+    for path, status in ((f"/openrlhf/{URL_TOKEN}x/get_reward", 401), ("/openrlhf//get_reward", 401),
+                         (f"/openrlhf/{URL_TOKEN}/v1/rewards", 404), (f"/openrlhf/{URL_TOKEN}", 404)):
+        got, _, reached = run_guard([], never_called, path=path)
+        assert (got, reached) == (status, False), path
+    # the URL token is no bearer token, and the other routes still want the bearer token
+    assert run_guard([(b"authorization", f"Bearer {URL_TOKEN}".encode())], never_called)[0] == 401
+    assert run_guard([], never_called, path="/get_reward")[0] == 401
+    two = [(b"authorization", b"Bearer a"), (b"authorization", b"Bearer b")]
+    assert run_guard(two, never_called, path=ok)[0] == 400
+
+
+def test_url_token_config_is_refused_when_short_unsafe_or_the_bearer_token(monkeypatch):
+    from howeval.reward_server.config import AuthConfig
+
+    auth = AuthConfig(token_env="T_BEARER", url_token_env="T_URL")
+    monkeypatch.setenv("T_BEARER", URL_TOKEN)
+    for value, why in ((None, "is not set"), ("short", "at least 32"), ("a/b" * 20, "at least 32"), (URL_TOKEN, "equals the bearer")):
+        if value is None:
+            monkeypatch.delenv("T_URL", raising=False)
+        else:
+            monkeypatch.setenv("T_URL", value)
+        with pytest.raises(ValueError, match=why):
+            auth.url_token()
+    monkeypatch.setenv("T_URL", "v" * 32)
+    assert auth.url_token() == "v" * 32
+    assert AuthConfig().url_token() is None
+
+
 async def _msg(body: bytes, more: bool = False) -> dict:
     return {"type": "http.request", "body": body, "more_body": more}
 

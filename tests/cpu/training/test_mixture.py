@@ -1,4 +1,5 @@
-"""PatternRL's RL data mixture (issue 31): the paper's sources, virl39k left out, balanced domains.
+"""PatternRL's RL data mixture (issues 31, 41): the paper's sources, OpenMMReasoner first and counted per row by its
+subset's domain, virl39k left out, balanced domains, caps, and the checks the composition records.
 
 The sources here are a few synthetic rows per source in the project's manifest format (``datasets/README.md``),
 not in each set's released layout (those readers: test_sources.py)."""
@@ -8,7 +9,7 @@ import json
 
 import pytest
 
-from howeval.training.mixture import PAPER_SOURCES, MixtureConfig, build_mixture, main
+from howeval.training.mixture import MixtureConfig, build_mixture, main
 
 
 def manifest(tmp_path, name, n, **extra):
@@ -21,26 +22,36 @@ def manifest(tmp_path, name, n, **extra):
     return str(path)
 
 
+OMR_SUBSETS = ["mmk12", "algopuzzle", "tqa", "virl39k", "wemath_standard", "thinklite_vl_hard"]
+
+
 @pytest.fixture
 def sources(tmp_path):
-    sizes = {"OpenMMReasoner-RL-74K": 40, "WeMath": 6, "MMK12": 6, "ThinkLite-VL-Hard-11K": 8, "PuzzleVQA": 10,
+    """OpenMMReasoner rows over its real subsets (issue 41: each row counts in its subset's domain), the others
+    a few rows each."""
+    sizes = {"OpenMMReasoner-RL-74K": 60, "WeMath": 6, "MMK12": 6, "ThinkLite-VL-Hard-11K": 8, "PuzzleVQA": 10,
              "AlgoPuzzleVQA": 10, "TextbookQA": 10, "ChartQA": 10, "InfographicVQA": 10}
     out = []
     for name, n in sizes.items():
-        extra = {"subset": lambda i: "virl39k" if i % 2 else "mmr1"} if name.startswith("OpenMM") else {}
+        extra = {"subset": lambda i: OMR_SUBSETS[i % 6]} if name.startswith("OpenMM") else {}
         out.append({"name": name, "path": manifest(tmp_path, name, n, **extra)})
     return out
 
 
-def test_paper_mixture_balances_domains_and_leaves_virl39k_out(sources):
+def test_paper_mixture_openmmreasoner_first_and_balanced(sources):
     rows, comp = build_mixture(MixtureConfig(total=45, sources=sources))
     assert comp["by_domain"] == {"math": 15, "logic": 15, "document": 15} and comp["shortfall"] == {}
-    assert comp["available"]["OpenMMReasoner-RL-74K"] == 20  # 40 rows, the 20 of virl39k left out
+    # 60 rows over 6 subsets: 10 virl39k left out; math 30 (mmk12, wemath, thinklite), logic 10, document 10
+    assert comp["available"]["OpenMMReasoner-RL-74K"] == 50 and comp["excluded"]["OpenMMReasoner-RL-74K"] == 10
     assert not any(r.get("subset") == "virl39k" for r in rows)
-    # math: 15 of 20 + 6 + 6 + 8 = 40 rows, by size: OpenMMReasoner gives most (7.5 -> 8 by largest remainder)
-    assert comp["by_source"]["OpenMMReasoner-RL-74K"] == 8
-    assert sum(comp["by_source"][s] for s, d in PAPER_SOURCES.items() if d == "math") == 15
-    assert {r["mixture_domain"] for r in rows if r["mixture_source"] == "ChartQA"} == {"document"}
+    # drawn first in every domain: all 15 math prompts, its 10 logic and 10 document rows, the rest supplemented
+    assert comp["by_domain_source"]["math"] == {"OpenMMReasoner-RL-74K": 15}
+    assert comp["by_domain_source"]["logic"] == {"OpenMMReasoner-RL-74K": 10, "PuzzleVQA": 2, "AlgoPuzzleVQA": 3}
+    assert comp["by_source"]["OpenMMReasoner-RL-74K"] == 35 and comp["majority"] == {
+        "source": "OpenMMReasoner-RL-74K", "share": 0.7778}
+    assert comp["checks"] == {"primary_is_majority": True, "domains_balanced": True} and comp["balance"] == 0.0
+    assert comp["by_subset"]["OpenMMReasoner-RL-74K"]["algopuzzle"] == 10
+    assert {r["mixture_domain"] for r in rows if r.get("subset") == "tqa"} == {"document"}
     assert all(r["image"].startswith("/") for r in rows)  # resolved against each source's folder
     again, _ = build_mixture(MixtureConfig(total=45, sources=sources))
     assert [r["uid"] for r in again] == [r["uid"] for r in rows]  # deterministic
@@ -48,13 +59,17 @@ def test_paper_mixture_balances_domains_and_leaves_virl39k_out(sources):
     assert {r["uid"] for r in other} != {r["uid"] for r in rows}
 
 
-def test_a_short_domain_is_reported_and_sources_give_in_proportion_to_their_rows(sources):
-    rows, comp = build_mixture(MixtureConfig(total=90, sources=sources))
-    assert comp["by_domain"] == {"math": 30, "logic": 20, "document": 30}
-    assert comp["shortfall"] == {"logic": 10}  # PuzzleVQA + AlgoPuzzleVQA have 20 rows for a quota of 30
-    # math: 30 of 40 rows = 3/4 of each source (20, 6, 6, 8 -> 15, 4.5, 4.5, 6; ties of remainder go to the name first in order: MMK12)
-    assert {s: comp["by_source"][s] for s in ("OpenMMReasoner-RL-74K", "WeMath", "MMK12", "ThinkLite-VL-Hard-11K")} == {
-        "OpenMMReasoner-RL-74K": 15, "WeMath": 4, "MMK12": 5, "ThinkLite-VL-Hard-11K": 6}
+def test_caps_and_a_short_domain_are_recorded(sources):
+    capped = [dict(s, cap=12) if s["name"].startswith("OpenMM") else s for s in sources]
+    _, comp = build_mixture(MixtureConfig(total=45, sources=capped))
+    # the cap holds over all domains; the others fill: OpenMMReasoner is still the largest source, not the majority
+    assert comp["by_source"]["OpenMMReasoner-RL-74K"] == 12 and comp["by_domain"] == {"math": 15, "logic": 15, "document": 15}
+    assert comp["majority"] == {"source": "OpenMMReasoner-RL-74K", "share": 0.2667}
+    assert comp["checks"] == {"primary_is_majority": False, "domains_balanced": True}
+    # more prompts than logic has rows: the shortfall and the failed checks are recorded, not raised
+    _, comp = build_mixture(MixtureConfig(total=120, sources=sources))
+    assert comp["by_domain"] == {"math": 40, "logic": 30, "document": 40} and comp["shortfall"] == {"logic": 10}
+    assert comp["balance"] == 0.25 and comp["checks"] == {"primary_is_majority": False, "domains_balanced": False}
 
 
 def test_unknown_source_needs_a_domain_and_bad_rows_are_named(tmp_path):
@@ -76,3 +91,13 @@ def test_cli_writes_the_manifest_and_its_composition(sources, tmp_path, capsys):
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     comp = json.loads((tmp_path / "out" / "mixture.jsonl.composition.json").read_text())
     assert len(rows) == 12 and comp["by_domain"] == {"math": 4, "logic": 4, "document": 4}
+
+
+def test_the_shipped_paper_config_validates(repo_root):
+    import yaml
+
+    from howeval.config.base import validate
+
+    cfg = validate(MixtureConfig, yaml.safe_load((repo_root / "configs" / "train" / "mixture.yaml").read_text()), "m")
+    assert cfg.total == 44_200 and cfg.primary == "OpenMMReasoner-RL-74K" and len(cfg.sources) == 9
+    assert cfg.balance_tolerance == 0.10 and cfg.sources[0].resolved_exclude == {"subset": ["virl39k"]}

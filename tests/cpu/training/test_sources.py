@@ -1,7 +1,8 @@
 """Readers of the RL mixture's nine sources in their released layouts (issue 31).
 
-Every file here is a tiny invented one in the source's shape (field names as the module docstring of
-howeval.training.sources gives them); no released data is read."""
+Every file here is a tiny invented one in the source's released shape (field names as the module docstring of
+howeval.training.sources gives them, with where each was read: OpenMMReasoner's verl Parquet configs, MMK12's
+Parquet); no released data is read. Issue 41: a row in the columns guessed before (problem / answer) fails."""
 from __future__ import annotations
 
 import json
@@ -106,15 +107,74 @@ def test_hub_sources_take_the_documented_alternatives(tmp_path):
     assert len(READERS) == 9
 
 
-def test_released_sources_in_a_mixture_leave_virl39k_out_and_write_only_kept_images(tmp_path):
-    """OpenMMReasoner as a Parquet shard with embedded image bytes and a data_source column: virl39k rows are
-    left out, and only the rows the mixture keeps get their image written."""
-    shard = tmp_path / "omr" / "data" / "train-00000-of-00001.parquet"
+def omr_row(i: int, subset: str, answer: str) -> dict:
+    """One row in OpenMMReasoner-RL-74K's released layout (verl RL Parquet; howeval.training.sources docstring)."""
+    return {"data_source": subset, "ability": "math",
+            "prompt": [{"role": "user", "content": f"<image>Question {i} of {subset}? Put the final answer in \\boxed{{}}."}],
+            "images": [{"bytes": b"\x89PNG-" + bytes([i]), "path": None}],
+            "reward_model": {"style": "rule", "ground_truth": answer}, "extra_info": {"index": i, "split": "train"}}
+
+
+def write_omr(root, sizes: dict[str, int]):
+    """One Parquet shard per config folder, as the Hugging Face release lays its configs out."""
+    for sub, n in sizes.items():
+        shard = root / sub / "train-00000-of-00001.parquet"
+        shard.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist([omr_row(i, sub, str(i % 4)) for i in range(n)]), shard)
+
+
+def test_openmmreasoner_real_layout_gives_each_row_its_domain(tmp_path):
+    write_omr(tmp_path / "omr", {"algopuzzle": 2, "tqa_train": 2, "mmk12": 2, "virl39k": 1, "validation": 3})
+    rows = read_released("OpenMMReasoner-RL-74K", str(tmp_path / "omr"))
+    assert [(r["uid"], r["subset"], r["domain"], r["answer"]) for r in rows] == [
+        ("OpenMMReasoner-RL-74K:algopuzzle:0", "algopuzzle", "logic", "0"),
+        ("OpenMMReasoner-RL-74K:algopuzzle:1", "algopuzzle", "logic", "1"),
+        ("OpenMMReasoner-RL-74K:mmk12:0", "mmk12", "math", "0"), ("OpenMMReasoner-RL-74K:mmk12:1", "mmk12", "math", "1"),
+        ("OpenMMReasoner-RL-74K:tqa:0", "tqa", "document", "0"), ("OpenMMReasoner-RL-74K:tqa:1", "tqa", "document", "1"),
+        ("OpenMMReasoner-RL-74K:virl39k:0", "virl39k", "math", "0")]  # the validation config is not read
+    assert rows[0]["question"] == "Question 0 of algopuzzle? Put the final answer in \\boxed{}."
+    assert rows[0]["image"]["bytes"].startswith(b"\x89PNG-") and rows[0]["answer_type"] == "integer_number"
+    # the columns the reader guessed before issue 41 (problem / answer / images) are not the release's: named
+    bad = tmp_path / "guess" / "mmk12" / "train.parquet"
+    bad.parent.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([{"id": "o1", "problem": "What is 1+1?", "answer": "2",
+                                          "images": [{"bytes": b"x", "path": "a.png"}], "data_source": "mmk12"}]), bad)
+    with pytest.raises(SourceFieldError, match=r"OpenMMReasoner-RL-74K: .*train.parquet row 1: prompt"):
+        read_released("OpenMMReasoner-RL-74K", str(tmp_path / "guess"))
+
+
+def test_mmk12_real_layout(tmp_path):
+    """FanqingM/MMK12 ``data/*.parquet``: id, subject, question (options inline), answer (a letter), image struct."""
+    shard = tmp_path / "mmk12" / "data" / "train-00000-of-00001.parquet"
     shard.parent.mkdir(parents=True)
-    rows = [{"id": f"o{i}", "problem": f"What is {i}+1?", "answer": str(i + 1),
-             "images": [{"bytes": b"\x89PNG-" + bytes([i]), "path": f"o{i}.png"}],
-             "data_source": "virl39k" if i % 2 else "mmr1"} for i in range(8)]
-    pq.write_table(pa.Table.from_pylist(rows), shard)
+    pq.write_table(pa.Table.from_pylist([{"id": "phy_12", "subject": "physics",
+                                          "question": "Which force is larger?\nA. F1\nB. F2", "answer": "B",
+                                          "image": {"bytes": b"\x89PNG-m", "path": "phy_12.png"}}]), shard)
+    (r,) = read_released("MMK12", str(tmp_path / "mmk12"))
+    assert (r["uid"], r["subset"], r["answer"], r["answer_type"]) == ("MMK12:phy_12", "physics", "B", "free_form_or_mc")
+    assert r["image"] == {"bytes": b"\x89PNG-m", "path": "phy_12.png"}
+
+
+def test_wemath_real_row(tmp_path):
+    """We-Math's published row layout (its README example: ``ID, split, knowledge concept, question, option`` as one
+    ``"A. ...;B. ..."`` string, ``answer``, ``image_path``, ``key``, ``question number``, ``knowledge concept
+    description``), option string as released."""
+    jsonl(tmp_path / "wemath" / "testmini.json", [
+        {"ID": "3steps_165", "split": "testmini", "knowledge concept": "Area of circles",
+         "question": "As shown in the figure, what is the area of the flower bed (  ) m²?(π = 3.14)",
+         "option": "A. 200.96;B. 3215.36;C. 6280;D. 32; E. No correct answer", "answer": "B",
+         "image_path": "3steps/image/165-3.png", "key": "3steps_3", "question number": 1575,
+         "knowledge concept description": "Area of ..."}])
+    (w,) = read_released("WeMath", str(tmp_path / "wemath"))
+    assert (w["uid"], w["options"], w["answer"], w["answer_type"]) == (
+        "WeMath:3steps_165", ["200.96", "3215.36", "6280", "32", "No correct answer"], "B", "multiple_choice")
+    assert w["image"] == str(tmp_path / "wemath" / "3steps/image/165-3.png")
+
+
+def test_released_sources_in_a_mixture_leave_virl39k_out_and_write_only_kept_images(tmp_path):
+    """OpenMMReasoner in its released layout: virl39k rows left out, each row in its subset's domain, OpenMMReasoner
+    drawn first, and only the rows the mixture keeps get their image written."""
+    write_omr(tmp_path / "omr", {"mmk12": 4, "virl39k": 4, "tqa_train": 1})
     chart = tmp_path / "chartqa" / "train"
     chart.mkdir(parents=True)
     (chart / "train_human.json").write_text(json.dumps([{"imgname": f"{i}.png", "query": "q?", "label": str(i)}
@@ -124,13 +184,13 @@ def test_released_sources_in_a_mixture_leave_virl39k_out_and_write_only_kept_ima
         {"name": "OpenMMReasoner-RL-74K", "path": str(tmp_path / "omr"), "format": "released", "image_dir": str(img_dir)},
         {"name": "ChartQA", "path": str(chart / "train_human.json"), "format": "released"}])
     out, comp = build_mixture(cfg)
-    assert comp["available"] == {"OpenMMReasoner-RL-74K": 4, "ChartQA": 4}  # 8 rows, 4 of virl39k left out
-    assert comp["by_domain"] == {"math": 2, "document": 2}
+    assert comp["available"] == {"OpenMMReasoner-RL-74K": 5, "ChartQA": 4} and comp["excluded"]["OpenMMReasoner-RL-74K"] == 4
+    assert comp["by_domain_source"] == {"math": {"OpenMMReasoner-RL-74K": 2},
+                                        "document": {"OpenMMReasoner-RL-74K": 1, "ChartQA": 1}}
     kept = [r for r in out if r["mixture_source"] == "OpenMMReasoner-RL-74K"]
-    assert all(r["subset"] == "mmr1" for r in kept) and len(kept) == 2
-    assert sorted(p.name for p in img_dir.iterdir()) == sorted(f"OpenMMReasoner-RL-74K_{r['uid'].split(':')[1]}.png"
-                                                               for r in kept)
-    assert (img_dir / f"OpenMMReasoner-RL-74K_{kept[0]['uid'].split(':')[1]}.png").read_bytes().startswith(b"\x89PNG-")
+    assert {r["subset"] for r in kept} == {"mmk12", "tqa"} and len(kept) == 3
+    assert sorted(p.name for p in img_dir.iterdir()) == sorted(
+        "OpenMMReasoner-RL-74K_" + r["uid"].split(":", 1)[1].replace(":", "_") + ".png" for r in kept)
     no_dir = cfg.model_copy(update={"sources": [cfg.sources[0].model_copy(update={"image_dir": None})]})
     with pytest.raises(ValueError, match="sources.OpenMMReasoner-RL-74K: row .* embeds its image .*give image_dir"):
         build_mixture(no_dir)
