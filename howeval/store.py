@@ -16,6 +16,7 @@ corpora, replay files, caches and logs are all read through it, local or fsspec,
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -93,6 +94,99 @@ def iter_jsonl(path: str | os.PathLike, *, storage_options: dict[str, Any] | Non
                 on_error(err)
                 continue
             yield i, value
+
+
+def iter_rows(path: str, *, json_array: bool = False) -> Iterator[tuple[int, Any]]:
+    """``(row number, row)`` of each row of a benchmark file, in file order, read lazily (stop early for a prefix).
+
+    JSON Lines (the number is the 1-based line, a line that is not JSON or UTF-8 comes as its
+    :class:`JSONLinesError` *value*, in its place), Parquet (row number from 1), or with ``json_array`` a JSON
+    array of objects, ``{"data": [...]}`` or ``{id: object}`` (the released formats' files; ``id`` is put on
+    each row of the last form).
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: a ``json_array`` file that is none of the three shapes.
+    """
+    if json_array:
+        with fsspec.open(path, "rt", encoding="utf-8") as f:
+            data = json.load(f)
+        if isinstance(data, dict) and isinstance(data.get("data"), list):
+            data = data["data"]
+        elif isinstance(data, dict) and all(isinstance(v, dict) for v in data.values()):
+            data = [{"id": k, **v} for k, v in data.items()]
+        if not isinstance(data, list):
+            raise ValueError(f"{path}: expected a JSON array of items (or {{'data': [...]}}), got {type(data).__name__}")
+        yield from enumerate(data, 1)
+        return
+    if path.endswith(".parquet"):
+        with fsspec.open(path, "rb") as f:
+            pf = pq.ParquetFile(f)
+            i = 0
+            for batch in pf.iter_batches(batch_size=256):
+                for row in batch.to_pylist():
+                    i += 1
+                    yield i, row
+        return
+    pending: list[JSONLinesError] = []
+    for i, row in iter_jsonl(path, on_error=pending.append):  # on_error runs in file order, before row i
+        yield from ((e.line, e) for e in pending)
+        pending.clear()
+        yield i, row
+    yield from ((e.line, e) for e in pending)
+
+
+def _canonical(v: Any) -> Any:
+    if isinstance(v, (bytes, bytearray, memoryview)):  # an embedded image: its digest stands for it
+        return {"<bytes sha256>": hashlib.sha256(bytes(v)).hexdigest()}
+    return str(v)  # dates, decimals from Parquet: their text
+
+
+class RowsDigest:
+    """SHA-256 of a sequence of benchmark rows by content, not by bytes: each row as canonical JSON (keys sorted,
+    top-level null fields dropped, so a JSON Lines file and its Parquet export with the same rows agree; embedded
+    bytes by their own SHA-256), one row after another; a row that could not be read (a :class:`JSONLinesError`)
+    counts as a marker naming what was wrong with it. Re-indenting a line, moving or re-uploading the file
+    changes nothing; changing, adding, removing or reordering a row changes the digest.
+
+    >>> d = RowsDigest(); d.update({"uid": "a", "answer": "4", "note": None}); d.rows
+    1
+    >>> e = RowsDigest(); e.update({"answer": "4", "uid": "a"}); d.hexdigest() == e.hexdigest()
+    True
+    """
+
+    def __init__(self) -> None:
+        self._h = hashlib.sha256()
+        self.rows = 0
+
+    def update(self, row: Any) -> None:
+        if isinstance(row, JSONLinesError):
+            row = {"<unreadable row>": row.what}
+        elif isinstance(row, dict):
+            row = {k: v for k, v in row.items() if v is not None}
+        self._h.update(json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                                  default=_canonical).encode("utf-8") + b"\n")
+        self.rows += 1
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
+def undefined_as_null(value: Any) -> Any:
+    """``value`` with every float that is not finite (NaN, ±inf: a mean of nothing, a ratio over 0) replaced by
+    None, through dicts, lists and tuples, so a JSON output says ``null`` for an undefined figure (JSON has no
+    NaN; Python would write the invalid token ``NaN``).
+
+    >>> undefined_as_null({"a": float("nan"), "b": [1.0, float("inf")], "c": (0.0,)})
+    {'a': None, 'b': [1.0, None], 'c': [0.0]}
+    """
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+    if isinstance(value, dict):
+        return {k: undefined_as_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [undefined_as_null(v) for v in value]
+    return value
 
 
 def read_jsonl(path: str | os.PathLike, *, limit: int | None = None,

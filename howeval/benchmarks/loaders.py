@@ -14,9 +14,10 @@ from pathlib import Path
 
 import fsspec
 
-from howeval.benchmarks.released import CONVERTERS, RELEASED_FORMATS, RELEASED_IMAGE_FOLDER, read_rows
+from howeval.benchmarks.released import CONVERTERS, RELEASED_FORMATS, RELEASED_IMAGE_FOLDER
+from howeval.config.sweep import benchmark_name
 from howeval.judges.images import BadImage, check_image
-from howeval.store import JSONLinesError, iter_jsonl
+from howeval.store import JSONLinesError, RowsDigest, iter_rows
 
 ANSWER_TYPES = (
     "multiple_choice", "integer_number", "decimal_number", "extractive_text", "boolean_text",
@@ -59,30 +60,20 @@ class BadRowError(ValueError):
 
 @dataclass
 class LoadResult:
-    """Loaded samples (dicts in ``records.SAMPLE_SCHEMA`` columns) and the rows skipped with reasons."""
+    """Loaded samples (dicts in ``records.SAMPLE_SCHEMA`` columns), the rows skipped with reasons, and the
+    identity of the rows read (``content``: ``{"rows": n, "sha256": hex}``, the first ``n`` rows of the file as
+    read before any check, by :class:`howeval.store.RowsDigest`; what the stale-resume guard compares,
+    ``howeval.config.resume``)."""
 
     samples: list[dict]
     bad_rows: list[dict] = field(default_factory=list)
+    content: dict = field(default_factory=dict)
 
 
-def _read_rows(path: str) -> list[tuple[int, dict | BadRowError]]:
-    """``(line number, row)`` of each row in file order; a line that is not JSON is its BadRowError."""
-    if path.endswith(".parquet"):
-        import pyarrow.parquet as pq
-
-        with fsspec.open(path, "rb") as f:
-            return list(enumerate(pq.read_table(f).to_pylist(), 1))
-    rows: list[tuple[int, dict | BadRowError]] = []
-
-    def bad(e: JSONLinesError) -> None:
-        if getattr(e, "what", "invalid JSON") == "not UTF-8":
-            rows.append((e.line, BadRowError(path, e.line, None, "<encoding>", f"not UTF-8 ({e.reason})")))
-        else:
-            rows.append((e.line, BadRowError(path, e.line, None, "<json>", f"not valid JSON ({e.reason})")))
-
-    for i, row in iter_jsonl(path, on_error=bad):  # on_error runs in file order, between the rows
-        rows.append((i, row))
-    return rows
+def _bad_line(path: str, e: JSONLinesError) -> BadRowError:
+    if getattr(e, "what", "invalid JSON") == "not UTF-8":
+        return BadRowError(path, e.line, None, "<encoding>", f"not UTF-8 ({e.reason})")
+    return BadRowError(path, e.line, None, "<json>", f"not valid JSON ({e.reason})")
 
 
 def _str_list(v) -> list[str] | None:
@@ -193,18 +184,19 @@ def load_benchmark(path: str, *, name: str | None = None, limit: int | None = No
     if fmt not in RELEASED_FORMATS:
         raise ValueError(f"unknown benchmark format {fmt!r}; known: {list(RELEASED_FORMATS)}")
     base = posixpath.dirname(path)
-    benchmark = name or posixpath.basename(base) or "benchmark"
+    benchmark = benchmark_name(path, name)
     if image_root:
         base = image_root.rstrip("/")
     elif fmt in RELEASED_IMAGE_FOLDER:
         base = posixpath.join(base, RELEASED_IMAGE_FOLDER[fmt])
     stem = posixpath.splitext(posixpath.basename(path))[0]
     samples, bad, seen = [], [], set()
-    rows = read_rows(path) if fmt != "manifest" and path.endswith(".json") else _read_rows(path)
-    for i, row in rows:
+    digest = RowsDigest()
+    for i, row in iter_rows(path, json_array=fmt != "manifest" and path.endswith(".json")):
+        digest.update(row)
         try:
-            if isinstance(row, BadRowError):
-                raise row
+            if isinstance(row, JSONLinesError):
+                raise _bad_line(path, row)
             if fmt != "manifest":
                 row, why = CONVERTERS[fmt](row, i, stem, image_dir)
                 if why is not None:
@@ -221,19 +213,19 @@ def load_benchmark(path: str, *, name: str | None = None, limit: int | None = No
         samples.append(s)
         if limit is not None and len(samples) >= limit:
             break
-    return LoadResult(samples, bad)
+    return LoadResult(samples, bad, {"rows": digest.rows, "sha256": digest.hexdigest()})
 
 
-def load_samples(benchmarks, skip_bad_rows: bool = False, read_images: bool = True) -> tuple[list[dict], list[dict]]:
-    """All samples of several benchmarks (objects with ``path``, ``name``, ``limit`` and optionally
-    ``answer_instruction``, put on each sample as ``instruction`` when set) and the bad rows skipped
-    (``skip_bad_rows``); ``read_images`` as in :func:`load_benchmark`.
+def load_benchmarks(benchmarks, skip_bad_rows: bool = False, read_images: bool = True) -> list[LoadResult]:
+    """One :class:`LoadResult` per benchmark (objects with ``path``, ``name``, ``limit`` and optionally ``format``,
+    ``image_dir``, ``image_root``, ``answer_instruction``, put on each sample as ``instruction`` when set), in
+    order; bad rows skipped (``skip_bad_rows``); ``read_images`` as in :func:`load_benchmark`.
 
     Raises:
         BadRowError: a bad row when ``skip_bad_rows`` is False.
         ValueError: two benchmarks share a sample id.
     """
-    samples, bad, seen = [], [], set()
+    results, seen = [], set()
     for b in benchmarks:
         res = load_benchmark(b.path, name=b.name, limit=b.limit, skip_bad_rows=skip_bad_rows, read_images=read_images,
                              fmt=getattr(b, "format", "manifest"), image_dir=getattr(b, "image_dir", None),
@@ -245,9 +237,15 @@ def load_samples(benchmarks, skip_bad_rows: bool = False, read_images: bool = Tr
             if s["sample_id"] in seen:
                 raise ValueError(f"sample id {s['sample_id']!r} appears in two benchmarks; ids must be unique")
             seen.add(s["sample_id"])
-        samples += res.samples
-        bad += res.bad_rows
-    return samples, bad
+        results.append(res)
+    return results
+
+
+def load_samples(benchmarks, skip_bad_rows: bool = False, read_images: bool = True) -> tuple[list[dict], list[dict]]:
+    """All samples of several benchmarks and the bad rows skipped, each concatenated in benchmark order
+    (:func:`load_benchmarks`, whose arguments and errors these are)."""
+    results = load_benchmarks(benchmarks, skip_bad_rows, read_images)
+    return [s for r in results for s in r.samples], [b for r in results for b in r.bad_rows]
 
 
 def bad_rows_summary(bad_rows: list[dict], limit: int = 3) -> str:

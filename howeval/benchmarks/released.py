@@ -33,12 +33,13 @@ converted rows go through the manifest loader's own checks (:mod:`howeval.benchm
 """
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from collections.abc import Callable
 
 import fsspec
+
+from howeval.store import iter_rows
 
 RELEASED_FORMATS = ("manifest", "crystal", "adaptmmbench", "chartqa", "docvqa", "infographicvqa", "mathvista")
 """Values of a benchmark's ``format``: the project's manifest, or a released format converted here."""
@@ -63,20 +64,12 @@ _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 
 
 def read_rows(path: str) -> list[tuple[int, dict]]:
-    """``(row number, row)`` of a JSON array / object file; other files go to the manifest reader.
+    """``(row number, row)`` of a JSON array / object file (:func:`howeval.store.iter_rows` with ``json_array``).
 
     Raises:
         ValueError: a ``.json`` file that is neither an array of objects nor an object of objects.
     """
-    with fsspec.open(path, "rt", encoding="utf-8") as f:
-        data = json.load(f)
-    if isinstance(data, dict) and isinstance(data.get("data"), list):
-        data = data["data"]
-    elif isinstance(data, dict) and all(isinstance(v, dict) for v in data.values()):
-        data = [{"id": k, **v} for k, v in data.items()]
-    if not isinstance(data, list):
-        raise ValueError(f"{path}: expected a JSON array of items (or {{'data': [...]}}), got {type(data).__name__}")
-    return list(enumerate(data, 1))
+    return list(iter_rows(path, json_array=True))
 
 
 def _first(row: dict, *names: str):

@@ -22,6 +22,7 @@ from howeval.config.sweep import (
     PATTERN_JUDGE_CONFIGS,
     AdaptConfig,
     BenchmarkConfig,
+    BenchmarkContent,
     BuildKeyStepsConfig,
     BuildRefsConfig,
     CrystalConfig,
@@ -40,13 +41,14 @@ from howeval.config.sweep import (
     SweepConfig,
     TaskConfig,
     VerifierConfig,
+    benchmark_name,
     load_run_config,
     load_sweep_config,
     pattern_judge_config,
 )
 
 __all__ = [
-    "PATTERN_JUDGE_CONFIGS", "AdaptConfig", "apply_dotlist", "check_config", "dotlist_keys", "BenchmarkConfig", "BuildKeyStepsConfig", "BuildRefsConfig", "ConfigError", "CrystalConfig",
+    "PATTERN_JUDGE_CONFIGS", "AdaptConfig", "apply_dotlist", "check_config", "dotlist_keys", "BenchmarkConfig", "BenchmarkContent", "benchmark_name", "BuildKeyStepsConfig", "BuildRefsConfig", "ConfigError", "CrystalConfig",
     "JudgeEngineConfig", "JudgesConfig", "LLMJudgeConfig", "ModeConfig", "ModelConfig", "PatternJudgeBase",
     "PatternJudgeConfig", "PatternRMJudgeConfig", "RayConfig", "ResourcesConfig", "RulesJudgeConfig",
     "SamplingConfig", "StrictModel", "SweepConfig", "TaskConfig", "VerifierConfig", "format_validation_error", "pattern_judge_config",

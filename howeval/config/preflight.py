@@ -169,21 +169,24 @@ def raise_problems(problems: Iterable[str], source: str) -> None:
 
 
 def require_ready(cfg: SweepConfig | JudgesConfig, source: str = "config", env: Mapping[str, str] | None = None,
-                  only: Iterable[str] | None = None) -> None:
+                  only: Iterable[str] | None = None) -> SweepConfig | JudgesConfig:
     """The one-line hook of a job's ``main`` before ``init_ray``. A sweep config gets every check above and
     then the stale-resume guard (``howeval.config.resume.refuse_stale_resume``); a re-judging job passes
     its :class:`JudgesConfig` and gets the judge checks only (``only``: the judge names it will run).
+
+    Returns the config to run: ``cfg``, or for a resumed sweep ``cfg`` with the stored run's names on the
+    benchmarks found under a new path (``refuse_stale_resume``).
 
     Raises:
         ConfigError: one line per problem, each naming the config key and the fix; or the stale-resume refusal.
     """
     if isinstance(cfg, JudgesConfig):
         raise_problems(check_judges(cfg, "judges", env, only), source)
-        return
+        return cfg
     raise_problems(preflight(cfg, env), source)
     from howeval.config.resume import refuse_stale_resume
 
-    refuse_stale_resume(cfg)
+    return refuse_stale_resume(cfg)
 
 
 # ------------------------------------------------------------------ the cluster's shape ------------------

@@ -7,6 +7,7 @@ greater than or equal to 1 (got 0)``. Unknown keys are errors (``extra="forbid"`
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import typing
 from collections.abc import Mapping
@@ -189,6 +190,25 @@ class TaskConfig(StrictModel):
     criterion: Literal["exact", "multiple_choice", "math", "relaxed", "anls"] = Field(..., description="The benchmark's own answer criterion (howeval.benchmarks.taskacc): exact (normalized text equality), multiple_choice or math (the project's verifier), relaxed (ChartQA: numbers within 5%, else exact), anls (DocVQA / InfographicVQA ANLS, threshold 0.5).")
 
 
+class BenchmarkContent(StrictModel):
+    """What a benchmark's rows are, whatever their path: the first ``rows`` rows of its file as read, by digest
+    (``howeval.store.RowsDigest``: canonical JSON per row, so a moved, re-uploaded or re-exported file agrees).
+    The sweep records it per benchmark in ``run_config.json``; the stale-resume guard (``howeval.config.resume``)
+    identifies a stored benchmark by it, never by its path."""
+
+    rows: int = Field(..., ge=0, description="Rows of the file read for the run (up to the last one a limit kept, bad rows included).")
+    sha256: str = Field(..., pattern=r"^[0-9a-f]{64}$", description="SHA-256 of those rows (howeval.store.RowsDigest).")
+
+
+def benchmark_name(path: str, name: str | None) -> str:
+    """The name a benchmark's records carry: ``name``, else the folder holding its file, else ``benchmark``.
+
+    >>> benchmark_name("/data/demo/manifest.jsonl", None), benchmark_name("m.jsonl", None), benchmark_name("x", "n")
+    ('demo', 'benchmark', 'n')
+    """
+    return name or posixpath.basename(posixpath.dirname(path)) or "benchmark"
+
+
 class BenchmarkConfig(StrictModel):
     """A benchmark file in the manifest format (JSONL or Parquet; local path or fsspec URL), or in a released format
     converted on load (``format``)."""
@@ -200,6 +220,7 @@ class BenchmarkConfig(StrictModel):
     image_dir: str | None = Field(None, description="Folder to write images embedded as bytes (a Parquet export's image struct) to; needed only for such files.")
     image_root: str | None = Field(None, description="Folder the rows' relative image paths are resolved against; None = the file's folder. For releases that keep images apart (ChartQA: <split>/png; DocVQA: the folder holding documents/). Relative paths resolve against the config file's folder.")
     task: TaskConfig | None = Field(None, description="Count this benchmark in Table 6 (task accuracy): its category and answer criterion; None = not a task-accuracy benchmark. Needs a name.")
+    content: BenchmarkContent | None = Field(None, description="Written by the sweep into run_config.json (leave unset in a YAML): the identity of the rows this benchmark contributed, which the stale-resume guard compares instead of the path (howeval.config.resume).")
     answer_instruction: str | None = Field(None, description="The one answer instruction appended to every question of this benchmark (recorded in each row's prompt); None = 'Put your final answer in \\boxed{}.' (howeval.engines.prompts.ANSWER_INSTRUCTION), '' = none. Mode system prompts must not set another format.")
 
     @model_validator(mode="after")

@@ -10,7 +10,8 @@
 The runtime (``howeval.runtime.run.run_benchmarks``) runs the plans; the jobs in ``howeval/ray_jobs/`` are entry points.
 """
 # ruff: noqa: I001  (the registration lines come after the registry, in report order)
-from howeval.plugins.registry import Benchmark, RunContext, Summary, enabled, get, register, registered, report_sections
+from howeval.plugins.registry import (Benchmark, RunContext, Summary, coverage_lines, enabled, get, register, registered,
+                                      report_sections)
 
 # the registration lines: one per benchmark (each module registers its plug-in when imported)
 from howeval.plugins import patterneval  # noqa: E402,F401
@@ -27,5 +28,5 @@ def write_report(cfg, **kwargs) -> dict:
     return write(cfg, sections=report_sections(), **kwargs)
 
 
-__all__ = ["Benchmark", "RunContext", "Summary", "enabled", "get", "register", "registered", "report_sections",
+__all__ = ["Benchmark", "RunContext", "Summary", "coverage_lines", "enabled", "get", "register", "registered", "report_sections",
            "write_report"]

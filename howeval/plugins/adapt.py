@@ -49,7 +49,17 @@ def summarize_run(output_uri: str, configs: list[str]) -> dict:
     """``{config: summary}`` of every stored episode row of each config (``benchmarks.adapt.metrics.summarize_rows``)."""
     from howeval.benchmarks.adapt.metrics import summarize_rows
 
-    return {c: summarize_rows(read_table(join(output_uri, "adapt", c), ADAPT_SCHEMA)[0].to_pylist()) for c in configs}
+    return {c: summarize_rows(_counted(output_uri, read_table(join(output_uri, "adapt", c), ADAPT_SCHEMA)[0].to_pylist()))
+            for c in configs}
+
+
+def _counted(output_uri: str, rows: list[dict]) -> list[dict]:
+    """``rows`` less those of benchmark rows the run skipped (``bad_rows.json``: a row skipped on a resume
+    may have episodes from an earlier run; ``howeval.report.run.skipped_ids``)."""
+    from howeval.report.run import read_bad_rows, skipped_ids
+
+    skipped = skipped_ids(read_bad_rows(output_uri))
+    return [r for r in rows if r["sample_id"] not in skipped]
 
 
 def adapt_lines(summaries: dict, failures: dict[str, str]) -> list[str]:
@@ -89,10 +99,17 @@ class Adapt(Benchmark):
     """
 
     name = "adapt"
+    title = "AdaptMMBench"
     phase = 0
 
     def enabled(self, cfg) -> bool:
         return getattr(cfg, "adapt", None) is not None
+
+    def skip_reason(self, sample: dict, cfg) -> str | None:
+        """:func:`adapt_items`' rule in words: a row needs ``evidence_boxes`` and an image."""
+        if not sample.get("evidence_boxes"):
+            return "no evidence_boxes"
+        return None if (sample.get("images") or sample.get("image_paths")) else "no image"
 
     def plan(self, ctx: RunContext) -> Plan:
         """One ``adapt:<config>`` pipeline per config with episodes still to run (item-major: each batch
@@ -126,9 +143,11 @@ class Adapt(Benchmark):
         return plan
 
     def finish(self, ctx: RunContext, plan: Plan, tallies: Tallies) -> Summary:
-        """A line per config (:func:`adapt_lines`), from every episode row stored for it."""
+        """A line per config (:func:`adapt_lines`), from every episode row stored for it; when no row has
+        evidence boxes, one line saying so."""
         if not adapt_items(ctx.samples):
-            return Summary([], {}, ({}, {}))
+            return Summary(["AdaptMMBench: no row has evidence_boxes and an image: nothing to run (datasets/README.md)"],
+                           {}, ({}, {}))
         failures = {k.split(":", 1)[1]: v for k, v in tallies.failures.items()}
         summaries = summarize_run(ctx.cfg.output_uri, [m.name for m in ctx.cfg.models])
         return Summary(adapt_lines(summaries, failures), {f"adapt:{k}": v for k, v in failures.items()},
@@ -139,7 +158,7 @@ class Adapt(Benchmark):
         from howeval.benchmarks.adapt.metrics import summarize_rows
         from howeval.report.tables import render_adapt
 
-        rows = read_table(join(cfg.output_uri, "adapt"), ADAPT_SCHEMA)[0].to_pylist()
+        rows = _counted(cfg.output_uri, read_table(join(cfg.output_uri, "adapt"), ADAPT_SCHEMA)[0].to_pylist())
         if not rows:
             return None
         by_cfg: dict = {}

@@ -41,10 +41,15 @@ class Crystal(Benchmark):
     """CRYSTAL step scores as a plug-in (enabled by the sweep's ``crystal:`` block)."""
 
     name = "crystal"
+    title = "CRYSTAL"
     phase = 1
 
     def enabled(self, cfg) -> bool:
         return getattr(cfg, "crystal", None) is not None
+
+    def skip_reason(self, sample: dict, cfg) -> str | None:
+        """A row without ``reference_steps`` (the steps its responses are matched against) is not scored."""
+        return None if sample.get("reference_steps") else "no reference_steps"
 
     def plan(self, ctx: RunContext) -> Plan:
         """The responses still to score at the run's settings, as one ``crystal`` pipeline."""
@@ -79,8 +84,11 @@ class Crystal(Benchmark):
 
     def finish(self, ctx: RunContext, plan: Plan, tallies: Tallies) -> Summary:
         """``result``: ``{"scored", "seconds"}`` (+ ``"failed"``); one :func:`crystal_line`
-        (:func:`howeval.plugins.registry.scoring_summary`)."""
-        summary = scoring_summary(plan, tallies, line="crystal", pipeline="crystal", **CRYSTAL_WORDS)
+        (:func:`howeval.plugins.registry.scoring_summary`), or, when no row has reference steps, a line saying so."""
+        words = CRYSTAL_WORDS
+        if not any(x.get("reference_steps") for x in ctx.samples):
+            words = {**words, "all_done": "no row has reference_steps: nothing to score (datasets/README.md)"}
+        summary = scoring_summary(plan, tallies, line="crystal", pipeline="crystal", **words)
         if summary.result["scored"]:
             log.info("CRYSTAL: scored %d responses", summary.result["scored"])
         return summary
@@ -96,6 +104,8 @@ class Crystal(Benchmark):
             cs = crystal_settings(cfg.crystal)
             want = (cs.embedder or DEFAULT_EMBEDDER, cs.tau, cs.alpha, cs.order)
             steps = [r for r in steps if (r["embedder"], r["tau"], r["alpha"], r["order"]) == want]
+        ids = {r["sample_id"] for r in joined}  # a skipped row's responses are not in joined: nor its steps
+        steps = [r for r in steps if r["sample_id"] in ids]
         if not steps:
             return None
         # the answer verdicts of the scored responses (by response key, before pairing renames configs)

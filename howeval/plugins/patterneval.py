@@ -276,6 +276,7 @@ class PatternEval(Benchmark):
     """
 
     name = "patterneval"
+    title = "PatternEval"
     phase = 0
 
     def __init__(self, models: list[ModelConfig] | None = None, judges=_FROM_CONFIG, modes=("NT", "T"),

@@ -65,6 +65,23 @@ class Benchmark:
         """Whether a sweep with config ``cfg`` runs this benchmark (default: always)."""
         return True
 
+    title: ClassVar[str] = ""
+    """How the start-of-run line names it (``"CRYSTAL"``); default :attr:`name`."""
+
+    def skip_reason(self, sample: dict, cfg) -> str | None:
+        """Why this benchmark does not score ``sample`` (a row of the run), naming the missing field
+        (``"no reference_steps"``), or None when it scores it (default: every row)."""
+        return None
+
+    def coverage(self, ctx: RunContext) -> tuple[int, dict[str, int]]:
+        """``(rows it scores, {reason: rows skipped for it})`` over the run's rows (:meth:`skip_reason`)."""
+        skipped: dict[str, int] = {}
+        for s in ctx.samples:
+            why = self.skip_reason(s, ctx.cfg)
+            if why is not None:
+                skipped[why] = skipped.get(why, 0) + 1
+        return len(ctx.samples) - sum(skipped.values()), skipped
+
     def plan(self, ctx: RunContext) -> Plan:
         """What to run now: pipelines and progress lines (may read what the run has stored)."""
         raise NotImplementedError(f"benchmark {self.name!r}: plan() is not implemented")
@@ -154,6 +171,32 @@ def get(name: str) -> Benchmark:
     if name not in _REGISTRY:
         raise KeyError(f"no benchmark plug-in {name!r}; registered: {sorted(_REGISTRY)}")
     return _REGISTRY[name]
+
+
+def coverage_lines(ctx: RunContext, benchmarks: list[Benchmark]) -> list[str]:
+    """What each benchmark of a run will score, said at its start, one line each: ``CRYSTAL: 10 of 42 rows
+    (32 skipped: no reference_steps)``; a benchmark that scores no row says so and names the field to add
+    (datasets/README.md lists each benchmark's fields).
+
+    >>> class B(Benchmark):
+    ...     name = "b"
+    ...     def skip_reason(self, s, cfg): return None if s.get("k") else "no k"
+    >>> coverage_lines(RunContext(None, [{"k": 1}, {}, {}]), [B()])
+    ['b: 1 of 3 rows (2 skipped: no k)']
+    """
+    out = []
+    for b in benchmarks:
+        n, skipped = b.coverage(ctx)
+        why = "; ".join(f"{k} skipped: {r}" for r, k in sorted(skipped.items(), key=lambda x: -x[1]))
+        total = len(ctx.samples)
+        if not skipped:
+            out.append(f"{b.title or b.name}: all {total} rows")
+        elif n:
+            out.append(f"{b.title or b.name}: {n} of {total} rows ({why})")
+        else:
+            out.append(f"{b.title or b.name}: none of {total} rows ({why}); nothing to score "
+                       "(the fields each benchmark needs: datasets/README.md)")
+    return out
 
 
 def enabled(cfg) -> list[Benchmark]:

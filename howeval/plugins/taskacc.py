@@ -64,10 +64,15 @@ class TaskAccuracy(Benchmark):
     """Table 6 task accuracy as a plug-in (enabled by a ``task:`` block on any of the sweep's benchmarks)."""
 
     name = "taskacc"
+    title = "Task accuracy"
     phase = 1
 
     def enabled(self, cfg) -> bool:
         return bool(task_benchmarks(cfg))
+
+    def skip_reason(self, sample: dict, cfg) -> str | None:
+        """Only the rows of a benchmark with a ``task:`` block are scored."""
+        return None if sample.get("benchmark") in task_benchmarks(cfg) else "not in a benchmark with a task: block"
 
     def plan(self, ctx: RunContext) -> Plan:
         """The responses still to score, as one ``taskacc`` pipeline (:func:`pending_scores`)."""

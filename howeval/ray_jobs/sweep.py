@@ -29,10 +29,18 @@ import logging
 import sys
 from pathlib import Path
 
-from howeval.benchmarks.loaders import BadRowError, bad_rows_summary, load_samples
-from howeval.config import BenchmarkConfig, ConfigError, SweepConfig, load_sweep_config, require_ready, with_changes
+from howeval.benchmarks.loaders import BadRowError, bad_rows_summary, load_benchmarks
+from howeval.config import (
+    BenchmarkConfig,
+    BenchmarkContent,
+    ConfigError,
+    SweepConfig,
+    load_sweep_config,
+    require_ready,
+    with_changes,
+)
 from howeval.config.preflight import check_cluster_fit, raise_problems
-from howeval.plugins import RunContext, enabled, write_report
+from howeval.plugins import RunContext, coverage_lines, enabled, write_report
 from howeval.plugins.patterneval import MAX_ATTEMPTS
 from howeval.ray_jobs.common import add_override_args
 from howeval.ray_jobs.outcome import EXIT_OK, EXIT_USAGE, exit_code, read_unmeasured, written_configs
@@ -51,22 +59,27 @@ def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool 
     Returns ``(metrics, failures)``: the metrics dict also written to ``metrics.json``, and
     ``{config or "judge": one-line reason}`` for what failed (also written to ``failures.json``).
     """
-    samples, bad = load_samples(cfg.benchmarks, cfg.skip_bad_rows, read_images=False)  # images: read by the actors
+    loaded = load_benchmarks(cfg.benchmarks, cfg.skip_bad_rows, read_images=False)  # images: read by the actors
+    samples, bad = [s for r in loaded for s in r.samples], [b for r in loaded for b in r.bad_rows]
     write_json(join(cfg.output_uri, "bad_rows.json"), json.dumps(bad, indent=2))  # also when no row is left
     if not samples:
         raise ValueError(no_samples_message(bad, cfg.output_uri))
+    cfg = with_contents(cfg, [r.content for r in loaded])  # what the resume guard compares, in run_config.json
     cfg = with_generation_settings(cfg)  # what each engine applies: model defaults + overrides, in run_config.json
     write_json(join(cfg.output_uri, "run_config.json"), cfg.model_dump_json(indent=2))
     progress = progress or Progress()
     progress.note(f"{len(samples)} samples x {len(cfg.models)} config(s) -> {cfg.output_uri}; starting Ray"
                   + (f" ({len(bad)} bad rows skipped: bad_rows.json)" if bad else ""))
+    ctx = RunContext(cfg, samples, verbose=verbose, max_attempts=max_attempts)
+    benchmarks = enabled(cfg)
+    for line in coverage_lines(ctx, benchmarks):  # what each benchmark scores of these rows, and why not the rest
+        progress.note(line)
     init_ray(cfg.ray, verbose=verbose)
     # a config no node can ever hold would leave its actors pending (a RayJob until its deadline): refuse now
     raise_problems(check_cluster_fit(cfg, cluster_node_shapes()), "the cluster's shape")
     record_provenance(cfg, cluster=cluster_summary())  # <run>/provenance.json: code, packages, hardware, arguments
-    ctx = RunContext(cfg, samples, verbose=verbose, max_attempts=max_attempts)
     failures: dict[str, str] = {}
-    for summary in run_benchmarks(ctx, enabled(cfg), progress).values():
+    for summary in run_benchmarks(ctx, benchmarks, progress).values():
         failures.update(summary.failures)
     write_json(join(cfg.output_uri, "failures.json"), json.dumps(failures, indent=2, sort_keys=True))
     finish_provenance(cfg)  # wall time to the report, in provenance.json and the report
@@ -82,6 +95,13 @@ def no_samples_message(bad: list[dict], output_uri: str) -> str:
         return "no samples to run: the benchmark files are empty (or --limit/limit is 0)"
     return (f"no samples to run: all {len(bad)} benchmark row(s) were bad and skipped (--skip-bad-rows):\n"
             f"{bad_rows_summary(bad)}\nEvery row with its reason: {join(output_uri, 'bad_rows.json')}")
+
+
+def with_contents(cfg: SweepConfig, contents: list[dict]) -> SweepConfig:
+    """``cfg`` with each benchmark's ``content`` set (``{"rows", "sha256"}`` of the rows it read, in order:
+    ``howeval.benchmarks.loaders.LoadResult.content``), the identity the stale-resume guard compares."""
+    benchmarks = [b.model_copy(update={"content": BenchmarkContent(**c)}) for b, c in zip(cfg.benchmarks, contents)]
+    return cfg.model_copy(update={"benchmarks": benchmarks})
 
 
 def with_generation_settings(cfg: SweepConfig) -> SweepConfig:
@@ -193,7 +213,7 @@ def main(argv=None) -> int:
         return 2
     try:
         cfg = config_from_args(args)
-        require_ready(cfg, args.config)  # paths, URLs, keys, stale resume: before Ray starts
+        cfg = require_ready(cfg, args.config)  # paths, URLs, keys, stale resume: before Ray starts
         metrics, failures = run_sweep(cfg, max_attempts=args.max_attempts, verbose=args.verbose)
     except (ConfigError, BadRowError, FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

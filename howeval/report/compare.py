@@ -20,6 +20,7 @@ from collections import defaultdict
 from howeval.metrics.patterneval import trigger_of
 from howeval.metrics.stats import MIN_PAIRS_CI, mcnemar, paired_bootstrap_ci
 from howeval.records import LABELS, MODES
+from howeval.store import undefined_as_null
 
 FLIPS = ("right_to_wrong", "wrong_to_right", "clean_to_triggered", "triggered_to_clean")
 LABEL_NAMES = {"cot": "CoT", "rep": "Rep", "con": "Con", "pr": "PR"}
@@ -273,7 +274,7 @@ def write_comparison(out_dir: str, comparison: dict) -> list[str]:
     from howeval.store import join, write_text
 
     md = compare_markdown(comparison)
-    files = {"compare.json": json.dumps(comparison, indent=2, default=str), "compare.md": md,
+    files = {"compare.json": json.dumps(undefined_as_null(comparison), indent=2, default=str, allow_nan=False), "compare.md": md,
              "compare.html": render_html([("md", md)], {}, md.splitlines()[0].lstrip("# "))}
     uris = []
     for name, text in files.items():

@@ -40,7 +40,7 @@ from howeval.report.plots import all_plots
 from howeval.report.provenance import provenance_section, relative_to_run, run_provenance
 from howeval.report.samples import write_samples
 from howeval.report.tables import render_agreement
-from howeval.store import fs_and_path, join, read_table, write_bytes, write_json, write_text
+from howeval.store import fs_and_path, join, read_table, undefined_as_null, write_bytes, write_json, write_text
 
 JUDGMENT_COLUMNS = ("correct", "extracted", "verify_method", "verify_reason", "cot", "rep", "con", "pr",
                     "judge_error", "judge")
@@ -119,6 +119,17 @@ def read_bad_rows(run: str) -> list[dict]:
         return json.load(f)
 
 
+def skipped_ids(bad_rows: list[dict]) -> set[str]:
+    """The sample ids of skipped benchmark rows (``bad_rows.json`` records), which no figure, log or count
+    of the report may include: a row skipped on a resume may have answers stored from an earlier run. A
+    duplicate-uid record names the id of the row kept, so it is not one.
+
+    >>> sorted(skipped_ids([{"uid": "a", "field": "image"}, {"uid": "b", "field": "uid"}, {"uid": None, "field": "<json>"}]))
+    ['a']
+    """
+    return {b["uid"] for b in bad_rows if b.get("uid") and b.get("field") != "uid"}
+
+
 def relative_bad_rows(bad_rows: list[dict], run: str) -> list[dict]:
     """Skipped rows with their file ``path`` (and that path inside ``reason``) relative to the run folder."""
     out = []
@@ -160,7 +171,8 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
 
     Args:
         cfg: the run's config (``howeval.config.load_run_config(run)`` for a finished run).
-        bad_rows: skipped benchmark rows; default: the run's ``bad_rows.json``.
+        bad_rows: skipped benchmark rows; default: the run's ``bad_rows.json``. Their stored answers (a row
+            skipped on a resume) are left out of every figure, count and log (:func:`skipped_ids`).
         judge: pattern judge name whose labels enter the metrics; default the primary.
         on_file: called with each file's URI once it is written (the jobs print a line per file).
         sections: the benchmarks' report parts, in order: ``section(cfg, joined rows) -> (metrics keys,
@@ -173,9 +185,13 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
         ValueError: ``judge`` is not one of the run's pattern judges.
     """
     out = cfg.output_uri
+    bad_rows = read_bad_rows(out) if bad_rows is None else bad_rows
+    skipped = skipped_ids(bad_rows)  # rows skipped now may have answers from an earlier run: never counted
     # one row per key: a run killed after a retry may hold the old error row beside the new attempt
-    responses = latest_attempts(read_table(join(out, "responses"), RESPONSE_SCHEMA)[0].to_pylist())
-    judgments = read_table(join(out, "judgments"), JUDGMENT_SCHEMA)[0].to_pylist()
+    responses = [r for r in latest_attempts(read_table(join(out, "responses"), RESPONSE_SCHEMA)[0].to_pylist())
+                 if r["sample_id"] not in skipped]
+    judgments = [j for j in read_table(join(out, "judgments"), JUDGMENT_SCHEMA)[0].to_pylist()
+                 if j["sample_id"] not in skipped]
     name = judge or cfg.judges.primary_name
     jc = next((j for j in cfg.judges.pattern if j.name == name), None)
     if jc is None:
@@ -201,7 +217,7 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
                       "benchmarks": [relative_to_run(b.path, out) for b in cfg.benchmarks],
                       "n_responses": len(responses), "vision": vision, "dates": meta["dates"],
                       "provenance": run_provenance(cfg)}
-    bad_rows = relative_bad_rows(read_bad_rows(out) if bad_rows is None else bad_rows, out)
+    bad_rows = relative_bad_rows(bad_rows, out)
     metrics["bad_rows"] = bad_rows
     extra = []
     agreement = judge_agreement(judgments)
@@ -214,7 +230,9 @@ def write_report(cfg: SweepConfig, bad_rows: list[dict] | None = None, judge: st
             metrics.update(part[0])
             extra.extend(part[1])
     done = on_file or (lambda _uri: None)
-    write_json(join(out, "metrics.json"), json.dumps(metrics, indent=2, sort_keys=True, default=str))
+    # an undefined figure is null (never 0.0, never the invalid token NaN): allow_nan=False proves it
+    write_json(join(out, "metrics.json"), json.dumps(undefined_as_null(metrics), indent=2, sort_keys=True, default=str,
+                                                     allow_nan=False))
     done(join(out, "metrics.json"))
     for uri in write_tables(out, metrics, vision):
         done(uri)

@@ -287,12 +287,16 @@ def render_task_accuracy(summary: dict, criteria: dict[str, str] | None = None, 
 def mcc_text(value: float | None, confusion: dict | None) -> str:
     """MCC as shown: three decimals, or ``undefined (<why>)`` when a margin of the confusion is empty (no
     tool ever called, a tool called on every item, no item of one label): the ε of the formula then
-    gives 0, which would read as "no better than chance", not "cannot be measured"; '–' when absent.
+    gives 0, which would read as "no better than chance", not "cannot be measured". The run's JSON stores
+    such an MCC as null beside its confusion (``howeval.benchmarks.adapt.metrics.defined_mcc``); a 0.0 stored by
+    an older version reads the same. '–' when absent (no confusion: no text and adaptive results).
 
-    >>> mcc_text(0.0, {"tp": 0, "fp": 0, "tn": 30, "fn": 12}), mcc_text(0.41, {"tp": 5, "fp": 2, "tn": 6, "fn": 1})
+    >>> mcc_text(None, {"tp": 0, "fp": 0, "tn": 30, "fn": 12}), mcc_text(0.41, {"tp": 5, "fp": 2, "tn": 6, "fn": 1})
     ('undefined (no tool called)', '0.410')
+    >>> mcc_text(0.0, {"tp": 0, "fp": 0, "tn": 30, "fn": 12}), mcc_text(None, None)
+    ('undefined (no tool called)', '–')
     """
-    if value is None:
+    if value is None and confusion is None:
         return "–"
     c = confusion or {}
     tp, fp, tn, fn = (c.get(k, 0) or 0 for k in ("tp", "fp", "tn", "fn"))
@@ -302,7 +306,7 @@ def mcc_text(value: float | None, confusion: dict | None) -> str:
         return "undefined (a tool called on every item)"
     if confusion is not None and (tp + fn == 0 or fp + tn == 0):
         return "undefined (every item has one label)"
-    return f"{value:.3f}"
+    return "–" if value is None else f"{value:.3f}"
 
 
 def consistency_text(c: dict | None) -> str:

@@ -79,11 +79,13 @@ class Progress:
     - before any row: ``waiting`` (not started), ``starting 35s`` (started 35 s ago: engines loading; it
       ticks with every redraw), then, once an actor of the stage is built (:meth:`ready`),
       ``ready after 35s, first batch 15s`` (the engine is up; the first batch is on its way);
-    - after: rows/s, tokens/s and an ETA. Rows come in batches: the ETA is the time to the batches still
-      to come, at the mean time between batch arrivals since the first batch (the start-up before it is
-      left out; from three gaps on, the longest gap is left out too, so one late batch does not move
-      it). Between batches it counts down to the next batch's due time; while a batch is late it holds
-      at the batches after it instead of jumping to a projection from scratch.
+    - after the first batch: ``first batch after 1:40`` (its wait includes the engine's start-up, so it
+      gives no rate);
+    - from the second batch on: rows/s (:meth:`rate`: rows per batch over the mean time between batch
+      arrivals since the first batch; the start-up is left out, and from three gaps on the longest gap
+      too, so one late batch does not move it), tokens/s at the same rate, and an ETA = rows left / rows/s
+      at the last batch's arrival. Between batches it counts down to the next batch's due time; while a
+      batch is late it holds at the rows after it instead of jumping to a projection from scratch.
 
     On a terminal the block is a ``rich.live.Live`` display: redrawn in place every ``interval`` seconds,
     with ``sys.stdout`` / ``sys.stderr`` and the logging handlers that write to them redirected above the
@@ -174,24 +176,35 @@ class Progress:
     def fail(self, label: str, reason: str) -> None:
         self.lines[label].failed = reason
 
+    def rate(self, label: str) -> float | None:
+        """Rows per second of ``label`` after its first batch: the mean rows per batch over the mean time between
+        batch arrivals since the first batch (the start-up before it, engine load included, is left out; from
+        three gaps on the longest gap is left out too, so one late batch does not move it). None until a
+        second batch has arrived (one batch gives no rate without its start-up)."""
+        ln = self.lines[label]
+        if not ln.gaps:
+            return None
+        gaps = sorted(ln.gaps)[:-1] if len(ln.gaps) >= 3 else ln.gaps
+        per_batch = sum(gaps) / len(gaps)
+        return (ln.new / ln.batches) / per_batch if per_batch > 0 else None
+
     def eta(self, label: str) -> float | None:
-        """Seconds until the label's last row is expected (see the class docstring), None before a batch."""
+        """Seconds until the label's last row is expected: rows left / :meth:`rate` at the last batch's arrival,
+        counting down from there until the next batch is due and then held at the rows after it (a late batch
+        does not make it jump); 0.0 when nothing is left, None while there is no rate (before the second batch)."""
         ln = self.lines[label]
         left = ln.total - ln.done
-        if ln.last is None or not ln.new or left <= 0:
-            return None if left > 0 else 0.0
-        if ln.gaps:  # mean time between arrivals since the first batch (start-up left out), the longest gap
-            gaps = sorted(ln.gaps)[:-1] if len(ln.gaps) >= 3 else ln.gaps  # left out from 3 gaps on
-            per_batch = sum(gaps) / len(gaps)
-        else:
-            per_batch = ln.last - (ln.start if ln.start is not None else ln.last)
-        rows_per_batch = ln.new / ln.batches
-        to_come = max(1, -(-left // max(rows_per_batch, 1e-9)))  # batches still to come (ceil)
-        next_in = max(ln.last + per_batch - self.clock(), 0.0)  # the next batch's due time; held while late
-        return next_in + (to_come - 1) * per_batch
+        if left <= 0:
+            return 0.0
+        r = self.rate(label)
+        if r is None or ln.last is None:
+            return None
+        held = max(left - ln.new / ln.batches, 0) / r  # what the next batch leaves: the ETA while it is late
+        return max(left / r - (self.clock() - ln.last), held)
 
     def line(self, label: str) -> str:
-        """One progress line, e.g. ``qwen NT   120/200  60%  err 3  4.0 rows/s  412 tok/s  ETA 35s``."""
+        """One progress line, e.g. ``qwen NT   120/200  60%  err 3  4.0 rows/s  412 tok/s  ETA 35s``; after the
+        first batch only ``first batch after 1:40`` (no rate yet: :meth:`rate`)."""
         ln = self.lines[label]
         width = max(len(x) for x in self.lines)
         head = f"  {label:<{width}}  {ln.done:>6}/{ln.total:<6} {100 * ln.done / ln.total if ln.total else 100:3.0f}%"
@@ -200,14 +213,16 @@ class Progress:
         parts = [head, f"err {ln.errors}"]
         now = self.clock()
         left = ln.total - ln.done
-        if ln.start is not None and ln.new:
-            span = max((ln.last if ln.last is not None else now) - ln.start, 1e-9)
-            parts.append(f"{_rate(ln.new / span)} rows/s")
-            if ln.tokens:
-                parts.append(f"{ln.tokens / span:6.1f} tok/s")
+        r = self.rate(label)
+        if r is not None:
+            parts.append(f"{_rate(r)} rows/s")
+            if ln.tokens and ln.new:
+                parts.append(f"{r * ln.tokens / ln.new:6.1f} tok/s")
             parts.append("done" if left <= 0 else f"ETA {duration(self.eta(label) or 0)}")
         elif left <= 0:
             parts.append("done")
+        elif ln.first is not None:
+            parts.append(f"first batch after {duration(ln.first - (ln.start if ln.start is not None else ln.first))}")
         elif ln.ready is not None and ln.start is not None:
             parts.append(f"ready after {duration(ln.ready - ln.start)}, first batch {duration(now - ln.ready)}")
         elif ln.start is not None:

@@ -119,3 +119,14 @@ def test_write_text_and_write_json_write_their_text_and_make_the_folder(tmp_path
     assert js.read_text() == '{"n": 1}'
     store.write_text(str(md), "x")  # replaced, not appended
     assert md.read_text() == "x"
+
+
+def test_undefined_figures_become_null_and_json_stays_valid():
+    import json
+    import math
+
+    from howeval.store import undefined_as_null
+
+    m = {"acc": float("nan"), "ratio": math.inf, "ci": (0.1, -math.inf), "n": 3, "nested": [{"r": float("nan")}]}
+    assert undefined_as_null(m) == {"acc": None, "ratio": None, "ci": [0.1, None], "n": 3, "nested": [{"r": None}]}
+    assert json.loads(json.dumps(undefined_as_null(m), allow_nan=False))["acc"] is None

@@ -104,6 +104,20 @@ def mcc(tp: int, fp: int, tn: int, fn: int, eps: float = 1e-8) -> float:
     return (tp * tn - fp * fn) / den
 
 
+def defined_mcc(tp: int, fp: int, tn: int, fn: int, eps: float = 1e-8) -> float | None:
+    """:func:`mcc`, or None where it is undefined: a factor of the denominator is 0 (no tool ever called, a tool
+    called on every item, or every item of one label), where the formula's ε gives 0, which would read as "no
+    better than chance" (docs/metrics.md §4). What the run's JSON stores (``null``).
+
+    >>> defined_mcc(0, 0, 30, 12), round(defined_mcc(5, 2, 6, 1), 3)
+    (None, 0.577)
+    """
+    if 0 in (tp + fp, tp + fn, tn + fp, tn + fn):
+        mcc(tp, fp, tn, fn, eps)  # the same argument checks
+        return None
+    return mcc(tp, fp, tn, fn, eps)
+
+
 def key_step_coverage(
     key_steps: Sequence[str],
     pred_steps: Sequence[str],
@@ -220,7 +234,8 @@ def summarize(results: Sequence[Any], eps: float = 1e-8) -> dict[str, Any]:
          "confusion_solvable": {...}, "mcc_solvable": float or None,
          "consistency": :func:`mode_consistency` of text vs tool-free adaptive answers, or None}
 
-    ``labels``/``confusion``/``mcc`` need text and adaptive results: ``mcc`` is None without both. An
+    ``labels``/``confusion``/``mcc`` need text and adaptive results: ``mcc`` is None without both, and None
+    (with ``confusion`` set) where it is undefined (:func:`defined_mcc`: a margin of the confusion is empty). An
     item is labelled from its text-mode result (redundant when correct, else required; "unsolved"
     counts the required items no mode solves, for the report); the confusion uses every item that also
     has an adaptive result. ``mcc`` is the paper's: over all those items, unsolved ones as Tool-Required
@@ -285,10 +300,10 @@ def summarize(results: Sequence[Any], eps: float = 1e-8) -> dict[str, Any]:
         usable = {u: lab for u, lab in labels.items() if u in called}
         tp, fp, tn, fn = confusion(usable, called)
         out["confusion"] = {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
-        out["mcc"] = mcc(tp, fp, tn, fn, eps)
+        out["mcc"] = defined_mcc(tp, fp, tn, fn, eps)
         tp2, fp2, tn2, fn2 = confusion(usable, called, unsolved="excluded")
         out["confusion_solvable"] = {"tp": tp2, "fp": fp2, "tn": tn2, "fn": fn2}
-        out["mcc_solvable"] = mcc(tp2, fp2, tn2, fn2, eps)
+        out["mcc_solvable"] = defined_mcc(tp2, fp2, tn2, fn2, eps)
         adaptive_ok = {u: bool(_get(r, "correct")) for u, r in adaptive.items() if r is not None}
         out["consistency"] = mode_consistency(text_ok, adaptive_ok, called)
     return out

@@ -54,16 +54,19 @@ def test_progress_line_rate_eta_and_failure():
     p.add("judge", total=10)
     p.start("qwen NT")
     clock.t = 110.0
-    p.update("qwen NT", rows=40, errors=3, tokens=4000)  # 40 new rows in 10 s -> 4 rows/s; 140 left = 4 batches
-    assert p.line("qwen NT") == "  qwen NT      60/200     30%  err 3  4.0 rows/s   400.0 tok/s  ETA 40s"
+    p.update("qwen NT", rows=40, errors=3, tokens=4000)  # the first batch: its 10 s include the start-up: no rate
+    assert p.line("qwen NT") == "  qwen NT      60/200     30%  err 3  first batch after 10s"
+    clock.t = 120.0
+    p.update("qwen NT", rows=40, tokens=4000)  # 40 rows per batch, 10 s apart -> 4 rows/s; 100 left
+    assert p.line("qwen NT") == "  qwen NT     100/200     50%  err 3  4.0 rows/s   400.0 tok/s  ETA 25s"
     assert p.line("judge").endswith("waiting")
     p.fail("judge", "RuntimeError: no key")
     assert p.line("judge").endswith("FAILED: RuntimeError: no key")
     p.shrink("qwen NT", 150)
-    assert p.lines["qwen NT"].total == 60  # never below what is done
+    assert p.lines["qwen NT"].total == 100  # never below what is done
     p.tick()
     p.tick()  # within the log interval: printed once
-    assert out.getvalue().count("qwen NT") == 1 and out.getvalue().startswith("[10s]")
+    assert out.getvalue().count("qwen NT") == 1 and out.getvalue().startswith("[20s]")
 
 
 def test_progress_eta_ticks_down_between_batches_and_holds_when_a_batch_is_late():
@@ -71,13 +74,15 @@ def test_progress_eta_ticks_down_between_batches_and_holds_when_a_batch_is_late(
     p = Progress(stream=io.StringIO(), clock=clock, tty=False)
     p.add("a NT", total=100)
     p.start("a NT")
-    clock.t = 110.0
-    p.update("a NT", rows=20)  # one batch in 10 s, 80 rows left = 4 batches: 40 s
-    assert p.line("a NT") == "  a NT      20/100     20%  err 0  2.0 rows/s  ETA 40s"
-    clock.t = 115.0  # no batch since: the next one is due in 5 s
-    assert p.line("a NT") == "  a NT      20/100     20%  err 0  2.0 rows/s  ETA 35s"
-    clock.t = 150.0  # the next batch is late: the ETA holds at the 3 batches after it
-    assert p.line("a NT").endswith("ETA 30s")
+    clock.t = 105.0
+    p.update("a NT", rows=20)
+    clock.t = 115.0
+    p.update("a NT", rows=20)  # 20 rows 10 s after the first batch: 2 rows/s, 60 rows left: 30 s
+    assert p.line("a NT") == "  a NT      40/100     40%  err 0  2.0 rows/s  ETA 30s"
+    clock.t = 120.0  # no batch since: the next one is due in 5 s
+    assert p.line("a NT") == "  a NT      40/100     40%  err 0  2.0 rows/s  ETA 25s"
+    clock.t = 150.0  # the next batch is late: the ETA holds at the 40 rows after it
+    assert p.line("a NT").endswith("ETA 20s")
 
 
 def test_progress_eta_does_not_jump_on_one_late_batch():
@@ -110,6 +115,50 @@ def test_progress_eta_does_not_jump_on_one_late_batch():
         clock.t += gap
         p2.update("b", rows=10)
     assert p2.eta("b") == pytest.approx(10 + 5 * 10)  # 60 rows left = 6 batches at 10 s
+
+
+def test_progress_eta_leaves_a_slow_start_out_and_agrees_with_rows_per_second():
+    """Issue 40: a phase whose engine takes 100 s to load, then a batch of 8 rows every 4 s (2 rows/s). The old
+    line counted the first batch's wait as the time per batch (8/42 at 0.08 rows/s, ETA 8:20 for a phase that
+    ended 17 s later). Now: no rate from the first batch alone, then rows/s = 2.0 and ETA = rows left / rows/s
+    at every batch, counting down between batches; the phase ends when the ETA said."""
+    clock = Clock()
+    p = Progress(stream=io.StringIO(), clock=clock, tty=False)
+    p.add("q NT", total=42)
+    p.start("q NT")
+    clock.t += 95
+    p.ready("q NT")  # the engine is loaded after 95 s; its first batch lands 5 s later
+    clock.t += 5
+    p.update("q NT", rows=8)
+    assert p.line("q NT") == "  q NT       8/42      19%  err 0  first batch after 1:40"
+    assert p.rate("q NT") is None and p.eta("q NT") is None
+    arrivals = []
+    while p.lines["q NT"].done < 42:
+        between = []
+        for _ in range(4):  # drawn every second between batches: it counts down
+            clock.t += 1
+            if p.rate("q NT") is not None:
+                between.append(p.eta("q NT"))
+        assert all(b <= a for a, b in zip(between, between[1:])) and all(e >= 0 for e in between)
+        p.update("q NT", rows=min(8, 42 - p.lines["q NT"].done))
+        arrivals.append((clock.t, p.lines["q NT"].total - p.lines["q NT"].done, p.rate("q NT"), p.eta("q NT")))
+    t2, left2, rate2, eta2 = arrivals[0]
+    assert rate2 == pytest.approx(2.0)  # 8 rows per batch, 4 s apart: the 100 s start-up left out
+    assert eta2 == pytest.approx(left2 / rate2) == pytest.approx(13.0)  # 26 rows left at 2 rows/s
+    assert arrivals[-1][1] == 0 and p.line("q NT").endswith("rows/s  done")  # (the last batch had 2 rows: 1.8)
+    for _t, left, rate, eta in arrivals[:-1]:
+        assert eta == pytest.approx(left / rate)  # ETA = rows left / rows/s at each batch
+    end = arrivals[-1][0]
+    assert t2 + eta2 == pytest.approx(end, abs=4)  # the phase ended when the first ETA said (within a batch)
+    # the rows/s printed is the rate the ETA uses
+    p2 = Progress(stream=io.StringIO(), clock=clock, tty=False)
+    p2.add("x", total=42)
+    p2.start("x")
+    clock.t += 100
+    p2.update("x", rows=8)
+    clock.t += 4
+    p2.update("x", rows=8)
+    assert p2.line("x") == "  x      16/42      38%  err 0  2.0 rows/s  ETA 13s"
 
 
 def test_progress_counts_the_seconds_a_line_spends_starting():
@@ -207,7 +256,7 @@ def test_progress_redraws_in_place_on_a_terminal():
     p.update("a NT", rows=2)
     p.tick()
     p.finish()
-    assert _screen(out.getvalue()) == ["[1s]", "  a NT       2/2      100%  err 0  2.0 rows/s  done"]
+    assert _screen(out.getvalue()) == ["[1s]", "  a NT       2/2      100%  err 0  done"]  # one batch: no rate
 
 
 def test_a_ray_log_line_between_redraws_lands_above_the_block_and_leaves_no_stale_block(monkeypatch):

@@ -133,7 +133,8 @@ def test_one_sweep_runs_patterneval_crystal_and_adaptmmbench(tmp_path, repo_root
     assert main(["--config", str(repo_root / "configs" / "all-benchmarks.yaml"), "--output", str(out),
                  "--limit", "4", "--max-tokens", "16"]) == 0
     printed = capsys.readouterr().out
-    for line in (f"4 samples x 1 config(s) -> {out}; starting Ray\n", "] generate + judge · AdaptMMBench\n",  # one block: beside generation
+    for line in (f"4 samples x 1 config(s) -> {out}; starting Ray\n", "PatternEval: all 4 rows\nCRYSTAL: all 4 rows\n",
+                 "AdaptMMBench: all 4 rows\n", "] generate + judge · AdaptMMBench\n",  # one block: beside generation
                  "] CRYSTAL step scores\n", "\nCRYSTAL: 8 responses scored in ", "\nAdaptMMBench smollm2-135m: Acc text ", "] report: metrics, tables, plots, samples\n",
                  f"  wrote {out / 'metrics.json'}  ", f"  wrote {out / 'index.html'}  "):
         assert line in printed, line
@@ -310,3 +311,48 @@ def test_summary_shows_all_n_acc_reasoning_and_length_cuts_and_warns_when_t_did_
                         "reasoning 0  length-cut 0")
     assert lines[1].endswith("reasoning 0  length-cut 1")
     assert lines[2].startswith("warning: config 'c': none of its 2 T rows has a reasoning channel")
+
+
+def test_a_moved_manifest_resumes_without_generating_again(tmp_path, repo_root, capsys):
+    """Issue 40: the same rows at another path (a new Ray session folder, a moved folder) resume: nothing is
+    generated again, run_config.json records the new path and the same content; a changed row is refused."""
+    import shutil
+
+    from howeval.ray_jobs.sweep import main
+
+    first = tmp_path / "session_1" / "_ray_pkg_aa" / "demo"
+    shutil.copytree(repo_root / "datasets" / "demo", first)
+    rows = _demo_rows(repo_root, 4)
+    recorded = tmp_path / "recorded.jsonl"
+    recorded.write_text("".join(json.dumps({"sample_id": r["uid"], "response": f"The answer is {r['answer']}."}) + "\n"
+                                for r in rows))
+    model = {"name": "rep", "engine": "replay", "options": {"path": str(recorded)}, "modes": {"NT": {}},
+             "resources": {"replicas": 1, "num_cpus": 0.5, "batch_size": 2}}
+    out = tmp_path / "run"
+    cfg = {"name": "moved", "output_uri": str(out), "benchmarks": [{"path": str(first / "manifest.jsonl"), "limit": 4}],
+           "models": [model], "judges": {"pattern": [{"name": "rules"}]}, "ray": {"num_cpus": 2}}
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(cfg))
+    assert main(["--config", str(tmp_path / "sweep.yaml")]) == 0
+    files = sorted(p.name for p in (out / "responses").rglob("*.parquet"))
+    stored = json.loads((out / "run_config.json").read_text())["benchmarks"][0]
+    assert stored["content"]["rows"] == 4
+
+    second = tmp_path / "session_2" / "_ray_pkg_bb" / "demo"
+    shutil.copytree(first, second)
+    shutil.rmtree(tmp_path / "session_1")
+    cfg["benchmarks"][0]["path"] = str(second / "manifest.jsonl")
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(cfg))
+    assert main(["--config", str(tmp_path / "sweep.yaml")]) == 0
+    assert sorted(p.name for p in (out / "responses").rglob("*.parquet")) == files  # not one row generated again
+    again = json.loads((out / "run_config.json").read_text())["benchmarks"][0]
+    assert again["path"] == str(second / "manifest.jsonl") and again["content"] == stored["content"]
+    assert json.loads((out / "metrics.json").read_text())["configs"]["rep"]["NT"]["n"] == 4
+
+    lines = (second / "manifest.jsonl").read_text().splitlines()
+    lines[1] = lines[1].replace('"answer": "7"', '"answer": "8"')
+    (second / "manifest.jsonl").write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert main(["--config", str(tmp_path / "sweep.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert f"benchmarks (stored benchmarks.0): stored 'demo: first 4 rows sha256:{stored['content']['sha256'][:12]}" in err
+    assert "now 'demo: first 4 rows sha256:" in err

@@ -89,3 +89,19 @@ def test_adapt_process_judge_columns(report):
     assert "key-step coverage (decided by the LLM judge gpt-5@x|process-v1 per key step; 1 judge failures left out)" in md
     # tokens, steps, tool calls (1 of 5 called), turns, ran ('–': no executed call records), effective, coverage
     assert "| alpha | adaptive | 10.0 | 2.0 | 0.2 | 1.0 | – | 50.0 | 50.0 |" in md
+
+
+def test_an_undefined_mcc_is_null_in_metrics_json_and_said_in_the_report(tmp_path):
+    """Issue 40: no tool ever called -> the MCC's denominator is 0; metrics.json held 0.0 while the report
+    said 'undefined'. Now null on disk (valid JSON, no NaN either), the confusion beside it, the words unchanged."""
+    root = make_run(tmp_path / "r")
+    rows = [_adapt(u, "text", ok, False) for u, ok in {"a": True, "b": False, "c": False}.items()]
+    rows += [_adapt(u, "adaptive", ok, False) for u, ok in {"a": True, "b": False, "c": True}.items()]
+    (root / "adapt" / "alpha").mkdir(parents=True)
+    pq.write_table(conform(rows, ADAPT_SCHEMA), root / "adapt" / "alpha" / "part-0.parquet")
+    write_report(load_run_config(str(root)))
+    text = (root / "metrics.json").read_text()
+    on_disk = json.loads(text, parse_constant=lambda c: pytest.fail(f"metrics.json holds {c}"))
+    a = on_disk["adapt"]["alpha"]
+    assert a["confusion"] == {"tp": 0, "fp": 0, "tn": 1, "fn": 2} and a["mcc"] is None and a["mcc_solvable"] is None
+    assert "undefined (no tool called)" in (root / "report.md").read_text()

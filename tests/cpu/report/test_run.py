@@ -148,3 +148,18 @@ def test_judge_agreement_over_two_judges():
     assert a["n_unanimous"] == 1 and a["n_consensus_samples"] == 1 and a["n_with_errors"] == 1  # z: one judge failed
     assert a["per_label"]["rep"]["n_disputed"] == 1 and a["disputed"] == [["y", "c", "T"]]
     assert judge_agreement([r for r in rows if r["judge"] == "rules@1"]) is None
+
+
+def test_a_row_skipped_on_a_resume_is_counted_nowhere(tmp_path):
+    """Issue 40: s05's answers were stored by an earlier run; the resume skipped s05 as bad (its image gone).
+    It is not in n, in samples.jsonl, in the report's 'N prompts', nor in the judge agreement."""
+    root = make_run(tmp_path / "r")
+    bad = [{"path": str(tmp_path / "m.jsonl"), "line": 6, "uid": "s05", "field": "image", "reason": "cannot read x.png"},
+           {"path": str(tmp_path / "m.jsonl"), "line": 13, "uid": "s00", "field": "uid", "reason": "duplicate uid"}]
+    metrics = write_report(load_run_config(str(root)), bad_rows=bad)
+    assert metrics["configs"]["alpha"]["NT"]["n"] == 11 and metrics["configs"]["beta"]["NT"]["n"] == 10
+    assert metrics["run"]["n_responses"] == 42  # 46 less s05's 4 (the duplicate-uid record names s00, kept)
+    lines = [json.loads(x) for x in (root / "samples.jsonl").read_text().splitlines()]
+    assert len(lines) == 42 and "s05" not in {x["sample_id"] for x in lines}
+    assert "; 11 prompts" in (root / "report.md").read_text()
+    assert [b["uid"] for b in metrics["bad_rows"]] == ["s05", "s00"]  # still listed as skipped

@@ -185,3 +185,14 @@ def test_mcc_uses_the_papers_item_set_not_only_items_some_mode_solves():
     # solvable only: required = i3..i6: TP 1, FN 3; FP 1, TN 2
     assert confusion(labels, called, unsolved="excluded") == (1, 1, 2, 3)
     assert mcc(1, 1, 2, 3) == pytest.approx((1 * 2 - 1 * 3) / math.sqrt(2 * 4 * 3 * 5), abs=1e-6)
+
+
+@pytest.mark.parametrize("tp, fp, tn, fn", [(0, 0, 30, 12), (6, 4, 0, 0), (5, 0, 0, 3), (0, 3, 5, 0)])
+def test_defined_mcc_is_none_where_a_margin_is_empty(tp, fp, tn, fn):
+    from howeval.benchmarks.adapt.metrics import defined_mcc
+
+    assert mcc(tp, fp, tn, fn) == 0.0  # the paper's formula with its epsilon: reads as chance level
+    assert defined_mcc(tp, fp, tn, fn) is None
+    assert defined_mcc(3, 1, 4, 2) == mcc(3, 1, 4, 2)
+    with pytest.raises(ValueError, match="tp must be a non-negative int"):
+        defined_mcc(-1, 0, 0, 0)
