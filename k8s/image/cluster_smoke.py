@@ -755,6 +755,24 @@ def grpo_starts(log_text: str) -> list[dict]:
     return out
 
 
+def trained_steps(first: list[int], second_log: str, steps: int) -> int:
+    """The checkpoint step the job on the new cluster resumed from, after checking that every step 1..``steps`` was
+    trained: those the first job logged, those up to that checkpoint (the first job may train and save a step after
+    its log was read and before the head is lost: the checkpoint on ``/data`` is the proof), and those the second
+    job logged. :class:`SmokeFailure` when the second job started from no checkpoint or a step is missing."""
+    second, _ = grpo_steps(second_log)
+    starts = grpo_starts(second_log)
+    resumed = starts[0].get("resumed_from") if starts else None
+    if not resumed or not second or min(second) != resumed + 1:
+        raise SmokeFailure(f"the GRPO job on the new cluster did not continue from a checkpoint (start {starts[:1]}, "
+                           f"steps {second}):\n{second_log[-2000:]}")
+    trained = sorted(set(first) | set(range(1, resumed + 1)) | set(second))
+    if trained != list(range(1, steps + 1)):
+        raise SmokeFailure(f"GRPO steps trained {trained}, want 1..{steps} (first job {first}, checkpoint {resumed}, "
+                           f"second {second})")
+    return resumed
+
+
 def run_grpo(c: Cluster, jobs: Jobs, spec: dict, steps: int, timeout: float, restart: Callable[[], None]) -> dict:
     """Workload 3: elastic GRPO; a worker killed after the first checkpoint (the group shrinks and continues),
     then the whole cluster lost (head first); ``restart()`` brings up a new cluster (and the reward endpoint)
@@ -792,15 +810,10 @@ def run_grpo(c: Cluster, jobs: Jobs, spec: dict, steps: int, timeout: float, res
     second, second_sizes = grpo_steps(second_log)
     if status != "SUCCEEDED":
         raise SmokeFailure(f"the GRPO job re-submitted on the new cluster ended {status}:\n{second_log[-3000:]}")
-    if not second or min(second) <= 1:
-        raise SmokeFailure(f"the GRPO job on the new cluster did not continue from a checkpoint (its steps: {second}):\n"
-                           f"{second_log[-2000:]}")
-    trained = sorted(set(first) | set(second))
-    if trained != list(range(1, steps + 1)):
-        raise SmokeFailure(f"GRPO steps trained {trained}, want 1..{steps} (first job {first}, second {second})")
+    resumed = trained_steps(first, second_log, steps)
     if len(set(first_sizes)) < 2:
         raise SmokeFailure(f"the first GRPO job's world size never changed after the worker loss: {first_sizes}")
-    return {"steps": steps, "first_job_steps": max(first), "resumed_from": min(second) - 1, "killed": victim,
+    return {"steps": steps, "first_job_steps": max(max(first), resumed), "resumed_from": resumed, "killed": victim,
             "resized": f"{starts[0]['world_size']} -> {starts[-1]['world_size']} workers, resumed from step "
                        f"{starts[-1]['resumed_from']}",
             "world_sizes": [*dict.fromkeys(first_sizes + second_sizes)]}

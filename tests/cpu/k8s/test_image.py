@@ -234,3 +234,18 @@ def test_smoke_summary_names_the_token_check_and_both_head_losses(repo_root: Pat
     assert "head loss at 28 rows" in line and "66 written, 0 lost, 0 duplicated" in line and "0 paid twice" in line
     assert "head loss after step 3: new cluster resumed from step 3" in line and "losses survived 4/4; 900 s" in line
     assert smoke.summary(False, {}, 5).startswith("cluster-smoke: FAILED;")
+
+
+def test_grpo_steps_after_the_head_loss_count_the_checkpoint_the_new_job_resumed_from(repo_root: Path):
+    """The first job may train and save a step after its log was read and before the head goes (the smoke run of
+    5 December: logged 1-3, saved 4, the new cluster resumed from 4 and trained 5): the checkpoint proves step 4."""
+    smoke = _load(repo_root, "cluster_smoke")
+    log = "\n".join(['(RayTrainWorker pid=1) [train_grpo] start {"world_size": 2, "resumed_from": 4, "time": 1.0}',
+                     '(RayTrainWorker pid=1) [train_grpo] {"step": 5, "world_size": 2, "loss": 0.1}'])
+    assert smoke.trained_steps([1, 1, 2, 2, 3, 3], log, 5) == 4
+    with pytest.raises(smoke.SmokeFailure, match="did not continue from a checkpoint"):
+        smoke.trained_steps([1, 2, 3], log.replace('"resumed_from": 4', '"resumed_from": null'), 5)
+    with pytest.raises(smoke.SmokeFailure, match=r"trained \[1, 2, 3, 4, 5\], want 1..6"):
+        smoke.trained_steps([1, 2, 3], log, 6)
+    gap = log.replace('"resumed_from": 4', '"resumed_from": 2').replace('"step": 5', '"step": 3')
+    assert smoke.trained_steps([1, 2], gap, 3) == 2
