@@ -234,10 +234,14 @@ PODMAN_FLAGS ?= $(if $(shell command -v runc 2>/dev/null),--runtime runc) --ulim
 PIP_SETTING     = $(shell $(PY) -m pip config list 2>/dev/null | sed -n "s/^[^.]*\.$(1)='\(.*\)'$$/\1/p" | head -1)
 HOST_PIP_CERT  := $(call PIP_SETTING,cert)
 HOST_PIP_LINKS := $(call PIP_SETTING,find-links)
-# the CA bundle goes in beside the image's own (a mount over it would break the image's ca-certificates)
+# the CA bundle goes in beside the image's own (a mount over it would break the image's ca-certificates).
+# The local wheel folder (find-links) is for the CPU image's torch only: given to the GPU build, pip took its
+# torch-2.13.0+cpu for vLLM's torch==2.13.0 and backtracked vLLM to 0.30, an image with no CUDA torch (the first
+# GPU build, 5 December 2026); the GPU build gets torch from the index, as vLLM pins it.
+IMAGE_LINKS := $(if $(filter cpu,$(VARIANT)),$(HOST_PIP_LINKS))
 IMAGE_PIP_ARGS := $(if $(HOST_PIP_CERT),--build-arg PIP_CERT=/etc/pip-build-ca.crt) \
-	$(if $(HOST_PIP_LINKS),--build-arg PIP_FIND_LINKS=$(HOST_PIP_LINKS) $(if $(wildcard $(HOST_PIP_LINKS)/torch-2.13.0*),--build-arg TORCH_INDEX=))
-IMAGE_MOUNTS := $(if $(filter podman,$(ENGINE)),$(if $(HOST_PIP_CERT),-v $(HOST_PIP_CERT):/etc/pip-build-ca.crt:ro) $(if $(HOST_PIP_LINKS),-v $(HOST_PIP_LINKS):$(HOST_PIP_LINKS):ro))
+	$(if $(IMAGE_LINKS),--build-arg PIP_FIND_LINKS=$(IMAGE_LINKS) $(if $(wildcard $(IMAGE_LINKS)/torch-2.13.0*),--build-arg TORCH_INDEX=))
+IMAGE_MOUNTS := $(if $(filter podman,$(ENGINE)),$(if $(HOST_PIP_CERT),-v $(HOST_PIP_CERT):/etc/pip-build-ca.crt:ro) $(if $(IMAGE_LINKS),-v $(IMAGE_LINKS):$(IMAGE_LINKS):ro))
 image:
 	$(ENGINE) build $(if $(filter podman,$(ENGINE)),$(PODMAN_FLAGS) --network host) $(IMAGE_MOUNTS) $(IMAGE_PIP_ARGS) \
 	  --build-arg BASE=$(BASE) --build-arg VARIANT=$(VARIANT) -f k8s/Dockerfile -t $(TAG) .
@@ -253,10 +257,12 @@ image-base-debian:
 	tar -C build/debian-rootfs -c . | $(ENGINE) import --change 'CMD ["/bin/bash"]' - $(DEBIAN_BASE)
 	rm -rf build/debian-rootfs
 
-# A Ray cluster of containers of the CPU image on this machine (a head and two workers with the cpu-smoke overlay's
-# resources, host network, 127.0.0.1), running the three workloads as the rendered manifests run them, with a
-# worker removed mid-sweep, one removed mid-GRPO and the GRPO job killed and re-submitted; one summary line
-# `cluster-smoke: ...`, exit 0 only when every check held; everything it started is removed at the end.
+# A Ray cluster of containers of the CPU image on this machine (a head, two workers and a reward node with the
+# cpu-smoke overlay's resources, host network, 127.0.0.1, Ray token auth as the manifests set it), running the three
+# workloads as the rendered manifests run them: a job without the token refused; a worker removed mid-sweep and
+# mid-GRPO; the head lost (the whole cluster) mid-sweep and mid-GRPO, a new cluster over the same /data and the same
+# entrypoint re-submitted; one summary line `cluster-smoke: ...`, exit 0 only when every check held; everything it
+# started is removed at the end.
 cluster-smoke: $(STAMP)
 	$(BIN)/python k8s/image/cluster_smoke.py --image $(TAG) --engine $(ENGINE) $(CLUSTER_SMOKE_ARGS)
 

@@ -11,7 +11,7 @@ Checks, one line each (``ok`` / ``FAIL``), exit status = number of failures:
   (``pkgutil.walk_packages``);
 - the libraries of the variant import: cpu = torch (a CPU build), Ray 2.60.0, transformers, TRL,
   sentence-transformers, ``cv2`` and the OCR engine (run on a rendered line of text); gpu = those plus vLLM,
-  DeepSpeed, Triton, and a C compiler that builds a Python extension the way Triton builds its launcher;
+  DeepSpeed, Triton over a CUDA build of torch, and a C compiler that builds a Python extension the way Triton builds its launcher;
 - ``cv2`` has one owner (opencv-python-headless; ``k8s/image/one_cv2.sh``) and ``pip check`` reports nothing
   else than rapidocr-onnxruntime's opencv-python requirement that this replaces;
 - ``wget`` exists (KubeRay's probes call it); the embedded SmolLM2 GGUF and its converted copies are in
@@ -128,12 +128,17 @@ def embedded() -> str:
 
 
 def gpu_libraries() -> str:
-    """The GPU image's engines: vLLM, DeepSpeed, Triton (imported, not started: no GPU is needed here)."""
+    """The GPU image's engines: vLLM, DeepSpeed, Triton (imported, not started: no GPU is needed here), over a
+    CUDA build of torch (``torch.version.cuda`` set; a ``+cpu`` torch would import as well and fail on a GPU)."""
     import deepspeed
+    import torch
     import triton
     import vllm
 
-    return f"vllm {vllm.__version__}, deepspeed {deepspeed.__version__}, triton {triton.__version__}"
+    assert torch.version.cuda and "+cpu" not in torch.__version__, \
+        f"torch {torch.__version__} is a CPU build (torch.version.cuda={torch.version.cuda}): the GPU image needs CUDA's"
+    return (f"vllm {vllm.__version__}, deepspeed {deepspeed.__version__}, triton {triton.__version__}, "
+            f"torch {torch.__version__} (CUDA {torch.version.cuda})")
 
 
 def c_toolchain() -> str:

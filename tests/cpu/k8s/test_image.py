@@ -107,3 +107,145 @@ def test_grpo_start_lines_give_each_worker_group_its_size_and_checkpoint(repo_ro
     ])
     assert smoke.grpo_starts(text) == [{"world_size": 2, "resumed_from": None, "time": 1.0},
                                        {"world_size": 1, "resumed_from": 2, "time": 9.0}]
+
+
+def _write_part(folder: Path, name: str, rows: list[dict]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), folder / f"part-{name}.parquet")
+
+
+def _sweep_output(root: Path, samples: list[str], adapt_split: int) -> None:
+    """A sweep's output as the store writes it: one config, modes NT/T, one judge; AdaptMMBench's 3 modes
+    written in two batches (``adapt_split`` rows, then the rest), as at ``--limit 6`` (16 + 2 rows)."""
+    resp = [{"sample_id": s, "config": "c", "mode": m, "response_hash": f"h{s}{m}"} for s in samples for m in ("NT", "T")]
+    _write_part(root / "responses" / "c", "a", resp)
+    _write_part(root / "judgments" / "c", "a", [{**r, "judge": "rules@1", "correct": True} for r in resp])
+    _write_part(root / "steps", "a", [{**r, "embedder": "e", "tau": 0.35, "alpha": 0.5, "order": "lis"} for r in resp])
+    adapt = [{"sample_id": s, "config": "c", "mode": m, "correct": False} for s in samples for m in ("text", "adaptive", "oracle")]
+    _write_part(root / "adapt" / "c", "a", adapt[:adapt_split])
+    _write_part(root / "adapt" / "c", "b", adapt[adapt_split:])
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist([{"sample_id": r["sample_id"], "config": "c", "mode": r["mode"]} for r in resp]),
+                   root / "samples.parquet")
+
+
+def test_smoke_counts_rows_per_table_over_all_part_files(repo_root: Path, tmp_path: Path):
+    """The sweep check of make cluster-smoke: a table whose rows came in two part files (AdaptMMBench at --limit 6:
+    16 + 2 rows) has lost nothing; a row missing from a table is lost; a key written in two part files is
+    duplicated. (The check before compared each part file with the union of samples: 5 "lost" rows here.)"""
+    smoke = _load(repo_root, "cluster_smoke")
+    ids = [f"s{i}" for i in range(6)]
+    samples = {"*": set(ids), "steps": set(ids), "adapt": set(ids)}
+    required = ["responses", "judgments", "samples", "steps", "adapt"]
+    _sweep_output(tmp_path / "ok", ids, adapt_split=16)
+    tables = smoke.read_tables(tmp_path / "ok")
+    assert tables["adapt"]["files"] == 2 and len(tables["adapt"]["keys"]) == 18
+    ok = smoke.count_rows(tables, samples, required)
+    assert (ok["rows"], ok["lost"], ok["duplicated"], ok["unexpected"]) == (66, 0, 0, 0)
+
+    # a real loss: one judgment row and a whole mode of one AdaptMMBench batch gone; a real duplicate: a step
+    # score and an adapt episode written again in a second part file
+    bad = tmp_path / "bad"
+    _sweep_output(bad, ids, adapt_split=16)
+    import pyarrow.parquet as pq
+
+    j = pq.read_table(bad / "judgments" / "c" / "part-a.parquet").to_pylist()
+    _write_part(bad / "judgments" / "c", "a", j[1:])
+    (bad / "adapt" / "c" / "part-b.parquet").unlink()
+    _write_part(bad / "steps", "b", pq.read_table(bad / "steps" / "part-a.parquet").to_pylist()[:1])
+    _write_part(bad / "adapt" / "c", "c", pq.read_table(bad / "adapt" / "c" / "part-a.parquet").to_pylist()[:1])
+    got = smoke.count_rows(smoke.read_tables(bad), samples, required)
+    per = {k: (v["lost"], v["duplicated"]) for k, v in got["tables"].items()}
+    assert per == {"adapt": (2, 1), "judgments": (1, 0), "responses": (0, 0), "samples": (0, 0), "steps": (0, 1)}
+    assert (got["lost"], got["duplicated"]) == (3, 2)
+
+
+def test_smoke_counts_a_lost_mode_config_and_table(repo_root: Path, tmp_path: Path):
+    """Losses that leave no row to compare with still count: a whole mode of the judgments, a required table
+    with no part file, and a sample of the expected set that no table holds."""
+    smoke = _load(repo_root, "cluster_smoke")
+    ids = ["a", "b"]
+    _sweep_output(tmp_path, ids, adapt_split=3)
+    import pyarrow.parquet as pq
+
+    j = pq.read_table(tmp_path / "judgments" / "c" / "part-a.parquet").to_pylist()
+    _write_part(tmp_path / "judgments" / "c", "a", [r for r in j if r["mode"] == "NT"])
+    for f in (tmp_path / "steps").iterdir():
+        f.unlink()
+    tables = smoke.read_tables(tmp_path)
+    samples = {"*": {"a", "b", "z"}, "steps": set(ids), "adapt": set(ids)}
+    got = smoke.count_rows(tables, samples, ["responses", "judgments", "samples", "steps", "adapt"])
+    per = {k: v["lost"] for k, v in got["tables"].items()}
+    # z (no evidence boxes: not an AdaptMMBench sample): 2 responses, 2 samples rows; judgments: T of a and b,
+    # and both modes of z; steps: none written, 2 samples x 2 modes
+    assert per == {"adapt": 0, "judgments": 4, "responses": 2, "samples": 2, "steps": 4}
+
+
+def test_metered_judge_counts_only_answers_asked_again_after_they_were_stored(repo_root: Path, tmp_path: Path):
+    """The smoke's "paid twice": a call after the loss whose request already had an answer in the run's judge cache.
+    A request in flight at the loss (answered by the endpoint, never stored) may be asked again."""
+    import json
+    import urllib.request
+
+    smoke = _load(repo_root, "cluster_smoke")
+    judge = smoke.MeteredJudge(latency_s=0.0)
+    try:
+        def ask(text: str) -> str:
+            body = json.dumps({"model": "metered-judge", "messages": [{"role": "user", "content": text}]}).encode()
+            req = urllib.request.Request(f"{judge.base_url}/chat/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return json.loads(r.read())["choices"][0]["message"]["content"]
+
+        answers = [ask(t) for t in ("a", "b", "c")]  # calls 1-3 before the loss
+        # the cache as the judge writes it (howeval/judges/cache.py): a torn last line is skipped
+        cache = tmp_path / "judge_cache" / "metered@1"
+        cache.mkdir(parents=True)
+        lines = [json.dumps({"key": k, "completion": {"text": a}}) for k, a in zip("xy", answers[:2])]
+        (cache / "host-1-abc.jsonl").write_text("\n".join(lines) + '\n{"key": "z", "compl')
+        stored = smoke.MeteredJudge.stored_calls(tmp_path / "judge_cache")
+        assert stored == {1, 2}
+        since = len(judge.calls)
+        ask("c")  # in flight at the loss, never stored: asked again, not paid twice
+        ask("d")
+        assert judge.paid_twice(stored, since) == 0
+        ask("a")  # stored before the loss and asked again: paid twice
+        assert judge.paid_twice(stored, since) == 1
+        assert json.loads(answers[0]) == {"cot": False, "rep": False, "con": False, "pr": False, "smoke_call": 1}
+    finally:
+        judge.close()
+
+
+def test_smoke_summary_names_the_token_check_and_both_head_losses(repo_root: Path):
+    smoke = _load(repo_root, "cluster_smoke")
+    result = {"auth": {"no token": 401, "wrong token": 403},
+              "sweep": {"rows": 66, "lost": 0, "duplicated": 0, "rows_at_head_loss": 28, "judge_calls": 16,
+                        "judge_paid_twice": 0, "killed": "w1"},
+              "reward": {"scored": 2, "degraded": 0, "refused": 401},
+              "grpo": {"steps": 5, "resized": "2 -> 1 workers, resumed from step 2", "first_job_steps": 3,
+                       "resumed_from": 3, "killed": "w2"}}
+    line = smoke.summary(True, result, 900.4)
+    assert line.startswith("cluster-smoke: ok; ray job submit without the token -> 401 (wrong token 403), not run;")
+    assert "head loss at 28 rows" in line and "66 written, 0 lost, 0 duplicated" in line and "0 paid twice" in line
+    assert "head loss after step 3: new cluster resumed from step 3" in line and "losses survived 4/4; 900 s" in line
+    assert smoke.summary(False, {}, 5).startswith("cluster-smoke: FAILED;")
+
+
+def test_grpo_steps_after_the_head_loss_count_the_checkpoint_the_new_job_resumed_from(repo_root: Path):
+    """The first job may train and save a step after its log was read and before the head goes (the smoke run of
+    5 December: logged 1-3, saved 4, the new cluster resumed from 4 and trained 5): the checkpoint proves step 4."""
+    smoke = _load(repo_root, "cluster_smoke")
+    log = "\n".join(['(RayTrainWorker pid=1) [train_grpo] start {"world_size": 2, "resumed_from": 4, "time": 1.0}',
+                     '(RayTrainWorker pid=1) [train_grpo] {"step": 5, "world_size": 2, "loss": 0.1}'])
+    assert smoke.trained_steps([1, 1, 2, 2, 3, 3], log, 5) == 4
+    with pytest.raises(smoke.SmokeFailure, match="did not continue from a checkpoint"):
+        smoke.trained_steps([1, 2, 3], log.replace('"resumed_from": 4', '"resumed_from": null'), 5)
+    with pytest.raises(smoke.SmokeFailure, match=r"trained \[1, 2, 3, 4, 5\], want 1..6"):
+        smoke.trained_steps([1, 2, 3], log, 6)
+    gap = log.replace('"resumed_from": 4', '"resumed_from": 2').replace('"step": 5', '"step": 3')
+    assert smoke.trained_steps([1, 2], gap, 3) == 2

@@ -39,7 +39,7 @@ RAY_VERSION = "2.60.0"
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 RAY_NAMES = {("RayCluster", "howeval"), ("RayJob", "patterneval-25"), ("RayJob", "patternrl-grpo"),
              ("RayService", "patternrm-reward")}
-COMPONENTS = {"redis", "cluster", "sweep", "train-grpo", "reward-server", "verifier"}
+COMPONENTS = {"network", "redis", "cluster", "sweep", "train-grpo", "reward-server", "verifier"}
 
 
 @pytest.fixture(scope="module")
@@ -483,6 +483,88 @@ def test_reward_server_reaches_the_verifier_by_its_short_service_name(overlay, r
         assert c["image"].endswith("-gpu") and quantity(c["resources"]["requests"]["nvidia.com/gpu"]) >= 1
     text = rendered_path(overlay).read_text()
     assert "namespace:" not in text and ".svc" not in text, "no namespace is written: apply into any namespace"
+
+
+# ------------------------------------------------------------------ who may reach the clusters ----------
+def _selects(selector: dict, labels: dict) -> bool:
+    """A Kubernetes label selector (matchLabels, matchExpressions In/NotIn/Exists/DoesNotExist) against labels."""
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for e in selector.get("matchExpressions") or []:
+        k, op, vals = e["key"], e["operator"], e.get("values", [])
+        ok = {"In": k in labels and labels[k] in vals, "NotIn": labels.get(k) not in vals,
+              "Exists": k in labels, "DoesNotExist": k not in labels}[op]
+        if not ok:
+            return False
+    return True
+
+
+# labels KubeRay 1.7.0 puts on the pods it makes (common/pod.go labelPod; rayjob_controller.go getSubmitterTemplate;
+# raycluster_controller.go buildRedisCleanupJob), beside the template's own
+def _ray_pod_labels(template_labels: dict, node_type: str) -> dict:
+    return {"ray.io/is-ray-node": "yes", "ray.io/node-type": node_type, "app.kubernetes.io/name": "kuberay",
+            "app.kubernetes.io/created-by": "kuberay-operator", **template_labels}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_ray_cluster_turns_on_token_auth_from_one_secret(overlay, rendered):
+    """Ray 2.60 token auth through KubeRay 1.7.0's authOptions: the operator sets RAY_AUTH_MODE/RAY_AUTH_TOKEN on
+    every Ray container and the submitter from the named Secret; nothing in the pods turns it off again."""
+    for name, doc in ray_docs(rendered, overlay).items():
+        assert cluster_spec(doc).get("authOptions") == {"mode": "token", "secretName": "howeval-ray-auth"}, name
+        for group, _, pod in pod_specs(doc):
+            for c in pod["containers"]:
+                env = {e["name"]: e for e in c.get("env", [])}
+                assert "RAY_AUTH_MODE" not in env and "RAY_AUTH_TOKEN" not in env, \
+                    f"{name}/{group}: the operator sets the auth env from authOptions; a pod's own value would win"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_network_policies_admit_the_projects_pods_and_no_one_else(overlay, rendered):
+    policies = {d["metadata"]["name"]: d["spec"] for d in rendered[overlay] if d["kind"] == "NetworkPolicy"}
+    ray = policies["howeval-ray-ingress"]
+    assert ray["policyTypes"] == ["Ingress"]
+    # every Ray pod of every project cluster is selected (heads and workers)
+    ray_pods = []
+    for doc in ray_docs(rendered, overlay).values():
+        spec = cluster_spec(doc)
+        ray_pods.append(_ray_pod_labels(spec["headGroupSpec"]["template"]["metadata"]["labels"], "head"))
+        ray_pods += [_ray_pod_labels(g["template"]["metadata"]["labels"], "worker") for g in spec["workerGroupSpecs"]]
+    assert all(_selects(ray["podSelector"], p) for p in ray_pods)
+
+    def admitted(policy: dict, peer: dict, port: int) -> bool:
+        for rule in policy["ingress"]:
+            ports = [p["port"] for p in rule.get("ports", [])]
+            if ports and port not in ports:
+                continue
+            if any(_selects(f.get("podSelector", {}), peer) for f in rule["from"]):
+                return True
+        return False
+
+    for p in ray_pods:
+        assert admitted(ray, p, 6379) and admitted(ray, p, 8000) and admitted(ray, p, 10002)
+    submitters = [{"ray.io/originated-from-crd": "RayJob", "ray.io/originated-from-cr-name": d["metadata"]["name"],
+                   "app.kubernetes.io/created-by": "kuberay-operator"}
+                  for d in rendered[overlay] if d["kind"] == "RayJob"]
+    assert len(submitters) == 2
+    for s in submitters:
+        assert admitted(ray, s, 8265) and not admitted(ray, s, 6379), "submitters reach the job API only"
+    operator = {"app.kubernetes.io/name": "kuberay-operator", "app.kubernetes.io/instance": "kuberay-operator"}
+    assert admitted(ray, operator, 8265) and not admitted(ray, operator, 6379)
+    strangers = [{}, {"app": "other"}, {"ray.io/is-ray-node": "yes", "app.kubernetes.io/name": "kuberay"},
+                 {"ray.io/originated-from-crd": "RayJob", "ray.io/originated-from-cr-name": "someone-elses-job"}]
+    for s in strangers:
+        assert not any(admitted(ray, s, port) for port in (6379, 8265, 8000, 10001, 52365)), s
+    # Redis: the heads (and KubeRay's Redis clean-up pod) only; the verifier: the Ray pods only
+    deploys = {d["metadata"]["name"]: d for d in rendered[overlay] if d["kind"] == "Deployment"}
+    redis, verifier = policies["howeval-redis-ingress"], policies["howeval-verifier-ingress"]
+    assert _selects(redis["podSelector"], deploys["howeval-redis"]["spec"]["template"]["metadata"]["labels"])
+    assert _selects(verifier["podSelector"], deploys["verifier-vllm"]["spec"]["template"]["metadata"]["labels"])
+    heads = [p for p in ray_pods if p["ray.io/node-type"] == "head"]
+    assert all(admitted(redis, h, 6379) for h in heads)
+    assert admitted(redis, {**heads[0], "ray.io/node-type": "redis-cleanup"}, 6379)
+    assert not any(admitted(redis, p, 6379) for p in ray_pods if p["ray.io/node-type"] == "worker")
+    assert all(admitted(verifier, p, 8000) for p in ray_pods) and not admitted(verifier, {"app": "other"}, 8000)
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
