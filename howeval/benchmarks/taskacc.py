@@ -39,6 +39,7 @@ import pyarrow as pa
 
 from howeval.judges.verify import verify
 from howeval.judges.verify.answer import find_candidate, norm_text, strip_trailing
+from howeval.judges.verify.official import levenshtein  # one edit distance for ANLS and MathVista's option mapping
 from howeval.parsing.text import strip_latex
 
 TASK_CATEGORIES = ("math", "logic", "document")
@@ -74,23 +75,6 @@ TASK_INPUT_SCHEMA = pa.schema([
 
 
 # -- the fields' own criteria --------------------------------------------------------------------------
-def levenshtein(a: str, b: str) -> int:
-    """Edit distance (insertions, deletions, substitutions, each cost 1) between ``a`` and ``b``.
-
-    >>> levenshtein("kitten", "sitting"), levenshtein("", "abc"), levenshtein("same", "same")
-    (3, 3, 0)
-    """
-    if len(a) < len(b):
-        a, b = b, a
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1]
-
-
 def _anls_norm(s: str) -> str:
     return " ".join(s.strip().lower().split())
 
