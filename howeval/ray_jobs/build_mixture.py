@@ -30,7 +30,6 @@ import argparse
 import datetime as _dt
 import hashlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -104,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from howeval.config.base import validate
     from howeval.report.provenance import git_state, package_versions
-    from howeval.training.mixture import MixtureConfig, build_mixture
+    from howeval.training.mixture import MixtureConfig, build_mixture, resolve_source_paths
 
     p = argparse.ArgumentParser(prog="python -m howeval.ray_jobs.build_mixture", description=__doc__.split("\n")[0])
     p.add_argument("--config", required=True, help="YAML: total, domains, seed, primary, balance_tolerance, "
@@ -117,15 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(a.output)
     try:
         raw = yaml.safe_load(Path(a.config).read_text(encoding="utf-8")) or {}
-        folder = Path(a.config).resolve().parent
-        for s in raw.get("sources") or []:  # paths relative to the config file's folder
-            if not isinstance(s, dict):
-                continue
-            for key in ("path", "image_root", "image_dir"):
-                if isinstance(s.get(key), str) and not os.path.isabs(s[key]):
-                    s[key] = str(folder / s[key])
-            if s.get("format") == "released" and not s.get("image_dir") and isinstance(s.get("name"), str):
-                s["image_dir"] = str(out.resolve() / "images" / s["name"])
+        resolve_source_paths(raw, a.config, out.resolve() / "images")  # relative to the config file's folder
         cfg = validate(MixtureConfig, raw, "mixture config")
         rows, comp = build_mixture(cfg)
     except (ValidationError, ValueError, FileNotFoundError, KeyError, OSError) as e:

@@ -243,18 +243,7 @@ def capture(cfg, cluster: dict | None = None, now: _dt.datetime | None = None,
 def finish_provenance(cfg, now: _dt.datetime | None = None) -> dict[str, Any] | None:
     """Mark this invocation's entry (the last of ``<run>/provenance.json``) finished: ``finished`` and
     ``wall_s`` (seconds since it started). Returns the entry; None when the run has none."""
-    from howeval.store import join, write_json
-
-    entries = read_provenance(cfg.output_uri)
-    if not entries:
-        return None
-    now = now or _dt.datetime.now(_dt.timezone.utc)
-    last = entries[-1]
-    last["finished"] = now.strftime("%Y-%m-%d %H:%M:%S UTC")
-    if last.get("started_unix") is not None:
-        last["wall_s"] = round(now.timestamp() - last["started_unix"], 1)
-    write_json(join(cfg.output_uri, PROVENANCE_FILE), json.dumps(entries, indent=2))
-    return last
+    return finish_job_provenance(cfg.output_uri, now)
 
 
 def read_provenance(run: str) -> list[dict]:

@@ -313,6 +313,22 @@ def write_mixture(cfg: MixtureConfig, out_path: str) -> dict[str, Any]:
     return comp
 
 
+
+def resolve_source_paths(raw: dict, config_path: str | os.PathLike, images: Path) -> dict:
+    """In a raw mixture config (``{sources: [...]}``, edited in place and returned): each source's ``path``,
+    ``image_root`` and ``image_dir`` made absolute against the config file's folder, and a ``released`` source
+    without ``image_dir`` given ``<images>/<name>``. Entries that are not mappings are left for validation."""
+    folder = Path(config_path).resolve().parent
+    for s in raw.get("sources") or []:
+        if not isinstance(s, dict):
+            continue
+        for key in ("path", "image_root", "image_dir"):
+            if isinstance(s.get(key), str) and not os.path.isabs(s[key]):
+                s[key] = str(folder / s[key])
+        if s.get("format") == "released" and not s.get("image_dir") and isinstance(s.get("name"), str):
+            s["image_dir"] = str(images / s["name"])
+    return raw
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m howeval.training.mixture --config mixture.yaml --out /data/train/mixture.jsonl``"""
     import argparse
@@ -327,15 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     with open(a.config, encoding="utf-8") as f:
         raw = yaml.safe_load(f) or {}
-    folder = Path(a.config).resolve().parent
-    for s in raw.get("sources") or []:  # paths relative to the config file's folder
-        if not isinstance(s, dict):
-            continue
-        for key in ("path", "image_root", "image_dir"):
-            if isinstance(s.get(key), str) and not os.path.isabs(s[key]):
-                s[key] = str(folder / s[key])
-        if s.get("format") == "released" and not s.get("image_dir") and isinstance(s.get("name"), str):
-            s["image_dir"] = str(Path(a.out).resolve().parent / "images" / s["name"])
+    resolve_source_paths(raw, a.config, Path(a.out).resolve().parent / "images")
     comp = write_mixture(validate(MixtureConfig, raw, "mixture config"), a.out)
     print(json.dumps(comp))
     return 0
