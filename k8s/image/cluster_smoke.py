@@ -599,10 +599,17 @@ def run_sweep(c: Cluster, jobs: Jobs, spec: dict, limit: int, timeout: float, ju
     if status != "RUNNING":
         raise SmokeFailure(f"the sweep was {status} before the head loss (the judge saw {len(judge.calls)} calls): "
                            f"nothing to lose mid-sweep\n{jobs.logs('smoke-sweep-1')[-3000:]}")
-    time.sleep(2 * judge.latency_s)  # a few answers stored, others in flight
+    # ... and once the run's judge cache holds at least one answer: a loss before that would make "0 paid
+    # twice" vacuous (nothing stored, nothing that could be paid again)
+    cache_dir = host_path(c, out) / "judge_cache"
+    wait_for("a judge answer stored in the run's judge cache", lambda: MeteredJudge.stored_calls(cache_dir)
+             or jobs.status("smoke-sweep-1") in ("SUCCEEDED", "FAILED", "STOPPED"), timeout, every=0.5)
     c.lose()
     calls_before = len(judge.calls)
-    stored = MeteredJudge.stored_calls(host_path(c, out) / "judge_cache")
+    stored = MeteredJudge.stored_calls(cache_dir)
+    if not stored:
+        raise SmokeFailure(f"the head was lost with no judge answer stored ({calls_before} calls made, sweep "
+                           f"{jobs.status('smoke-sweep-1')}): the paid-twice check would be vacuous")
     rows_before = count_written(c, out)
     log(f"head lost mid-sweep: {rows_before} rows on /data, {calls_before} judge calls made, {len(stored)} stored "
         "in the judge cache")
