@@ -51,10 +51,12 @@ What is known of each layout, and what is not:
 - ``WeMath`` (We-Math/We-Math, its README's row: ``ID``, ``split``, ``knowledge concept``, ``question``,
   ``option`` as one string ``"A. 200.96;B. 3215.36;...; E. No correct answer"``, ``answer`` (a letter),
   ``image_path``, ``key``, ``question number``, ``knowledge concept description``): checked.
-- ``ThinkLite-VL-Hard-11K`` (russwang/ThinkLite-VL-hard-11k): its card was not readable offline; the columns
-  known from its users are an image, ``problem``, ``answer`` and an id, which the reader takes among the
-  alternatives of :data:`FIELDS` (naming the missing field and the fix when none is present). An answer
-  wrapped as ``<answer>...</answer>`` or ``\\boxed{...}`` is unwrapped.
+- ``ThinkLite-VL-Hard-11K`` (russwang/ThinkLite-VL-hard-11k): its card was not readable offline. Its users'
+  public conversion scripts (to verl's layout) read ``pd.read_parquet(path, columns=['id', 'problem', 'answer',
+  'image'])`` from ``ThinkLite-VL-Hard-11k.parquet`` and open ``row['image']`` as encoded bytes, so those four
+  columns are the first alternatives of :data:`FIELDS`, and an image given as raw bytes is read as well as a
+  ``{"bytes", "path"}`` struct or a path (a missing field is named with the fix). An answer wrapped as
+  ``<answer>...</answer>`` or ``\\boxed{...}`` is unwrapped.
 
 A row the reader cannot use raises :class:`SourceFieldError`, which names the source, the file, the row and
 the field; converting such a set by hand into the project's manifest (``format: manifest``) is always possible.
@@ -165,7 +167,10 @@ def _need(row: dict, names: tuple[str, ...], source: str, file: Path, n: int, fi
 
 
 def _resolve(v: Any, base: Path) -> Any:
-    """An image value with relative paths made absolute against ``base``; a struct with bytes kept as is."""
+    """An image value with relative paths made absolute against ``base``; a struct with bytes kept as is; raw
+    encoded bytes (a Parquet ``binary`` column, as ThinkLite-VL-Hard-11K's users read it) become that struct."""
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return {"bytes": bytes(v), "path": None} if len(v) else None
     if isinstance(v, str):
         return v if "://" in v or os.path.isabs(v) else str(base / v)
     if isinstance(v, dict):

@@ -85,6 +85,25 @@ def test_textbookqa_reads_diagram_questions_only(tmp_path):
         read_released("TextbookQA", str(tmp_path / "tqa_v1_train.json"))
 
 
+def test_thinklite_parquet_as_its_users_read_it(tmp_path):
+    # the layout of ThinkLite-VL-Hard-11k.parquet in its users' verl conversions: id, problem, answer, image as
+    # encoded bytes (a binary column, opened with Image.open(io.BytesIO(row['image']))); before: "an image
+    # struct with neither bytes nor path"
+    png = b"\x89PNG\r\n\x1a\n-thinklite"
+    (tmp_path / "tl").mkdir()
+    pq.write_table(pa.table({"id": pa.array([11, 12], pa.int64()), "problem": ["How many?", "Which is larger?"],
+                             "answer": ["3", "<answer>B</answer>"], "image": pa.array([png, png + b"2"], pa.binary())}),
+                   tmp_path / "tl" / "ThinkLite-VL-Hard-11k.parquet")
+    t = read_released("ThinkLite-VL-Hard-11K", str(tmp_path / "tl"))
+    assert [(r["uid"], r["question"], r["answer"], r["image"]) for r in t] == [
+        ("ThinkLite-VL-Hard-11K:11", "How many?", "3", {"bytes": png, "path": None}),
+        ("ThinkLite-VL-Hard-11K:12", "Which is larger?", "B", {"bytes": png + b"2", "path": None})]
+    pq.write_table(pa.table({"id": [1], "problem": ["q"], "answer": ["1"], "image": pa.array([b""], pa.binary())}),
+                   tmp_path / "tl" / "ThinkLite-VL-Hard-11k.parquet")
+    with pytest.raises(SourceFieldError, match="row 1: image"):
+        read_released("ThinkLite-VL-Hard-11K", str(tmp_path / "tl"))
+
+
 def test_hub_sources_take_the_documented_alternatives(tmp_path):
     jsonl(tmp_path / "wemath" / "testmini.json", [
         {"ID": "3steps_1", "question": "What is the area?", "option": "A. 5; B. 6; C. 7; D. No correct answer",
