@@ -395,7 +395,7 @@ class VerifierConfig(StrictModel):
     """The answer verifier: per-answer-type rules, with an optional LLM fallback for unresolved cases."""
 
     llm_fallback: JudgeEngineConfig | None = Field(None, description="LLM for what the rules cannot resolve (PatternRL: GPT-oss-120B); None keeps them unresolved. The same block as the reward server's llm_verifier (llm_verifier_block: its flat {base_url, model, ...} spelling is accepted too).")
-    version: str = "1"
+    version: str = "2"  # 2: each source's official criterion (howeval.judges.verify.official), 5 December 2026
 
     @field_validator("llm_fallback", mode="before")
     @classmethod

@@ -81,14 +81,16 @@ def plan_judging(responses: list[dict], judgments: list[dict], judges: JudgesCon
 
     Rows with an engine ``error`` are not judged (nothing to judge; a rerun retries the generation).
     A (response, judge) pair is done when a judgment with the same key, judge id and response hash
-    exists without ``judge_error``. A verifier verdict is reusable when it has the same response hash and
-    verifier id and is not an LLM failure.
+    exists without ``judge_error``, made by this verifier (``verifier_id``: a bumped ``judges.verifier.version``
+    or an added LLM fallback re-verifies the stored rows on resume; their newer judgment replaces the old one
+    at the next tidy, and an LLM pattern judge's answers come from the judge cache, not paid again). A
+    verifier verdict is reusable when it has the same response hash and verifier id and is not an LLM failure.
     """
     vid = verifier_id(judges)
     done, cached = set(), {}
     for j in judgments:
         k = key_of(j, RESPONSE_KEY)
-        if not j.get("judge_error"):
+        if not j.get("judge_error") and j.get("verifier") in (vid, None):
             done.add((*k, j["judge"]))
         if j.get("verifier") == vid and j.get("verify_method") not in (None, "llm_error"):
             cached[k] = {"correct": j["correct"], "extracted": j["extracted"],

@@ -152,7 +152,7 @@ def test_unresolved_answer_goes_to_the_sweeps_llm_verifier(tmp_path, monkeypatch
     row = _row("s1", answer=DESCRIPTIVE, answer_type="free_form")
 
     (plain,) = AdaptStage(model, settings, ADAPT_SCHEMA)(pa.Table.from_pylist([row])).to_pylist()
-    assert (plain["correct"], plain["verify_method"], plain["verifier"]) == (None, "unresolved", "rules@1")
+    assert (plain["correct"], plain["verify_method"], plain["verifier"]) == (None, "unresolved", "rules@2")
     assert plain["verify_reason"] == ("rules could not decide (unresolved: descriptive reference; rules cannot judge "
                                       "it); no LLM verifier configured (judges.verifier.llm_fallback): counted as not "
                                       "correct in the all-items accuracy (AdaptMMBench's figure)")
@@ -167,7 +167,7 @@ def test_unresolved_answer_goes_to_the_sweeps_llm_verifier(tmp_path, monkeypatch
         judges = JudgesConfig(verifier={"llm_fallback": {"model": "grader", "options": {"base_url": srv.base_url}}})
         stage = AdaptStage(model, settings, ADAPT_SCHEMA, judges=judges, cache_dir=str(tmp_path / "jc"))
         (r,) = stage(pa.Table.from_pylist([row])).to_pylist()
-        assert (r["correct"], r["verify_method"], r["verifier"]) == (True, "llm", "rules+llm@1")
+        assert (r["correct"], r["verify_method"], r["verifier"]) == (True, "llm", "rules+llm@2")
         assert r["verify_reason"].startswith("a red stop sign is the octagonal stop sign (rules: unresolved")
         assert len(graded) == 1 and DESCRIPTIVE in graded[0] and "a red stop sign" in graded[0]
         # the write-ahead cache: the same answer again costs no second call

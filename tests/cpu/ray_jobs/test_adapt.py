@@ -72,7 +72,7 @@ def test_replayed_text_episodes_then_resume(tmp_path, repo_root):
     rows = {r["sample_id"]: r for r in read_table(join(cfg.output_uri, "adapt", "rep"), ADAPT_SCHEMA)[0].to_pylist()}
     assert set(rows) == set(answers)
     assert rows["demo:vg-count-001"]["correct"] is True and rows["demo:vg-count-002"]["correct"] is False
-    assert {r["verifier"] for r in rows.values()} == {"rules@1"}  # the sweep's verifier (issue 41)
+    assert {r["verifier"] for r in rows.values()} == {"rules@2"}  # the sweep's verifier (issue 41)
     assert all(r["mode"] == "text" and r["error"] is None and not r["called"] for r in rows.values())
     assert "rep" in summary
     files = sorted(p.name for p in (tmp_path / "run" / "adapt" / "rep").iterdir())

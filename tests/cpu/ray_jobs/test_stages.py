@@ -46,14 +46,19 @@ def test_plan_judging_skips_engine_errors_and_done_pairs():
     judges = JudgesConfig.model_validate({"pattern": [{"name": "rules"}, {"name": "other"}]})
     responses = [_resp("a", "NT", h="h1"), _resp("a", "T", error="boom"), _resp("b", "NT", h="h2")]
     judgments = [{"sample_id": "a", "config": "m", "mode": "NT", "response_hash": "h1", "judge": "rules@1",
-                  "judge_error": None, "verifier": "rules@1", "verify_method": "rule", "correct": True,
+                  "judge_error": None, "verifier": "rules@2", "verify_method": "rule", "correct": True,
                   "extracted": "4", "verify_reason": None},
                  {"sample_id": "b", "config": "m", "mode": "NT", "response_hash": "h2", "judge": "rules@1",
-                  "judge_error": "429", "verifier": "rules@1", "verify_method": "rule", "correct": False,
+                  "judge_error": "429", "verifier": "rules@2", "verify_method": "rule", "correct": False,
                   "extracted": "3", "verify_reason": None}]
     plan = plan_judging(responses, judgments, judges)
     assert [(r["sample_id"], r["judges_needed"]) for r in plan] == [("a", ["other@1"]), ("b", ["rules@1", "other@1"])]
     assert plan[0]["cached_verify"]["correct"] is True and plan[1]["cached_verify"]["extracted"] == "3"
+    # verdicts of an older verifier (rules@1: before each source's official criterion) are made again on resume
+    old = [{**j, "verifier": "rules@1"} for j in judgments]
+    plan = plan_judging(responses, old, judges)
+    assert [(r["sample_id"], r["judges_needed"], r["cached_verify"]) for r in plan] == [
+        ("a", ["rules@1", "other@1"], None), ("b", ["rules@1", "other@1"], None)]
 
 
 def test_judge_input_drops_error_rows_and_adds_the_image():
