@@ -313,7 +313,6 @@ def write_mixture(cfg: MixtureConfig, out_path: str) -> dict[str, Any]:
     return comp
 
 
-
 def resolve_source_paths(raw: dict, config_path: str | os.PathLike, images: Path) -> dict:
     """In a raw mixture config (``{sources: [...]}``, edited in place and returned): each source's ``path``,
     ``image_root`` and ``image_dir`` made absolute against the config file's folder, and a ``released`` source
@@ -328,6 +327,7 @@ def resolve_source_paths(raw: dict, config_path: str | os.PathLike, images: Path
         if s.get("format") == "released" and not s.get("image_dir") and isinstance(s.get("name"), str):
             s["image_dir"] = str(images / s["name"])
     return raw
+
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m howeval.training.mixture --config mixture.yaml --out /data/train/mixture.jsonl``"""

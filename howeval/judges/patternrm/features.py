@@ -332,24 +332,28 @@ def count_features(step_feats: Sequence[float]) -> list[float]:
         math.log1p(round(f["share_redundant_steps"] * max(0.0, s - 1))), f["log_step_count"], f["log_chars_total"]]
 
 
+def _block_names() -> dict[str, list[str]]:
+    """Each block's column names, in :data:`BLOCKS` order: one table for :func:`feature_names` and
+    :func:`block_columns`."""
+    return {"lex": list(LEX_FEATURES), "consist": list(CONSIST_FEATURES), "pairs": list(PAIR_FEATURES),
+            "doc": [f"doc_{i}" for i in range(DOC_DIM)], "steps": list(STEP_FEATURES),
+            "verifier": list(VERIFIER_FEATURES), "counts": list(COUNT_FEATURES)}
+
+
 def feature_names(blocks: Sequence[str] = BLOCKS) -> list[str]:
     """Column names of :func:`featurize_v5` for ``blocks`` (in :data:`BLOCKS` order)."""
-
-    names = {"lex": list(LEX_FEATURES), "consist": list(CONSIST_FEATURES), "pairs": list(PAIR_FEATURES),
-             "doc": [f"doc_{i}" for i in range(DOC_DIM)], "steps": list(STEP_FEATURES),
-             "verifier": list(VERIFIER_FEATURES), "counts": list(COUNT_FEATURES)}
+    names = _block_names()
     return [n for b in BLOCKS if b in blocks for n in names[b]]
 
 
 def block_columns(blocks: Sequence[str]) -> np.ndarray:
-    """Indices of ``blocks``' columns in the full :func:`featurize_v5` matrix (all four blocks)."""
-    sizes = {"lex": 12, "consist": len(CONSIST_FEATURES), "pairs": len(PAIR_FEATURES), "doc": DOC_DIM, "steps": len(STEP_FEATURES),
-             "verifier": 1, "counts": len(COUNT_FEATURES)}
+    """Indices of ``blocks``' columns in the full :func:`featurize_v5` matrix (every block of :data:`BLOCKS`)."""
+    names = _block_names()
     cols, at = [], 0
     for b in BLOCKS:
         if b in blocks:
-            cols.extend(range(at, at + sizes[b]))
-        at += sizes[b]
+            cols.extend(range(at, at + len(names[b])))
+        at += len(names[b])
     return np.array(cols, dtype=int)
 
 
