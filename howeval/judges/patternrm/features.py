@@ -1,6 +1,6 @@
 """PatternRM head v5 features: what a CPU can compute that can see a contradiction (issue 29).
 
-Seven blocks, each a fixed-width float vector per response (``featurize_v5`` stacks the ones asked for):
+Eight blocks, each a fixed-width float vector per response (``featurize_v5`` stacks the ones asked for):
 
 - ``lex`` (:data:`howeval.judges.patternrm.lexical.LEX_FEATURES`, 12): the v4 content features (repetition,
   answer statements, cue counts, number shares, length).
@@ -22,6 +22,11 @@ Seven blocks, each a fixed-width float vector per response (``featurize_v5`` sta
 - ``counts`` (:data:`COUNT_FEATURES`, 7): the step block's shares as log counts (planning, no-math,
   no-new-number, negated and redundant steps) with step count and length: "does ANY step ...?" labels grow
   with the count.
+- ``progress`` (:data:`PROGRESS_FEATURES`, 5; head v7): log counts of steps that narrate instead of compute, each
+  aimed at PRM800K's neutral step (a correct step that makes no progress): remarks about the problem or the
+  solver's state ("This problem involves", "I notice", "Wow", "That looks manageable"), first-person
+  narration, recalled general facts ("the quadratic formula says", "I recall"), tentative method talk ("I can
+  use", "one way to", "maybe") and checks ("let me verify").
 - ``verifier`` (:data:`VERIFIER_FEATURES`, 1): the verifier's correctness bit when the caller gives it (an
   option measured apart, not the served default).
 
@@ -42,7 +47,7 @@ import numpy as np
 from howeval.judges.patternrm.layout import plain_text
 from howeval.judges.patternrm.lexical import LEX_FEATURES, lexical_features
 
-__all__ = ["COUNT_FEATURES", "COUNT_FEATURE_DOCS", "count_features", "VERIFIER_FEATURES", "CONSIST_FEATURES", "PAIR_FEATURES", "STEP_FEATURES", "STEP_FEATURE_DOCS", "step_features", "BLOCKS", "MAX_STEPS", "split_steps", "cot_rule", "consistency_features",
+__all__ = ["PROGRESS_FEATURES", "PROGRESS_FEATURE_DOCS", "progress_features", "COUNT_FEATURES", "COUNT_FEATURE_DOCS", "count_features", "VERIFIER_FEATURES", "CONSIST_FEATURES", "PAIR_FEATURES", "STEP_FEATURES", "STEP_FEATURE_DOCS", "step_features", "BLOCKS", "MAX_STEPS", "split_steps", "cot_rule", "consistency_features",
            "pair_features", "featurize_v5", "block_columns", "feature_names"]
 
 MAX_STEPS = 24
@@ -89,11 +94,26 @@ COUNT_FEATURE_DOCS = {
     "log_chars_total": "length: log(1 + characters over the steps) / 10 (as in the steps block)",
 }
 """The ``counts`` block: the step block's shares as counts (log1p), with the two length columns."""
+PROGRESS_FEATURES = ("n_remark_steps", "n_first_person_steps", "n_recalled_fact_steps", "n_tentative_steps", "n_check_steps")
+PROGRESS_FEATURE_DOCS = {
+    "n_remark_steps": "pr: log(1 + steps opening with a remark on the problem or the solver's state: 'This problem "
+                      "involves', 'I notice', 'I wonder', 'Wow', 'That looks manageable', 'One way to')",
+    "n_first_person_steps": "pr: log(1 + steps narrated in the first person: 'I', 'me', 'my' (the solver talking about "
+                            "its work rather than doing it)",
+    "n_recalled_fact_steps": "pr: log(1 + steps stating a general fact: 'recall', 'formula', 'states that', 'rule', "
+                             "'theorem', 'property', 'by definition')",
+    "n_tentative_steps": "pr: log(1 + steps with tentative method talk: 'I can', 'could', 'might', 'maybe', 'try', "
+                         "'one way', 'approach', 'technique')",
+    "n_check_steps": "pr: log(1 + steps that check instead of advance: 'check', 'verify', 'make sure', 'confirm')",
+}
+"""The ``progress`` block (issue 42, head v7): counts of narrating steps, the kinds PRM800K's raters marked
+neutral (correct, no progress); counts rather than shares, as in ``counts`` (a label that asks whether ANY step
+makes no progress grows with their number)."""
 VERIFIER_FEATURES = ("verifier_correct",)
 """The verifier's correctness bit (item ``"correct"``: 1.0, 0.0, or 0.5 when unknown): an option measured by the
 calibration (issue 42: ROSCOE's annotators saw the reference, so its ``con`` tracks wrong answers), never in
 the served default (it would penalise a wrong answer twice in the PatternRL reward)."""
-BLOCKS = ("lex", "consist", "pairs", "doc", "steps", "verifier", "counts")
+BLOCKS = ("lex", "consist", "pairs", "doc", "steps", "verifier", "counts", "progress")
 DOC_DIM = 384
 
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9$\\(])")
@@ -114,6 +134,16 @@ _PLAN = re.compile(r"^\W*(?:let me|let's|let us|i need to|i will|i'll|i want to|
                    r"calculate|compute|answer|get)|first,? (?:we|i|let)|next,? (?:we|i|let)|now,? (?:we|i|let)|"
                    r"the (?:problem|question) (?:asks|is asking|wants|gives)|our goal|the goal)\b", re.IGNORECASE)
 _MATH = re.compile(r"\d|[=+*/^<>×÷]|\\|\b[a-z]\s*[=+\-*/^]|\b(?:sqrt|sin|cos|tan|log|frac|pi)\b", re.IGNORECASE)
+_REMARK = re.compile(r"^\W*(?:this (?:problem|question|is a|looks|seems)|wow|hmm|ok(?:ay)?|well|that (?:looks|seems|is (?:a|much|"
+                     r"more|easier|hard))|i (?:notice|wonder|see|think|recall|know|remember|realize)|it (?:looks|seems)|"
+                     r"interesting|one (?:way|approach|idea)|a (?:common|good|useful|possible|better) (?:technique|way|"
+                     r"approach|idea|strategy))\b", re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i'll|i've|me|my)\b", re.IGNORECASE)
+_FACT = re.compile(r"\b(?:recall|remember|formula|states? that|says? that|rule|theorem|property|identity|by definition|"
+                   r"is defined|definition of|which means that|in general)\b", re.IGNORECASE)
+_TENTATIVE = re.compile(r"\b(?:i can|we can|could|might|maybe|perhaps|try|trying|wonder|seems?|looks like|one way|approach|"
+                        r"strategy|technique|idea)\b", re.IGNORECASE)
+_CHECK = re.compile(r"\b(?:check|verify|double-check|make sure|confirm|sanity)\b", re.IGNORECASE)
 _STOP = frozenset("the a an of to is are was were be in on at and or for with by it this that as so we i".split())
 
 
@@ -332,12 +362,23 @@ def count_features(step_feats: Sequence[float]) -> list[float]:
         math.log1p(round(f["share_redundant_steps"] * max(0.0, s - 1))), f["log_step_count"], f["log_chars_total"]]
 
 
+def progress_features(steps: Sequence[str]) -> list[float]:
+    """:data:`PROGRESS_FEATURES` of one response's steps: ``log(1 + count)`` each (floats >= 0).
+
+    >>> f = dict(zip(PROGRESS_FEATURES, progress_features(["This problem involves a cube.", "I recall the formula V = s^3.",
+    ...                                                     "So V = 27."])))
+    >>> round(math.expm1(f["n_remark_steps"])), round(math.expm1(f["n_first_person_steps"])), round(math.expm1(f["n_recalled_fact_steps"]))
+    (2, 1, 1)
+    """
+    return [math.log1p(sum(bool(rx.search(x)) for x in steps)) for rx in (_REMARK, _FIRST_PERSON, _FACT, _TENTATIVE, _CHECK)]
+
+
 def _block_names() -> dict[str, list[str]]:
     """Each block's column names, in :data:`BLOCKS` order: one table for :func:`feature_names` and
     :func:`block_columns`."""
     return {"lex": list(LEX_FEATURES), "consist": list(CONSIST_FEATURES), "pairs": list(PAIR_FEATURES),
             "doc": [f"doc_{i}" for i in range(DOC_DIM)], "steps": list(STEP_FEATURES),
-            "verifier": list(VERIFIER_FEATURES), "counts": list(COUNT_FEATURES)}
+            "verifier": list(VERIFIER_FEATURES), "counts": list(COUNT_FEATURES), "progress": list(PROGRESS_FEATURES)}
 
 
 def feature_names(blocks: Sequence[str] = BLOCKS) -> list[str]:
@@ -395,6 +436,8 @@ def featurize_v5(encoder: Any, items: Sequence[Mapping[str, Any]], blocks: Seque
             row.append(0.5 if c is None else float(bool(c)))
         if "counts" in blocks:
             row += count_features(sf)
+        if "progress" in blocks:
+            row += progress_features(steps[i])
         rows.append(row)
     width = len(block_columns(blocks))
     return np.array(rows, dtype=np.float32).reshape(len(items), width)

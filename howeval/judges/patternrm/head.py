@@ -68,7 +68,7 @@ __all__ = ["HEAD_VERSION", "LEX_FEATURES", "Encoder", "CachedEncoder", "featuriz
            "HeadPatternRM", "embedded_patternrm", "default_cache_path", "shipped_head_path", "SHIPPED_DIR", "HUMAN_LABELS_FILE", "load_human_set", "choose_head_recipe",
            "stratified_folds", "THRESHOLD_CRITERIA", "RECIPE_CANDIDATES", "head_note"]
 
-HEAD_VERSION = "minilm-head-6"
+HEAD_VERSION = "minilm-head-7"
 """Name of the feature set + head + corpus recipe; a new one is a new cache folder (v1: MLP on raw text;
 v2: content head, corpus recipe v2; v3: the same head, corpus recipe v3, no encoder pass when training the
 content head; v4: v3 with each label's hand-label weight and threshold criterion chosen by an inner

