@@ -20,8 +20,9 @@ same sampling: greedy, 256 new tokens. Sizes above the demo's 42 items repeat th
   decides), rule judges, no CRYSTAL or AdaptMMBench; its phases come from ``$HOWEVAL_TIMINGS`` marks
   (``howeval.timing``).
 
-Each run records its wall time (process start to exit), its start-up phases and its generation (first request
-to last answer). Rounds alternate the order (round r starts at contender r mod 3). Outputs are compared text
+Each run records its wall time (process start to exit), its start-up phases, its generation (first request
+to last answer) and what follows the last answer (``after_last_answer``; the pipeline's split into
+``to_report``, ``report`` and ``after_report``: Ray's shutdown at exit). Rounds alternate the order (round r starts at contender r mod 3). Outputs are compared text
 for text per prompt across every run of a size. Results: ``--out`` (JSON) with, per size,
 ``pipeline_generation_vs_one_call`` and ``pipeline_wall_vs_lmms_eval`` (on the minima, and the median of the
 per-round ratios), ``outputs_identical`` and every run; the machine's load average is recorded around each run.
@@ -239,11 +240,13 @@ def one_run(which: str, n: int, files: dict, tmp: Path, tag: str) -> dict:
         t0 = run([sys.executable, "-m", "howeval.ray_jobs.sweep", "--config", str(cfg)], env, work / "log.txt")
         end = time.time()
         marks = read_marks(str(marks_file))
-        phases = startup_phases(marks, t0)
+        phases = startup_phases(marks, t0, ended=end)
         outputs = pipeline_outputs(work)
         peaks = [m.get("peak_in_flight") for m in marks if m["event"] == "answers"]
         extra = {"peak_rows_in_flight": max(p for p in peaks if p is not None) if peaks else None,
                  "batches": len(peaks)}
+    if phases.get("to_first_request") is not None and phases.get("generation") is not None:  # every contender's tail
+        phases["after_last_answer"] = end - t0 - phases["to_first_request"] - phases["generation"]
     return {"contender": which, "prompts": n, "wall_s": round(end - t0, 3), "generation_s": round(phases["generation"], 3),
             "phases": {k: (None if v is None else round(v, 3)) for k, v in phases.items()}, **extra, "outputs": outputs}
 

@@ -44,7 +44,7 @@ def _last(marks: list[dict], event: str) -> float | None:
     return max(ts) if ts else None
 
 
-def startup_phases(marks: list[dict], spawned: float) -> dict[str, float | None]:
+def startup_phases(marks: list[dict], spawned: float, ended: float | None = None) -> dict[str, float | None]:
     """Seconds per phase of one sweep process started at epoch ``spawned`` (None where a mark is missing):
 
     - ``imports``: process start to the job's ``main`` (Python, howeval and library imports);
@@ -55,7 +55,10 @@ def startup_phases(marks: list[dict], spawned: float) -> dict[str, float | None]
       (Ray Data's executor, the worker process, its imports, the stage's other set-up);
     - ``model_load``: the engine's constructor of that actor (``vllm.LLM``);
     - ``to_first_request``: process start to the engine's first request;
-    - ``generation``: first request to last answer (every engine of the run).
+    - ``generation``: first request to last answer (every engine of the run);
+    - ``to_report``: last answer to the report's start (the last judge batches, failures, provenance);
+    - ``report``: the report (metrics, tables, plots, samples);
+    - ``after_report``: the report's end to the process's exit (Ray's shutdown), when ``ended`` (epoch) is given.
 
     >>> m = [{"event": "main", "t": 2.0}, {"event": "ray_init_start", "t": 3.0}, {"event": "ray_init_end", "t": 5.0},
     ...      {"event": "pipelines_start", "t": 6.0}, {"event": "actor_init_start", "t": 7.0, "stage": "generate"},
@@ -71,6 +74,7 @@ def startup_phases(marks: list[dict], spawned: float) -> dict[str, float | None]
     ready = _first(marks, "actor_ready", stage="generate")
     l0, l1 = _first(marks, "engine_load_start"), _first(marks, "engine_load_end")
     first, last = _first(marks, "first_request"), _last(marks, "answers")
+    rep0, rep1 = _first(marks, "report_start"), _last(marks, "report_end")
 
     def span(a, b):
         return None if a is None or b is None else round(b - a, 3)
@@ -85,4 +89,7 @@ def startup_phases(marks: list[dict], spawned: float) -> dict[str, float | None]
         "model_load": load,
         "to_first_request": span(spawned, first),
         "generation": span(first, last),
+        "to_report": span(last, rep0),
+        "report": span(rep0, rep1),
+        "after_report": span(rep1, ended),
     }

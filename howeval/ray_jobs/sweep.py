@@ -86,7 +86,10 @@ def run_sweep(cfg: SweepConfig, max_attempts: int = MAX_ATTEMPTS, verbose: bool 
     finish_provenance(cfg)  # wall time to the report, in provenance.json and the report
     progress.section("report: metrics, tables, plots, samples")
     progress.tick(force=True)
-    return write_report(cfg, bad_rows=bad, on_file=progress.wrote), failures
+    mark("report_start")
+    metrics = write_report(cfg, bad_rows=bad, on_file=progress.wrote)
+    mark("report_end")
+    return metrics, failures
 
 
 def no_samples_message(bad: list[dict], output_uri: str) -> str:

@@ -31,10 +31,12 @@ def test_startup_phases_split_the_time_to_the_first_request():
          {"event": "pipelines_start", "t": 109.0}, {"event": "actor_init_start", "t": 112.0, "stage": "generate"},
          {"event": "actor_ready", "t": 113.0, "stage": "judge"}, {"event": "engine_load_start", "t": 115.0},
          {"event": "engine_load_end", "t": 130.0}, {"event": "actor_ready", "t": 131.0, "stage": "generate"},
-         {"event": "first_request", "t": 131.5}, {"event": "answers", "t": 150.0}, {"event": "answers", "t": 161.5}]
-    p = startup_phases(m, 100.0)
+         {"event": "first_request", "t": 131.5}, {"event": "answers", "t": 150.0}, {"event": "answers", "t": 161.5},
+         {"event": "report_start", "t": 162.0}, {"event": "report_end", "t": 165.0}]
+    p = startup_phases(m, 100.0, ended=166.5)
     assert p == {"imports": 1.0, "driver_preparation": 5.0, "ray_start": 3.0, "actor_start": 7.0, "model_load": 15.0,
-                 "to_first_request": 31.5, "generation": 30.0}
+                 "to_first_request": 31.5, "generation": 30.0, "to_report": 0.5, "report": 3.0, "after_report": 1.5}
+    assert startup_phases(m, 100.0)["after_report"] is None  # no exit time given
     # a run without an engine mark (an hf config) still gives the driver's phases
     p = startup_phases([x for x in m if not x["event"].startswith("engine")], 100.0)
     assert p["actor_start"] is None and p["model_load"] is None and p["ray_start"] == pytest.approx(3.0)
