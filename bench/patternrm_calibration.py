@@ -23,7 +23,9 @@ Output (``--out``): ``{"by_source": {SOURCE: {LABEL: {"positives", "n", "mapping
 each ``<name>_ci95`` ([low, high], percentile bootstrap over rows resampled inside each task), "tasks" (per
 task n, positives, counted, AUROC, length AUROC), "f1", "floor_f1_all_positive", "floor_f1_length",
 "goals"}}}, "trigger": {"precision", "base_rate", ...}, "goals": {...}, "verifier_bit_variant": {...},
-"representations": {...}, "training_sources": {...}, "served": {...}, "reward_spread": {...}, "seconds"}``.
+"licence_cause": {...}, "representations": {...}, "training_sources": {...}, "served": {...}, "reward_spread": {...},
+"seconds"}``. ``licence_cause``: ROSCOE ``con`` with its four tasks as training rows (share-alike DROP and e-SNLI
+included), what the licence filter costs the pooled figure.
 ``goals``: issue 42's (ROSCOE ``con`` within task >= length within task + 0.03 and pooled >= 0.74;
 PRM800K ``pr`` >= 0.65 and above length; Trigger precision on the 47 >= base rate + 0.1), each met or missed
 and by how much.

@@ -75,7 +75,8 @@ content head; v4: v3 with each label's hand-label weight and threshold criterion
 cross-validation over the hand-labelled training responses, :func:`choose_head_recipe`; v5, issue 29:
 trained on every human label with features that can see a contradiction, ``howeval.judges.patternrm.recipe``,
 shipped in the package; v6, issue 42: the per-step feature block ``features.STEP_FEATURES`` among the
-candidates, selection scored inside each source task)."""
+candidates, selection scored inside each source task; v7, issue 42: ``pr`` on the step counts and the
+narrating-step counts, ``features.PROGRESS_FEATURES``)."""
 
 class Encoder:
     """The bundled all-MiniLM-L6-v2 (``howeval.embed.default_model_path``), or a local folder.
