@@ -302,18 +302,26 @@ def verifier_spread(data_root: Path, records: list[dict], X: np.ndarray) -> dict
         labs, [r["id"] for r in mv], [bool(r.get("correct")) for r in mv])}
 
 
+def entry_aurocs(records: list[dict], cv: dict) -> dict:
+    """``{"<source>/<key>": {"auroc", "within_task_auroc"}}`` of a :func:`recipe.cross_validate` result for every
+    label entry (:func:`entries`) whose label the run scored (rounded to 4 places; None: no task with enough positives)."""
+    from howeval.judges.patternrm.recipe import auroc, within_task_auroc
+
+    out = {}
+    for s, key, lab, idx, y in entries(records):
+        if lab not in cv["prob"]:
+            continue
+        wt = within_task_auroc(y, cv["prob"][lab][idx], [records[i]["subset"] for i in idx])
+        out[f"{s}/{key}"] = {"auroc": round(auroc(y, cv["prob"][lab][idx]), 4), "within_task_auroc": None if wt is None else round(wt, 4)}
+    return out
+
+
 def licence_cause(records: list[dict], cv: dict) -> dict:
     """ROSCOE ``con`` scored as the served head is, but trained on ROSCOE's rows of all four tasks (DROP and
     e-SNLI are CC BY-SA: never trained on for the shipped head): what the licence costs the pooled figure."""
-    from howeval.judges.patternrm.recipe import auroc, within_task_auroc
-
-    r = np.array([i for i, x in enumerate(records) if x["source"] == "roscoe" and x["gold"]["con"] is not None])
-    y = np.array([records[i]["gold"]["con"] for i in r])
-    p = cv["prob"]["con"][r]
     return {"note": "ROSCOE con trained on ROSCOE only, its four tasks (DROP and e-SNLI share-alike included: licence "
                     "aside), same folds and recipe; the shipped head trains on GSM8K and CosmosQA only",
-            "roscoe/con": {"auroc": round(auroc(y, p), 4),
-                           "within_task_auroc": round(within_task_auroc(y, p, [records[i]["subset"] for i in r]), 4)}}
+            "roscoe/con": entry_aurocs(records, cv)["roscoe/con"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -363,18 +371,9 @@ def main(argv: list[str] | None = None) -> int:
     by = score(records, runs["served"], runs["length"], n_boot=a.bootstrap)
     trig = trigger(records, runs["served"], cot)
 
-    def aurocs(cv: dict) -> dict:
-        from howeval.judges.patternrm.recipe import within_task_auroc
-
-        out = {}
-        for s, key, lab, idx, y in entries(records):
-            wt = within_task_auroc(y, cv["prob"][lab][idx], [records[i]["subset"] for i in idx])
-            out[f"{s}/{key}"] = {"auroc": round(auroc(y, cv["prob"][lab][idx]), 4), "within_task_auroc": None if wt is None else round(wt, 4)}
-        return out
-
-    reps = {name.split(":", 1)[1]: {"auroc": aurocs(runs[name]), "seconds": secs[name]} for name in runs if name.startswith("set:")}
-    reps["served (feature set chosen per label inside training folds)"] = {"auroc": aurocs(runs["served"]), "seconds": secs["served"]}
-    reps[LENGTH_SET + " (floor)"] = {"auroc": aurocs(runs["length"]), "seconds": secs["length"]}
+    reps = {name.split(":", 1)[1]: {"auroc": entry_aurocs(records, runs[name]), "seconds": secs[name]} for name in runs if name.startswith("set:")}
+    reps["served (feature set chosen per label inside training folds)"] = {"auroc": entry_aurocs(records, runs["served"]), "seconds": secs["served"]}
+    reps[LENGTH_SET + " (floor)"] = {"auroc": entry_aurocs(records, runs["length"]), "seconds": secs["length"]}
     by_all = score(records, runs["all_sources"], runs["length"], n_boot=200)
     by_ver = score(records, runs["verifier_bit"], runs["length"], n_boot=a.bootstrap)
     head = HeadPatternRM(embedded_patternrm())

@@ -217,8 +217,9 @@ def real_labels(records: list[dict], a: argparse.Namespace, mix: tuple[int, int]
         row["unparseable"], row["seconds"] = bad, round(t, 1)
         table[form] = row
         print(f"[sft] {form}: {json.dumps(row)}", flush=True)
-    pos = {k: sum(target_labels(records[i])[k] for i in train) for k in LABELS}
-    pos["any"] = sum(any(target_labels(records[i]).values()) for i in train)
+    targets = [target_labels(records[i]) for i in train]
+    pos = {k: sum(t[k] for t in targets) for k in LABELS}
+    pos["any"] = sum(any(t.values()) for t in targets)
     out = {"mix": {"rows_thinking": forms.count("thinking"), "rows_direct": forms.count("direct")}, "sft": sft,
            "train_rows": len(train), "train_positives": pos, "train_seconds": secs,
            "eval_rows": {"human47": len(ev_h), "roscoe": len(ev_r)}, "table4": table}
