@@ -339,7 +339,6 @@ def main(argv: list[str] | None = None) -> int:
         LENGTH_SET,
         SERVED_SETS_BY_LABEL,
         VERIFIER_SETS,
-        auroc,
         cot_rule,
         cross_validate,
         load_features,
