@@ -23,6 +23,23 @@ def component_grads(rows: slice) -> list[torch.Tensor]:
     return [(A[k, rows, None] * X[rows]).mean(dim=0) for k in range(A.shape[0])]
 
 
+def exit_without_finalizing() -> None:
+    """End a rank that finished (its results saved, its process group destroyed) with ``os._exit(0)``, skipping
+    the interpreter's finalization. A Gloo worker thread may still release its last finished work there (the
+    barrier of ``destroy_process_group``, an all-reduce), and that work's destructor takes the GIL to drop a
+    Python reference: during finalization the thread is unwound inside a noexcept destructor and the rank dies of
+    SIGABRT ("terminate called without an active exception") after its results are on disk, about 1 run in 10 on
+    a loaded 2-core machine (a core dump showed ``ProcessGroupGloo::runLoop`` -> ``~AsyncWork`` -> ``take_gil`` ->
+    ``pthread_exit``; pytorch/pytorch#179291 describes the same race). Only on the success path: a rank that
+    raised still ends through ``torch.multiprocessing.spawn``'s error handling."""
+    import os
+    import sys
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 def worker(rank: int, world: int, init_file: str, out_dir: str) -> None:
     import torch.distributed as dist
     from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
@@ -62,6 +79,7 @@ def worker(rank: int, world: int, init_file: str, out_dir: str) -> None:
         torch.save({"buckets_after_plain": len(buckets)}, f"{out_dir}/rank{rank}.plain.pt")
     finally:
         dist.destroy_process_group()
+    exit_without_finalizing()
 
 
 SEEN_PROMPTS: list[str] = []  # the prompts this rank's reward functions scored
@@ -124,3 +142,4 @@ def trainer_worker(rank: int, world: int, init_file: str, out_dir: str) -> None:
         torch.save(out, f"{out_dir}/trainer.rank{rank}.pt")
     finally:
         dist.destroy_process_group()
+    exit_without_finalizing()
