@@ -60,8 +60,12 @@ def build_once(out: Path, build) -> str:
 
     ``build`` writes a complete checkpoint into the temp folder it is given (a sibling of ``out``, so the
     rename is atomic); when another process wins the race its copy is kept and ours is dropped. A folder
-    that already has a ``config.json`` is kept as it is. Returns the folder path. Raises whatever ``build``
-    raises (the temp folder is removed).
+    that already has a ``config.json`` is kept as it is; one without (left by an interrupted copy or by a
+    build that wrote no model, see :func:`save_model_here`) is set aside and replaced. Returns the folder path.
+
+    Raises:
+        RuntimeError: ``build`` returned without writing ``config.json`` (nothing is renamed into place).
+        Whatever ``build`` raises (the temp folder is removed).
     """
     name = out.name
     if (out / "config.json").exists():
@@ -70,6 +74,16 @@ def build_once(out: Path, build) -> str:
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=out.parent))
     try:
         build(tmp)
+        if not (tmp / "config.json").exists():
+            raise RuntimeError(f"building {out} wrote no config.json (files: {sorted(f.name for f in tmp.iterdir())}); "
+                               f"nothing was cached")
+        if out.exists() and not (out / "config.json").exists():  # an incomplete copy: set aside, then replace
+            stale = Path(tempfile.mkdtemp(prefix=f".{name}-stale-", dir=out.parent))
+            try:
+                os.replace(out, stale / name)
+            except OSError:
+                pass  # another process moved it first
+            shutil.rmtree(stale, ignore_errors=True)
         os.replace(tmp, out)
     except OSError:  # another process won the race (out exists, non-empty)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -79,6 +93,20 @@ def build_once(out: Path, build) -> str:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return str(out)
+
+
+def save_model_here(model, out: str | Path) -> None:
+    """``model.save_pretrained(out)`` on this process whatever its ``torch.distributed`` rank.
+
+    transformers 5 writes a model's files on rank 0 only when a process group is initialised
+    (``should_save_on_this_rank``); a rank that builds its own node-local copy (a Ray Train worker, a
+    ``torch.multiprocessing.spawn`` rank) would otherwise get a folder with the tokenizer and no model.
+    """
+    model.should_save_on_this_rank = lambda is_main_process: is_main_process
+    try:
+        model.save_pretrained(out)
+    finally:
+        del model.should_save_on_this_rank
 
 
 EMBEDDED_FP32 = "smollm2-135m-instruct-fp32"
@@ -95,7 +123,7 @@ def _convert_embedded(tmp: Path) -> None:
     mdl.hf_quantizer = None
     if hasattr(mdl.config, "quantization_config"):
         del mdl.config.quantization_config
-    mdl.save_pretrained(tmp)
+    save_model_here(mdl, tmp)
     tok.save_pretrained(tmp)
 
 

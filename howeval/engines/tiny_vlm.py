@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from howeval.engines.checkpoints import save_model_here
+
 TINY_VLM = "embedded:tiny-vlm"
 """The model name that selects this vehicle in a config (``model: embedded:tiny-vlm``)."""
 
@@ -124,7 +126,7 @@ def build_tiny_vlm(out: str | Path, lm_path: str, spec: TinyVLMSpec = TinyVLMSpe
     proc = Idefics3Processor(image_processor=improc, tokenizer=tok, image_seq_len=spec.image_seq_len,
                              chat_template=CHAT_TEMPLATE)
     out = Path(out)
-    vlm.save_pretrained(out)
+    save_model_here(vlm, out)
     proc.save_pretrained(out)
 
 
@@ -190,7 +192,7 @@ def build_tiny_lm(out: str | Path, lm_path: str, spec: TinyLMSpec = TinyLMSpec()
     torch.manual_seed(spec.seed)
     model = LlamaForCausalLM(cfg).eval()
     model.generation_config = GenerationConfig.from_pretrained(lm_path)
-    model.save_pretrained(out)
+    save_model_here(model, out)
     tok.save_pretrained(out)
 
 
