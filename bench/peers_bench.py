@@ -206,7 +206,13 @@ def run(cmd: list[str], env: dict, log: Path) -> float:
     return t0
 
 
-def one_run(which: str, n: int, files: dict, tmp: Path, tag: str) -> dict:
+def one_run(which: str, n: int, files: dict, tmp: Path, tag: str, env_extra: dict | None = None,
+            marks_file: Path | None = None) -> dict:
+    """One run of contender ``which`` on ``n`` prompts in ``tmp / tag``: wall, generation, phases, outputs.
+
+    ``env_extra``: set in the run's environment last (the pipeline on a running cluster: its ``RAY_ADDRESS``).
+    ``marks_file``: the pipeline's marks file when it is shared (a running cluster's workers write the file
+    ``ray start`` was given): only the marks after this run's start are read. Default: one of its own."""
     from howeval.timing import ENV, read_marks, startup_phases
 
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -234,12 +240,12 @@ def one_run(which: str, n: int, files: dict, tmp: Path, tag: str) -> dict:
         outputs = {r["id"]: by_text.get(user_text(r["messages"])) for r in files["rows"]}
         extra = {"chat_calls": res["chat_calls"]}
     else:
-        marks_file = work / "marks.jsonl"
-        env = {**env, ENV: str(marks_file), "RAY_ADDRESS": "local"}
+        marks_file = marks_file or work / "marks.jsonl"
+        env = {**env, ENV: str(marks_file), "RAY_ADDRESS": "local", **(env_extra or {})}
         cfg = sweep_config(files["manifest"], work)
         t0 = run([sys.executable, "-m", "howeval.ray_jobs.sweep", "--config", str(cfg)], env, work / "log.txt")
         end = time.time()
-        marks = read_marks(str(marks_file))
+        marks = [m for m in read_marks(str(marks_file)) if m["t"] >= t0]
         phases = startup_phases(marks, t0, ended=end)
         outputs = pipeline_outputs(work)
         peaks = [m.get("peak_in_flight") for m in marks if m["event"] == "answers"]

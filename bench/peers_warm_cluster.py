@@ -17,7 +17,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -27,8 +26,6 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "4")
 os.environ.setdefault("RAY_worker_niceness", "0")
 
 import peers_bench as pb  # noqa: E402
-
-from howeval.timing import read_marks, startup_phases  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -43,16 +40,9 @@ def main(argv: list[str]) -> int:
         if c == "lmms_eval":
             r = pb.one_run("lmms_eval", n, files, tmp, f"l{i}")
         else:
-            work = tmp / f"p{i}"
-            work.mkdir()
-            cfg = pb.sweep_config(man, work)
-            env = {**os.environ, "HF_HUB_OFFLINE": "1", "HOWEVAL_TIMINGS": marks_file, "RAY_ADDRESS": address,
-                   "RAY_TMPDIR": "/tmp/rt-warm", "RAY_AUTH_MODE": "token"}
-            t0 = pb.run([sys.executable, "-m", "howeval.ray_jobs.sweep", "--config", str(cfg)], env, work / "log.txt")
-            end = time.time()
-            ph = startup_phases([x for x in read_marks(marks_file) if x["t"] >= t0], t0, ended=end)
-            r = {"contender": "pipeline_warm_cluster", "wall_s": round(end - t0, 3), "generation_s": ph["generation"],
-                 "phases": ph, "outputs": pb.pipeline_outputs(work)}
+            r = pb.one_run("pipeline", n, files, tmp, f"p{i}", marks_file=Path(marks_file),
+                           env_extra={"RAY_ADDRESS": address, "RAY_TMPDIR": "/tmp/rt-warm", "RAY_AUTH_MODE": "token"})
+            r["contender"] = "pipeline_warm_cluster"
         out.append(r)
         print(r["contender"], r["wall_s"], r["generation_s"],
               {k: (round(v, 2) if v is not None else None) for k, v in r["phases"].items()}, flush=True)

@@ -52,7 +52,12 @@ def startup_phases(marks: list[dict], spawned: float, ended: float | None = None
       preflight, provenance, planning);
     - ``ray_start``: ``ray.init``;
     - ``actor_start``: the pipelines' start to the first generate actor being ready, model load left out
-      (Ray Data's executor, the worker process, its imports, the stage's other set-up);
+      (Ray Data's executor, the worker process, its imports, the stage's other set-up); where that actor's
+      ``actor_init_start`` mark carries its ``process_start`` (epoch), it splits into
+      ``actor_process_wait`` (the pipelines' start to the worker process's start: Ray Data's executor and the
+      raylet; 0 for a worker started before), ``actor_process_boot`` (the process's start to the stage's
+      constructor: Python, Ray's worker, unpickling the stage) and ``actor_engine_import`` (the constructor to
+      the model load: the engine's imports, e.g. ``import vllm``), None without it;
     - ``model_load``: the engine's constructor of that actor (``vllm.LLM``);
     - ``to_first_request``: process start to the engine's first request;
     - ``generation``: first request to last answer (every engine of the run);
@@ -81,11 +86,16 @@ def startup_phases(marks: list[dict], spawned: float, ended: float | None = None
 
     load = span(l0, l1)
     actor = span(p0, ready)
+    init = next((m for m in marks if m["event"] == "actor_init_start" and m.get("stage") == "generate"), None)
+    born = None if init is None or init.get("process_start") is None or p0 is None else max(init["process_start"], p0)
+    split = {"actor_process_wait": span(p0, born), "actor_process_boot": span(born, init["t"] if init else None),
+             "actor_engine_import": span(init["t"] if init and born is not None else None, l0)}
     return {
         "imports": span(spawned, main),
         "driver_preparation": None if None in (main, r0, r1, p0) else round((r0 - main) + (p0 - r1), 3),
         "ray_start": span(r0, r1),
         "actor_start": None if actor is None or load is None else round(actor - load, 3),
+        **split,
         "model_load": load,
         "to_first_request": span(spawned, first),
         "generation": span(first, last),

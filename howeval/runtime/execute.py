@@ -30,7 +30,7 @@ from howeval.plugins.pipeline import NAME_COLUMNS, Pipeline, Stage
 from howeval.runtime.placement import release, stage_remote_args
 from howeval.runtime.progress import batch_stats
 from howeval.store import join, write_table
-from howeval.timing import mark
+from howeval.timing import ENV as TIMINGS_ENV, mark
 
 QUIET_ENV = {"TRANSFORMERS_VERBOSITY": "error", "VLLM_LOGGING_LEVEL": "WARNING", "TOKENIZERS_PARALLELISM": "false",
              "TQDM_DISABLE": "1", "PYTHONWARNINGS": "ignore"}
@@ -69,7 +69,7 @@ class StageUDF:
             warnings.filterwarnings("ignore")
             logging.getLogger().setLevel(logging.ERROR)
         self.spec, self.pipeline, self.counts, self.last = stage, pipeline, counts, last
-        mark("actor_init_start", stage=stage.name, pipeline=pipeline)
+        mark("actor_init_start", stage=stage.name, pipeline=pipeline, process_start=_process_start())
         self.stage = stage.cls(**stage.kwargs)
         mark("actor_ready", stage=stage.name, pipeline=pipeline)
         if announce and counts is not None and stage.tally is not None:
@@ -95,6 +95,19 @@ class StageUDF:
         if self.last:
             return pa.table({"rows": [0 if out is None else out.num_rows]})
         return nxt if nxt is not None else pa.table({"rows": pa.array([], pa.int64())})
+
+
+def _process_start() -> float | None:
+    """This process's start (epoch seconds, ``psutil``), for the start-up marks: an actor's ``actor_init_start``
+    minus it is the worker's own start and imports, the rest of ``actor_start`` is Ray Data and the raylet
+    before the process existed. None without psutil, or when no marks are kept."""
+    if not os.environ.get(TIMINGS_ENV):
+        return None
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return psutil.Process().create_time()
 
 
 def _write(out: pa.Table, batch: pa.Table, uri: str) -> None:

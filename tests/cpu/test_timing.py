@@ -35,7 +35,15 @@ def test_startup_phases_split_the_time_to_the_first_request():
          {"event": "report_start", "t": 162.0}, {"event": "report_end", "t": 165.0}]
     p = startup_phases(m, 100.0, ended=166.5)
     assert p == {"imports": 1.0, "driver_preparation": 5.0, "ray_start": 3.0, "actor_start": 7.0, "model_load": 15.0,
+                 "actor_process_wait": None, "actor_process_boot": None, "actor_engine_import": None,
                  "to_first_request": 31.5, "generation": 30.0, "to_report": 0.5, "report": 3.0, "after_report": 1.5}
+    # the generate actor's process start (psutil, on its actor_init_start mark) splits actor_start
+    m[4] = {**m[4], "process_start": 110.5}
+    p = startup_phases(m, 100.0)
+    assert (p["actor_process_wait"], p["actor_process_boot"], p["actor_engine_import"]) == (1.5, 1.5, 3.0)
+    m[4] = {**m[4], "process_start": 103.0}  # a worker Ray started before the pipelines (prestarted): no wait
+    p = startup_phases(m, 100.0)
+    assert (p["actor_process_wait"], p["actor_process_boot"], p["actor_engine_import"]) == (0.0, 3.0, 3.0)
     assert startup_phases(m, 100.0)["after_report"] is None  # no exit time given
     # a run without an engine mark (an hf config) still gives the driver's phases
     p = startup_phases([x for x in m if not x["event"].startswith("engine")], 100.0)
