@@ -53,11 +53,11 @@ def startup_phases(marks: list[dict], spawned: float, ended: float | None = None
     - ``ray_start``: ``ray.init``;
     - ``actor_start``: the pipelines' start to the first generate actor being ready, model load left out
       (Ray Data's executor, the worker process, its imports, the stage's other set-up); where that actor's
-      ``actor_init_start`` mark carries its ``process_start`` (epoch), it splits into
-      ``actor_process_wait`` (the pipelines' start to the worker process's start: Ray Data's executor and the
-      raylet; 0 for a worker started before), ``actor_process_boot`` (the process's start to the stage's
-      constructor: Python, Ray's worker, unpickling the stage) and ``actor_engine_import`` (the constructor to
-      the model load: the engine's imports, e.g. ``import vllm``), None without it;
+      ``actor_init_start`` mark carries its ``process_start`` (epoch), it splits into ``actor_process_wait``
+      (the pipelines' start to the worker process's start: Ray Data's executor and the raylet; 0 for a worker
+      started before), ``actor_process_boot`` (the later of the two to the stage's constructor: Python, Ray's
+      worker, unpickling the stage) and ``actor_engine_import`` (the constructor to the model load: the
+      engine's imports, e.g. ``import vllm``), None without it;
     - ``model_load``: the engine's constructor of that actor (``vllm.LLM``);
     - ``to_first_request``: process start to the engine's first request;
     - ``generation``: first request to last answer (every engine of the run);
