@@ -344,21 +344,16 @@ def test_a_line_written_to_fd_2_by_native_code_lands_above_the_block(capfd):
 
 # -- through Ray -------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def ray_local(tmp_path_factory):
-    """A local Ray whose workers keep start-up marks (``$HOWEVAL_TIMINGS`` set before ``ray.init``: they inherit
-    it) in the module's ``marks.jsonl``."""
+def ray_local():
     import ray
 
     from howeval.config import RayConfig
     from howeval.runtime.cluster import init_ray
-    from howeval.timing import ENV
 
     from fakes import stages as fake_stages
 
     ray.cloudpickle.register_pickle_by_value(fake_stages)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(ENV, str(tmp_path_factory.mktemp("marks") / "marks.jsonl"))
-        init_ray(RayConfig(num_cpus=2), verbose=False)
+    init_ray(RayConfig(num_cpus=2), verbose=False)
     return fake_stages
 
 
@@ -421,25 +416,24 @@ def test_forwarded_batches_stream_into_the_next_stage(ray_local, tmp_path):
     assert sorted(r["x"] for r in b) == [0, 4, 8, 12, 16, 20]  # b got a's output batches
 
 
-@pytest.mark.ray
-def test_an_actor_marks_its_process_start_for_the_start_up_phases(ray_local, tmp_path, monkeypatch):
-    """With marks kept, each stage actor's ``actor_init_start`` carries its worker process's start (psutil):
-    before the constructor, after the Ray session began (``startup_phases`` splits ``actor_start`` with it)."""
-    import ray
+def test_a_stage_marks_its_process_start_for_the_start_up_phases(tmp_path, monkeypatch):
+    """With marks kept, a stage's ``actor_init_start`` carries its process's start (psutil), before the
+    constructor (``startup_phases`` splits ``actor_start`` with it)."""
+    import os
 
+    import psutil
+
+    from howeval.runtime.execute import StageUDF
     from howeval.timing import ENV, read_marks
 
-    fk = ray_local
-    path = ray.get(ray.remote(lambda: __import__("os").environ.get(ENV)).remote())  # the workers' marks file
-    monkeypatch.setenv(ENV, path)  # the driver's marks (pipelines_start) go to the same file
-    gen = Stage("generate", fk.Double, batch_size=2, out_uri=str(tmp_path / "g"), num_cpus=0.1)
-    assert run_pipelines([Pipeline("marks", _rows("marks", [0, 1]), [gen])]) == {}
-    marks = read_marks(path)
-    ray_start = next(m["t"] for m in marks if m["event"] == "ray_init_start")  # the fixture's ray.init
-    init = [m for m in marks if m["event"] == "actor_init_start" and m.get("pipeline") == "marks"]
-    assert len(init) == 1 and init[0]["stage"] == "generate"
-    born = init[0]["process_start"]
-    assert isinstance(born, float) and ray_start <= born <= init[0]["t"]  # a worker of this session, then its init
+    from fakes import stages as fk
+
+    path = tmp_path / "marks.jsonl"
+    monkeypatch.setenv(ENV, str(path))
+    StageUDF(Stage("generate", fk.Double, batch_size=2), "marks")
+    init = [m for m in read_marks(str(path)) if m["event"] == "actor_init_start"]
+    assert len(init) == 1 and init[0]["pid"] == os.getpid()
+    assert init[0]["process_start"] == psutil.Process().create_time() <= init[0]["t"]
 
 
 @pytest.mark.ray
