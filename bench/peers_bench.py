@@ -82,6 +82,14 @@ def write_manifest(n: int, folder: Path) -> Path:
     return out
 
 
+def prompt_files(n: int, folder: Path, model: str) -> dict:
+    """The files every contender reads for ``n`` prompts under ``folder``: the manifest, the exported prompts
+    (path and rows) and the model path."""
+    manifest = write_manifest(n, folder / "data")
+    rows = export_prompts(manifest, folder / "prompts.jsonl")
+    return {"manifest": manifest, "prompts": folder / "prompts.jsonl", "rows": rows, "model": model}
+
+
 def export_prompts(manifest: Path, out: Path) -> list[dict]:
     """The sweep's own requests for ``manifest`` (``build_request``, NT), as JSON Lines: ``id`` (the
     sample id), ``messages``, ``chat_template_kwargs``, ``max_tokens``."""
@@ -327,9 +335,7 @@ def main(argv=None) -> int:
         tmp = Path(tmpd)
         for n in [int(x) for x in a.sizes.split(",")]:
             folder = tmp / f"n{n}"
-            manifest = write_manifest(n, folder / "data")
-            rows = export_prompts(manifest, folder / "prompts.jsonl")
-            files = {"manifest": manifest, "prompts": folder / "prompts.jsonl", "rows": rows, "model": m.model}
+            files = prompt_files(n, folder, m.model)
             runs: list[dict] = []
             failed: list[dict] = []
             for rnd in range(a.rounds):

@@ -42,9 +42,7 @@ def main(argv: list[str]) -> int:
     n, out_path = int(argv[0]), Path(argv[1])
     tmp = Path(tempfile.mkdtemp(prefix="cpu-share-"))
     _, m = pb.model_config()
-    man = pb.write_manifest(n, tmp / "data")
-    files = {"manifest": man, "prompts": tmp / "prompts.jsonl", "rows": pb.export_prompts(man, tmp / "prompts.jsonl"),
-             "model": m.model}
+    files = pb.prompt_files(n, tmp, m.model)
     samples: list = []
     stop = threading.Event()
     th = threading.Thread(target=sample, args=(samples, stop), daemon=True)

@@ -31,10 +31,8 @@ import peers_bench as pb  # noqa: E402
 def main(argv: list[str]) -> int:
     n, marks_file, order, address, out_path = int(argv[0]), argv[1], argv[2].split(","), argv[3], argv[4]
     tmp = Path(tempfile.mkdtemp(prefix="warm-"))
-    man = pb.write_manifest(n, tmp / "data")
-    rows = pb.export_prompts(man, tmp / "prompts.jsonl")
     _, m = pb.model_config()
-    files = {"manifest": man, "prompts": tmp / "prompts.jsonl", "rows": rows, "model": m.model}
+    files = pb.prompt_files(n, tmp, m.model)
     out = []
     for i, c in enumerate(order):
         if c == "lmms_eval":
