@@ -60,13 +60,16 @@ def learnable_rule(text: str) -> dict:
     return {"cot": WAIT in text, "rep": len(sents) != len(set(sents)), "con": False, "pr": False}
 
 
-def learnable_rows(records: list[dict], n: int, salt: str, max_chars: int = 200) -> list[dict]:
+def learnable_rows(records: list[dict], n: int, salt: str, max_chars: int = 200, repeats: int = 2) -> list[dict]:
     """``n`` rows for the learnable smoke from the real responses of ``records``: each keeps its first
     sentences (at most ``max_chars`` characters, no sentence repeated), then gets, each with probability 1/2
     by a hash of its uid, :data:`WAIT` inserted after the first sentence (``cot``) and its last sentence said
-    again right after itself (``rep``: the loop form of repetition; a first sentence repeated at the end, 200
-    characters back, stayed at chance after 120 CPU steps of SmolLM2-135M on 5 December). Labels are
-    :func:`learnable_rule` of the text (equal to the construction)."""
+    ``repeats`` more times right after itself (``rep``: the loop form of repetition, a response stuck on one
+    sentence). On 5-6 December, with ``repeats=1``, ``rep`` stayed at chance after 120 CPU steps of
+    SmolLM2-135M, whether the one repeat came right after the sentence or 200 characters later. Labels are
+    :func:`learnable_rule` of the text (equal to the construction); ``evidence`` holds the sentence each
+    positive label is decided by (:data:`WAIT`, the repeated sentence), which the thinking target quotes as
+    the real corpus quotes the step a human flagged."""
     import hashlib
 
     out = []
@@ -84,12 +87,13 @@ def learnable_rows(records: list[dict], n: int, salt: str, max_chars: int = 200)
             continue
         h = hashlib.sha256(f"{salt}:{r['uid']}".encode()).digest()
         cot, rep = h[0] % 2 == 1, h[1] % 2 == 1
-        body = [sents[0], *([WAIT] if cot else []), *sents[1:], *([sents[-1]] if rep else [])]
+        body = [sents[0], *([WAIT] if cot else []), *sents[1:], *([sents[-1]] * repeats if rep else [])]
         text = " ".join(body)
         lab = learnable_rule(text)
         if lab["cot"] != cot or lab["rep"] != rep:  # the rule must decide the construction exactly
             continue
-        out.append({"uid": r["uid"], "question": r["question"][-100:], "response": text, "labels": lab})
+        out.append({"uid": r["uid"], "question": r["question"][-100:], "response": text, "labels": lab,
+                    "evidence": {"cot": WAIT if cot else None, "rep": sents[-1] if rep else None}})
     return out
 
 
@@ -142,12 +146,13 @@ def learnable_smoke(records: list[dict], a: argparse.Namespace, mix: tuple[int, 
 
     pool = [r for r in records if r["permissive"] and r["source"] != "human47"]
     pool = sorted(pool, key=lambda r: __import__("hashlib").sha256(r["uid"].encode()).hexdigest())
-    rows = learnable_rows(pool, a.learn_train + a.learn_eval, salt="learnable")
+    rows = learnable_rows(pool, a.learn_train + a.learn_eval, salt="learnable", repeats=a.learn_repeats)
     ev, train = rows[:a.learn_eval], rows[a.learn_eval:]  # evaluation rows first: a short pool shrinks training, not them
     forms = mixture_targets([r["uid"] for r in train], mix)
     work = Path(a.workdir or tempfile.mkdtemp(prefix="patternrm-learnable-")) / "learnable"
     work.mkdir(parents=True, exist_ok=True)
-    recs = [sft_record(r["question"], r["response"], r["labels"], target=f, max_chars=a.max_chars) for r, f in zip(train, forms)]
+    recs = [sft_record(r["question"], r["response"], r["labels"], target=f, evidence=r["evidence"], max_chars=a.max_chars)
+            for r, f in zip(train, forms)]
     print(f"[sft] learnable: {len(train)} rows ({forms.count('thinking')} thinking, {forms.count('direct')} direct), "
           f"{len(ev)} eval rows", flush=True)
     ckpt, sft, secs = run_sft(work, recs, a, a.learn_steps, a.learn_lr)
@@ -163,7 +168,7 @@ def learnable_smoke(records: list[dict], a: argparse.Namespace, mix: tuple[int, 
         print(f"[sft] learnable {form}: {json.dumps(table[form])}", flush=True)
     return {"rule": learnable_rule.__doc__.split("\n\n")[0].replace("\n", " ").strip(),
             "train_rows": len(train), "rows_thinking": forms.count("thinking"), "rows_direct": forms.count("direct"),
-            "eval_rows": len(ev), "sft": sft, "train_seconds": secs, "table4": table,
+            "eval_rows": len(ev), "rep_repeats": a.learn_repeats, "evidence_quoted": True, "sft": sft, "train_seconds": secs, "table4": table,
             "goal": {"macro F1 >= 0.9 (both forms)": all(v["macro_f1"] >= 0.9 for v in table.values())}}
 
 
@@ -241,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--learn-eval", type=int, default=48, help="learnable smoke: evaluation rows (other texts)")
     p.add_argument("--learn-steps", type=int, default=120, help="learnable smoke: SFT steps (120 = 3 epochs of 160 rows at batch 4; 40 learned nothing, 5 December)")
     p.add_argument("--learn-lr", type=float, default=5e-4)
+    p.add_argument("--learn-repeats", type=int, default=2, help="learnable smoke: times a rep row's last sentence is said again")
     p.add_argument("--max-steps", type=int, default=24, help="real labels: SFT steps")
     p.add_argument("--batch-size", type=int, default=4)
     p.add_argument("--lr", type=float, default=1e-4)
