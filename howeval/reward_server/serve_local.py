@@ -76,8 +76,25 @@ def with_url_token(config: dict, env_name: str) -> dict:
     return out
 
 
+def honour_interrupts() -> bool:
+    """Give SIGINT back Python's ``KeyboardInterrupt`` handler when the process started with it ignored.
+
+    A shell that is not interactive starts a background job (``make serve &`` in a script) with SIGINT
+    ignored (POSIX), and Python then installs no handler: ``kill -INT`` did nothing and the server could only be
+    killed. With the handler back, ``serve run`` shuts Serve down on SIGINT as on Ctrl-C, and :func:`main`
+    stops its Ray. (SIGTERM already stops it cleanly: ``ray.init`` turns it into ``sys.exit``.)
+    Returns True when the handler was restored. Call it from the main thread.
+    """
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        return True
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Start Ray on 127.0.0.1 and run ``serve run CONFIG`` on it (blocks until Ctrl-C)."""
+    """Start Ray on 127.0.0.1 and run ``serve run CONFIG`` on it (blocks until Ctrl-C, SIGINT or SIGTERM)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("config", help="Serve config YAML (configs/serve/reward.yaml)")
     ap.add_argument("--num-cpus", type=int, default=None, help="CPUs Ray may use (default: all)")
@@ -104,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     if "ray" in sys.modules:
         raise RuntimeError("howeval.reward_server.serve_local.main must run before ray is imported (Ray reads its address mode at import)")
     private_ray_token()
+    honour_interrupts()
     import ray
     from ray.serve.scripts import run
 
