@@ -60,18 +60,42 @@ def learnable_rule(text: str) -> dict:
     return {"cot": WAIT in text, "rep": len(sents) != len(set(sents)), "con": False, "pr": False}
 
 
-def learnable_rows(records: list[dict], n: int, salt: str, max_chars: int = 200, repeats: int = 2) -> list[dict]:
+LOOP_SENTENCES = (
+    "Let me recompute the total.",
+    "So the result stays the same.",
+    "I will double-check this step.",
+    "This gives the same value again.",
+    "Now I add the numbers together.",
+    "The answer follows from this.",
+    "We keep the same reasoning here.",
+    "That matches what we found before.",
+)
+"""The closing sentences of the learnable smoke (``rep_from="loop"``): the filler a response stuck in a loop repeats."""
+
+
+def learnable_rows(records: list[dict], n: int, salt: str, max_chars: int = 200, repeats: int = 2,
+                   rep_from: str = "loop") -> list[dict]:
     """``n`` rows for the learnable smoke from the real responses of ``records``: each keeps its first
     sentences (at most ``max_chars`` characters, no sentence repeated), then gets, each with probability 1/2
-    by a hash of its uid, :data:`WAIT` inserted after the first sentence (``cot``) and its last sentence said
+    by a hash of its uid, :data:`WAIT` inserted after the first sentence (``cot``) and a closing sentence said
     ``repeats`` more times right after itself (``rep``: the loop form of repetition, a response stuck on one
-    sentence). On 5-6 December, with ``repeats=1``, ``rep`` stayed at chance after 120 CPU steps of
-    SmolLM2-135M, whether the one repeat came right after the sentence or 200 characters later. Labels are
-    :func:`learnable_rule` of the text (equal to the construction); ``evidence`` holds the sentence each
-    positive label is decided by (:data:`WAIT`, the repeated sentence), which the thinking target quotes as
-    the real corpus quotes the step a human flagged."""
+    sentence). Labels are :func:`learnable_rule` of the text (equal to the construction); ``evidence`` holds the
+    sentence each positive label is decided by (:data:`WAIT`, the repeated sentence), which the thinking target
+    quotes as the real corpus quotes the step a human flagged.
+
+    ``rep_from="loop"``: every row closes on one of :data:`LOOP_SENTENCES` (by the hash), said once, or
+    ``1 + repeats`` times when ``rep``: a row with and a row without the label differ only in how often that
+    sentence is said, so only the repetition decides it. ``rep_from="own"``: the row's own last sentence is
+    said again (no closing sentence otherwise); with ``repeats`` 1 or 2 SmolLM2-135M did not learn it in 120
+    CPU steps (5-6 December, ``bench/results/patternrm_sft.json``).
+
+    Raises:
+        ValueError: ``rep_from`` is neither ``"loop"`` nor ``"own"``.
+    """
     import hashlib
 
+    if rep_from not in ("loop", "own"):
+        raise ValueError(f"rep_from={rep_from!r}: use 'loop' or 'own'")
     out = []
     for r in records:
         if len(out) == n:
@@ -79,7 +103,7 @@ def learnable_rows(records: list[dict], n: int, salt: str, max_chars: int = 200,
         sents, seen = [], set()
         for x in _SENT.split(" ".join(r["response"].split())):
             x = x.strip()
-            if not x or x in seen or x == WAIT or len(" ".join(sents + [x])) > max_chars:
+            if not x or x in seen or x == WAIT or x in LOOP_SENTENCES or len(" ".join(sents + [x])) > max_chars:
                 break
             sents.append(x)
             seen.add(x)
@@ -87,13 +111,15 @@ def learnable_rows(records: list[dict], n: int, salt: str, max_chars: int = 200,
             continue
         h = hashlib.sha256(f"{salt}:{r['uid']}".encode()).digest()
         cot, rep = h[0] % 2 == 1, h[1] % 2 == 1
-        body = [sents[0], *([WAIT] if cot else []), *sents[1:], *([sents[-1]] * repeats if rep else [])]
+        closing = LOOP_SENTENCES[h[2] % len(LOOP_SENTENCES)] if rep_from == "loop" else sents[-1]
+        tail = [closing] * ((repeats if rep else 0) + (rep_from == "loop"))
+        body = [sents[0], *([WAIT] if cot else []), *sents[1:], *tail]
         text = " ".join(body)
         lab = learnable_rule(text)
         if lab["cot"] != cot or lab["rep"] != rep:  # the rule must decide the construction exactly
             continue
         out.append({"uid": r["uid"], "question": r["question"][-100:], "response": text, "labels": lab,
-                    "evidence": {"cot": WAIT if cot else None, "rep": sents[-1] if rep else None}})
+                    "evidence": {"cot": WAIT if cot else None, "rep": closing if rep else None}})
     return out
 
 
@@ -146,7 +172,8 @@ def learnable_smoke(records: list[dict], a: argparse.Namespace, mix: tuple[int, 
 
     pool = [r for r in records if r["permissive"] and r["source"] != "human47"]
     pool = sorted(pool, key=lambda r: __import__("hashlib").sha256(r["uid"].encode()).hexdigest())
-    rows = learnable_rows(pool, a.learn_train + a.learn_eval, salt="learnable", repeats=a.learn_repeats)
+    rows = learnable_rows(pool, a.learn_train + a.learn_eval, salt="learnable", repeats=a.learn_repeats,
+                          rep_from=a.learn_rep_from)
     ev, train = rows[:a.learn_eval], rows[a.learn_eval:]  # evaluation rows first: a short pool shrinks training, not them
     forms = mixture_targets([r["uid"] for r in train], mix)
     work = Path(a.workdir or tempfile.mkdtemp(prefix="patternrm-learnable-")) / "learnable"
@@ -168,7 +195,7 @@ def learnable_smoke(records: list[dict], a: argparse.Namespace, mix: tuple[int, 
         print(f"[sft] learnable {form}: {json.dumps(table[form])}", flush=True)
     return {"rule": learnable_rule.__doc__.split("\n\n")[0].replace("\n", " ").strip(),
             "train_rows": len(train), "rows_thinking": forms.count("thinking"), "rows_direct": forms.count("direct"),
-            "eval_rows": len(ev), "rep_repeats": a.learn_repeats, "evidence_quoted": True, "sft": sft, "train_seconds": secs, "table4": table,
+            "eval_rows": len(ev), "rep_repeats": a.learn_repeats, "rep_from": a.learn_rep_from, "evidence_quoted": True, "sft": sft, "train_seconds": secs, "table4": table,
             "goal": {"macro F1 >= 0.9 (both forms)": all(v["macro_f1"] >= 0.9 for v in table.values())}}
 
 
@@ -246,7 +273,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--learn-eval", type=int, default=48, help="learnable smoke: evaluation rows (other texts)")
     p.add_argument("--learn-steps", type=int, default=120, help="learnable smoke: SFT steps (120 = 3 epochs of 160 rows at batch 4; 40 learned nothing, 5 December)")
     p.add_argument("--learn-lr", type=float, default=5e-4)
-    p.add_argument("--learn-repeats", type=int, default=2, help="learnable smoke: times a rep row's last sentence is said again")
+    p.add_argument("--learn-repeats", type=int, default=2, help="learnable smoke: times a rep row's closing sentence is said again")
+    p.add_argument("--learn-rep-from", choices=("loop", "own"), default="loop",
+                   help="learnable smoke: the repeated sentence is a loop filler every row closes on, or the row's own last sentence")
     p.add_argument("--max-steps", type=int, default=24, help="real labels: SFT steps")
     p.add_argument("--batch-size", type=int, default=4)
     p.add_argument("--lr", type=float, default=1e-4)

@@ -74,7 +74,8 @@ def main(argv: list[str]) -> int:
     marks = read_marks(str(tmp / "run" / "marks.jsonl"))
     t0 = min(x["t"] for x in marks if x["event"] == "first_request")
     t1 = max(x["t"] for x in marks if x["event"] == "answers")
-    windows = {"start_up": (samples[0][0], t0), "generation": (t0, t1), "after_last_answer": (t1, samples[-1][0])}
+    # processes alive at the first sample (this script, the machine's own) count from that sample, not from 0
+    windows = {"start_up": (samples[0][0] + 1e-6, t0), "generation": (t0, t1), "after_last_answer": (t1, samples[-1][0])}
     phases = {k: cpu_used(samples, a, b) for k, (a, b) in windows.items()}
     used = phases["generation"]["per_process"]
     res = {"prompts": n, "window_s": round(t1 - t0, 1), "cpu_s_available": round(os.cpu_count() * (t1 - t0), 1),
