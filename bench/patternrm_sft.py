@@ -74,7 +74,7 @@ LOOP_SENTENCES = (
 
 
 def learnable_rows(records: list[dict], n: int, salt: str, max_chars: int = 200, repeats: int = 2,
-                   rep_from: str = "loop") -> list[dict]:
+                   rep_from: str = "loop", negatives: str = "once") -> list[dict]:
     """``n`` rows for the learnable smoke from the real responses of ``records``: each keeps its first
     sentences (at most ``max_chars`` characters, no sentence repeated), then gets, each with probability 1/2
     by a hash of its uid, :data:`WAIT` inserted after the first sentence (``cot``) and a closing sentence said
@@ -89,13 +89,20 @@ def learnable_rows(records: list[dict], n: int, salt: str, max_chars: int = 200,
     said again (no closing sentence otherwise); with ``repeats`` 1 or 2 SmolLM2-135M did not learn it in 120
     CPU steps (5-6 December, ``bench/results/patternrm_sft.json``).
 
+    ``negatives="distinct"`` (``loop`` only; the length control): a row without ``rep`` closes on ``1 + repeats``
+    different loop sentences instead of one, as long as a row with it, so length and the presence of loop
+    sentences decide nothing; rows with ``rep`` and every other row are the same as with ``"once"``.
+
     Raises:
-        ValueError: ``rep_from`` is neither ``"loop"`` nor ``"own"``.
+        ValueError: ``rep_from`` is neither ``"loop"`` nor ``"own"``, or ``negatives`` neither ``"once"`` nor
+            ``"distinct"`` (``"distinct"`` needs ``rep_from="loop"``).
     """
     import hashlib
 
     if rep_from not in ("loop", "own"):
         raise ValueError(f"rep_from={rep_from!r}: use 'loop' or 'own'")
+    if negatives not in ("once", "distinct") or (negatives == "distinct" and rep_from != "loop"):
+        raise ValueError(f"negatives={negatives!r}: use 'once', or 'distinct' with rep_from='loop'")
     out = []
     for r in records:
         if len(out) == n:
@@ -113,6 +120,9 @@ def learnable_rows(records: list[dict], n: int, salt: str, max_chars: int = 200,
         cot, rep = h[0] % 2 == 1, h[1] % 2 == 1
         closing = LOOP_SENTENCES[h[2] % len(LOOP_SENTENCES)] if rep_from == "loop" else sents[-1]
         tail = [closing] * ((repeats if rep else 0) + (rep_from == "loop"))
+        if negatives == "distinct" and not rep:
+            i = LOOP_SENTENCES.index(closing)
+            tail = [LOOP_SENTENCES[(i + j) % len(LOOP_SENTENCES)] for j in range(1 + repeats)]
         body = [sents[0], *([WAIT] if cot else []), *sents[1:], *tail]
         text = " ".join(body)
         lab = learnable_rule(text)
@@ -164,10 +174,21 @@ def run_sft(work: Path, corpus_rows: list[dict], a: argparse.Namespace, steps: i
     return str(work / "run" / "checkpoint"), cfg["sft"], round(time.perf_counter() - t0, 1)
 
 
+def length_only_f1(rows: list[dict], label: str) -> float:
+    """The best F1 a response-length threshold reaches on ``rows`` for ``label`` (``len >= t`` flags; the
+    threshold chosen on these same rows, so an upper bound for the length-only baseline). Range [0, 1]."""
+    y = np.array([r["labels"][label] for r in rows])
+    n = np.array([len(r["response"]) for r in rows])
+    return max(prf(n >= t, y)["f1"] for t in sorted(set(n.tolist())))
+
+
 def learnable_smoke(records: list[dict], a: argparse.Namespace, mix: tuple[int, int]) -> dict:
     """The SFT path on a labelling a rule decides exactly (:func:`learnable_rule`): train on the mixture of
     ``--learn-train`` rows, label ``--learn-eval`` other rows in both forms; F1 per label and macro, against
-    the all-positive floor. A pipeline that learns reaches macro F1 >= 0.9 here."""
+    the all-positive floor and the length-only baseline. A pipeline that learns reaches macro F1 >= 0.9 here.
+    ``controls``: the same evaluation texts with every row without ``rep`` as long as a row with it
+    (``learnable_rows(negatives="distinct")``), labelled by the same checkpoint: a model that learned the length
+    or the loop sentences instead of the repetition flags them."""
     from howeval.judges.patternrm.format import mixture_targets, sft_record
 
     pool = [r for r in records if r["permissive"] and r["source"] != "human47"]
@@ -193,9 +214,22 @@ def learnable_smoke(records: list[dict], a: argparse.Namespace, mix: tuple[int, 
         table[form] = {"labels": cells, "macro_f1": macro_f1(cells, labs), "floor_all_positive_f1": floor,
                        "unparseable": bad, "seconds": s}
         print(f"[sft] learnable {form}: {json.dumps(table[form])}", flush=True)
+    controls: dict = {}
+    if a.learn_rep_from == "loop":
+        ctl = learnable_rows(pool, a.learn_eval, salt="learnable", repeats=a.learn_repeats, negatives="distinct")
+        y = np.array([r["labels"]["rep"] for r in ctl])
+        controls = {"rows": len(ctl), "rep_positives": int(y.sum()),
+                    "length_only_f1": {"rep": length_only_f1(ctl, "rep")}}
+        for form, tokens in (("direct", 24), ("thinking", a.thinking_tokens)):
+            preds, bad, s = label_rows(ckpt, ctl, form, tokens, a.max_chars)
+            pred = np.array([bool(x["rep"]) for x in preds])
+            controls[form] = {"rep": prf(pred, y), "flagged_without_rep": int((pred & ~y).sum()),
+                              "unparseable": bad, "seconds": s}
+            print(f"[sft] learnable controls {form}: {json.dumps(controls[form])}", flush=True)
     return {"rule": learnable_rule.__doc__.split("\n\n")[0].replace("\n", " ").strip(),
             "train_rows": len(train), "rows_thinking": forms.count("thinking"), "rows_direct": forms.count("direct"),
             "eval_rows": len(ev), "rep_repeats": a.learn_repeats, "rep_from": a.learn_rep_from, "evidence_quoted": True, "sft": sft, "train_seconds": secs, "table4": table,
+            "length_only_f1": {k: length_only_f1(ev, k) for k in labs}, "controls": controls,
             "goal": {"macro F1 >= 0.9 (both forms)": all(v["macro_f1"] >= 0.9 for v in table.values())}}
 
 
