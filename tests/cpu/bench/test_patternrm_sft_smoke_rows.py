@@ -40,3 +40,24 @@ def test_own_rows_repeat_the_rows_last_sentence_and_close_on_no_loop_sentence():
 def test_unknown_rep_from_is_refused():
     with pytest.raises(ValueError, match="rep_from"):
         sft.learnable_rows(records(2), 2, salt="t", rep_from="other")
+
+
+def test_distinct_negatives_are_as_long_as_rep_rows_and_change_nothing_else():
+    once = sft.learnable_rows(records(64), 64, salt="t")
+    ctl = sft.learnable_rows(records(64), 64, salt="t", negatives="distinct")
+    assert [r["uid"] for r in once] == [r["uid"] for r in ctl]
+    for a, b in zip(once, ctl):
+        assert a["labels"] == b["labels"] == sft.learnable_rule(b["response"])
+        if a["labels"]["rep"]:
+            assert a["response"] == b["response"]
+        else:
+            tail = [s for s in sft.LOOP_SENTENCES if s in b["response"]]
+            assert len(tail) == 3 and all(b["response"].count(s) == 1 for s in tail)
+            assert b["response"].startswith(a["response"])
+
+
+def test_length_only_f1_is_the_best_threshold_f1():
+    rows = [{"response": "x" * n, "labels": {"rep": y}} for n, y in ((10, False), (20, False), (30, True), (40, True), (25, True))]
+    assert sft.length_only_f1(rows, "rep") == 1.0
+    rows[0]["labels"]["rep"] = True  # the shortest is positive too: flagging all (F1 8/9) beats every cut
+    assert sft.length_only_f1(rows, "rep") == pytest.approx(0.8889, abs=1e-4)
