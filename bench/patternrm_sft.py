@@ -119,10 +119,15 @@ def learnable_rows(records: list[dict], n: int, salt: str, max_chars: int = 200,
         h = hashlib.sha256(f"{salt}:{r['uid']}".encode()).digest()
         cot, rep = h[0] % 2 == 1, h[1] % 2 == 1
         closing = LOOP_SENTENCES[h[2] % len(LOOP_SENTENCES)] if rep_from == "loop" else sents[-1]
-        tail = [closing] * ((repeats if rep else 0) + (rep_from == "loop"))
-        if negatives == "distinct" and not rep:
+        if rep:
+            tail = [closing] * (repeats + (rep_from == "loop"))
+        elif rep_from == "own":
+            tail = []
+        elif negatives == "distinct":
             i = LOOP_SENTENCES.index(closing)
             tail = [LOOP_SENTENCES[(i + j) % len(LOOP_SENTENCES)] for j in range(1 + repeats)]
+        else:
+            tail = [closing]
         body = [sents[0], *([WAIT] if cot else []), *sents[1:], *tail]
         text = " ".join(body)
         lab = learnable_rule(text)
@@ -135,6 +140,11 @@ def learnable_rows(records: list[dict], n: int, salt: str, max_chars: int = 200,
 
 def macro_f1(cells: dict, labels: tuple[str, ...]) -> float:
     return round(float(np.mean([cells[k]["f1"] for k in labels])), 4)
+
+
+def inference_forms(a: argparse.Namespace) -> tuple[tuple[str, int], ...]:
+    """The two forms every checkpoint is labelled in, with their new-token budgets: ``(form, max_new_tokens)``."""
+    return (("direct", 24), ("thinking", a.thinking_tokens))
 
 
 def label_rows(ckpt: str, rows: list[dict], form: str, tokens: int, max_chars: int) -> tuple[list[dict], int, float]:
@@ -206,7 +216,7 @@ def learnable_smoke(records: list[dict], a: argparse.Namespace, mix: tuple[int, 
     ckpt, sft, secs = run_sft(work, recs, a, a.learn_steps, a.learn_lr)
     table: dict = {}
     labs = ("cot", "rep")
-    for form, tokens in (("direct", 24), ("thinking", a.thinking_tokens)):
+    for form, tokens in inference_forms(a):
         preds, bad, s = label_rows(ckpt, ev, form, tokens, a.max_chars)
         cells = {k: prf(np.array([bool(x[k]) for x in preds]), np.array([r["labels"][k] for r in ev])) for k in labs}
         floor = {k: round(2 * float(np.mean([r["labels"][k] for r in ev])) / (1 + float(np.mean([r["labels"][k] for r in ev]))), 4)
@@ -220,7 +230,7 @@ def learnable_smoke(records: list[dict], a: argparse.Namespace, mix: tuple[int, 
         y = np.array([r["labels"]["rep"] for r in ctl])
         controls = {"rows": len(ctl), "rep_positives": int(y.sum()),
                     "length_only_f1": {"rep": length_only_f1(ctl, "rep")}}
-        for form, tokens in (("direct", 24), ("thinking", a.thinking_tokens)):
+        for form, tokens in inference_forms(a):
             preds, bad, s = label_rows(ckpt, ctl, form, tokens, a.max_chars)
             pred = np.array([bool(x["rep"]) for x in preds])
             controls[form] = {"rep": prf(pred, y), "flagged_without_rep": int((pred & ~y).sum()),
@@ -263,7 +273,7 @@ def real_labels(records: list[dict], a: argparse.Namespace, mix: tuple[int, int]
     print(f"[sft] real labels: {len(train)} rows ({forms.count('thinking')} thinking, {forms.count('direct')} direct)", flush=True)
     ckpt, sft, secs = run_sft(work, recs, a, a.max_steps, a.lr)
     table: dict = {}
-    for form, tokens in (("direct", 24), ("thinking", a.thinking_tokens)):
+    for form, tokens in inference_forms(a):
         row: dict = {}
         bad = 0
         t = 0.0

@@ -77,10 +77,7 @@ def main(argv: list[str]) -> int:
     # processes alive at the first sample (this script, the machine's own) count from that sample, not from 0
     windows = {"start_up": (samples[0][0] + 1e-6, t0), "generation": (t0, t1), "after_last_answer": (t1, samples[-1][0])}
     phases = {k: cpu_used(samples, a, b) for k, (a, b) in windows.items()}
-    used = phases["generation"]["per_process"]
-    res = {"prompts": n, "window_s": round(t1 - t0, 1), "cpu_s_available": round(os.cpu_count() * (t1 - t0), 1),
-           "cpu_s_used": phases["generation"]["cpu_s_used"], "per_process": used, "by_phase": phases,
-           "run": {k: v for k, v in run.items() if k != "outputs"}}
+    res = {"prompts": n, **phases["generation"], "by_phase": phases, "run": {k: v for k, v in run.items() if k != "outputs"}}
     out_path.write_text(json.dumps(res, indent=1))
     print(json.dumps({k: v for k, v in res.items() if k not in ("per_process", "run", "by_phase")}))
     for k, ph in phases.items():
