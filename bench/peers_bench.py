@@ -11,6 +11,11 @@ same sampling: greedy, 256 new tokens. Sizes above the demo's 42 items repeat th
 (``(#i)``) so vLLM's prefix cache cannot answer a repeat. Contenders, each a fresh process:
 
 - ``one_call``: one ``LLM.chat`` over all prompts (the engine's own best);
+- ``ray_one_call``: the same ``LLM.chat`` in one Ray actor, Ray started as the sweep starts it
+  (``howeval.runtime.cluster.init_ray`` on the bench config's ``ray`` section, the actor with the engine stage's
+  CPUs and quiet environment): the least any evaluator that runs its engine in a Ray actor pays on this machine
+  (Ray's start, a worker process, Ray's own processes beside the engine), so the pipeline's figures against it
+  are what the project itself adds;
 - ``lmms_eval``: ``python -m lmms_eval --model vllm`` (lmms-eval's chat vLLM backend) on an offline task that
   reads the exported prompts from a local JSON Lines file (``bench/peers_lmms_task/``), ``--batch_size``
   at least the prompt count (one ``LLM.chat``), ``max_new_tokens`` 256; run through ``bench/peers_lmms.py``,
@@ -22,10 +27,14 @@ same sampling: greedy, 256 new tokens. Sizes above the demo's 42 items repeat th
 
 Each run records its wall time (process start to exit), its start-up phases, its generation (first request
 to last answer) and what follows the last answer (``after_last_answer``; the pipeline's split into
-``to_report``, ``report`` and ``after_report``: Ray's shutdown at exit). Rounds alternate the order (round r starts at contender r mod 3). Outputs are compared text
-for text per prompt across every run of a size. Results: ``--out`` (JSON) with, per size,
-``pipeline_generation_vs_one_call`` and ``pipeline_wall_vs_lmms_eval`` (on the minima, and the median of the
-per-round ratios), ``outputs_identical`` and every run; the machine's load average is recorded around each run.
+``to_report``, ``report`` and ``after_report``: Ray's shutdown at exit). Rounds alternate the order (round r
+starts at contender r mod the number of contenders). Outputs are compared text for text per prompt across every
+run of a size. Results: ``--out`` (JSON) with, per size, ``pipeline_generation_vs_one_call`` and
+``pipeline_wall_vs_lmms_eval`` (the issue's goals), the same against the Ray floor
+(``pipeline_wall_vs_ray_one_call``, ``pipeline_generation_vs_ray_one_call``) and the floor's own cost
+(``ray_one_call_wall_vs_lmms_eval``, ``ray_one_call_generation_vs_one_call``), each on the minima and as the
+median of the per-round ratios, ``outputs_identical`` and every run; the machine's load average is recorded
+around each run.
 """
 from __future__ import annotations
 
@@ -42,7 +51,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-CONTENDERS = ("one_call", "lmms_eval", "pipeline")
+CONTENDERS = ("one_call", "lmms_eval", "pipeline", "ray_one_call")
 MAX_TOKENS = 256
 TASK = "howeval_peers"
 
@@ -153,6 +162,51 @@ def child_one_call(prompts: Path, out: Path) -> None:
                                "max_num_seqs": llm.llm_engine.vllm_config.scheduler_config.max_num_seqs}))
 
 
+def child_ray_one_call(prompts: Path, out: Path) -> None:
+    """One ``LLM.chat`` over every prompt inside one Ray actor, Ray started as the sweep starts it; writes
+    ``{"marks", "outputs", ...}`` to ``out`` like :func:`child_one_call`, the marks on the driver's clock
+    (``ray_init_start``/``_end``) and the actor's (``process_start``, ``actor_init_start``, the engine's)."""
+    import ray
+
+    from howeval.runtime.cluster import init_ray
+    from howeval.runtime.execute import QUIET_ENV
+
+    cfg, m = model_config()
+    reqs = [json.loads(x) for x in prompts.read_text().splitlines()]
+    marks = {"ray_init_start": time.time()}
+    init_ray(cfg.ray, verbose=False)
+    marks["ray_init_end"] = time.time()
+
+    @ray.remote(num_cpus=m.resources.num_cpus)
+    class OneCall:
+        def __init__(self, kwargs: dict, env: dict):
+            import psutil
+
+            os.environ.update(env)  # as StageUDF sets the stage actors' environment
+            self.marks = {"process_start": psutil.Process().create_time(), "actor_init_start": time.time()}
+            from vllm import LLM
+
+            self.marks["engine_load_start"] = time.time()
+            self.llm = LLM(**kwargs)
+            self.marks["engine_load_end"] = time.time()
+
+        def chat(self, messages: list, chat_template_kwargs: dict | None) -> dict:
+            from vllm import SamplingParams
+
+            self.marks["first_request"] = time.time()
+            outs = self.llm.chat(messages, SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS), use_tqdm=False,
+                                 chat_template_kwargs=chat_template_kwargs)
+            self.marks["last_answer"] = time.time()
+            return {"marks": self.marks, "texts": [o.outputs[0].text for o in outs],
+                    "tokens": sum(len(o.outputs[0].token_ids) for o in outs)}
+
+    actor = OneCall.remote(engine_kwargs(m.model), QUIET_ENV)
+    res = ray.get(actor.chat.remote([r["messages"] for r in reqs], reqs[0]["chat_template_kwargs"] or None))
+    out.write_text(json.dumps({"marks": marks | res["marks"], "tokens": res["tokens"],
+                               "outputs": {r["id"]: t for r, t in zip(reqs, res["texts"])}}))
+    ray.shutdown()
+
+
 # -- contender: lmms-eval (child process) ----------------------------------------------------------------
 def lmms_task(prompts: Path, folder: Path) -> Path:
     """The offline lmms-eval task reading ``prompts``: ``bench/peers_lmms_task/`` with the data file's path filled in."""
@@ -214,6 +268,23 @@ def run(cmd: list[str], env: dict, log: Path) -> float:
     return t0
 
 
+def engine_phases(mk: dict, t0: float) -> dict[str, float]:
+    """Seconds per start-up phase of a contender that marks its engine (``one_call``, ``ray_one_call``,
+    ``lmms_eval``), from epoch marks and its spawn time ``t0``: ``to_engine_start``, ``model_load``,
+    ``to_first_request``, ``generation``; with Ray's marks (``ray_one_call``) ``to_engine_start`` splits into
+    ``ray_start``, ``actor_process_wait`` (Ray's end to the actor's process start, 0 for a process started
+    before), ``actor_process_boot`` (to the actor's constructor) and ``actor_engine_import`` (to the engine's
+    constructor), the sweep's names (``howeval.timing.startup_phases``)."""
+    p = {"to_engine_start": mk["engine_load_start"] - t0, "model_load": mk["engine_load_end"] - mk["engine_load_start"],
+         "to_first_request": mk["first_request"] - t0, "generation": mk["last_answer"] - mk["first_request"]}
+    if "ray_init_start" in mk:
+        born = max(mk["process_start"], mk["ray_init_end"])
+        p |= {"ray_start": mk["ray_init_end"] - mk["ray_init_start"], "actor_process_wait": born - mk["ray_init_end"],
+              "actor_process_boot": mk["actor_init_start"] - born,
+              "actor_engine_import": mk["engine_load_start"] - mk["actor_init_start"]}
+    return p
+
+
 def one_run(which: str, n: int, files: dict, tmp: Path, tag: str, env_extra: dict | None = None,
             marks_file: Path | None = None) -> dict:
     """One run of contender ``which`` on ``n`` prompts in ``tmp / tag``: wall, generation, phases, outputs.
@@ -227,23 +298,19 @@ def one_run(which: str, n: int, files: dict, tmp: Path, tag: str, env_extra: dic
     work = tmp / tag
     work.mkdir(parents=True)
     out = work / "result.json"
-    if which == "one_call":
-        t0 = run([sys.executable, __file__, "--child", "one_call", "--prompts", str(files["prompts"]), "--child-out", str(out)],
-                 env, work / "log.txt")
+    if which in ("one_call", "ray_one_call"):
+        t0 = run([sys.executable, __file__, "--child", which, "--prompts", str(files["prompts"]), "--child-out", str(out)],
+                 env if which == "one_call" else {**env, "RAY_ADDRESS": "local"}, work / "log.txt")
         end = time.time()
         res = json.loads(out.read_text())
-        mk = res["marks"]
-        phases = {"to_engine_start": mk["engine_load_start"] - t0, "model_load": mk["engine_load_end"] - mk["engine_load_start"],
-                  "to_first_request": mk["first_request"] - t0, "generation": mk["last_answer"] - mk["first_request"]}
+        phases = engine_phases(res["marks"], t0)
         outputs = res["outputs"]
-        extra = {"tokens": res["tokens"], "max_num_seqs": res["max_num_seqs"]}
+        extra = {"tokens": res["tokens"], **({"max_num_seqs": res["max_num_seqs"]} if "max_num_seqs" in res else {})}
     elif which == "lmms_eval":
         t0 = run(lmms_command(files["prompts"], n, work, out, files["model"]), env, work / "log.txt")
         end = time.time()
         res = json.loads(out.read_text())
-        mk = res["marks"]
-        phases = {"to_engine_start": mk["engine_load_start"] - t0, "model_load": mk["engine_load_end"] - mk["engine_load_start"],
-                  "to_first_request": mk["first_request"] - t0, "generation": mk["last_answer"] - mk["first_request"]}
+        phases = engine_phases(res["marks"], t0)
         by_text = res["outputs"]  # user text -> output (lmms-eval's instances carry no id of ours)
         outputs = {r["id"]: by_text.get(user_text(r["messages"])) for r in files["rows"]}
         extra = {"chat_calls": res["chat_calls"]}
@@ -290,6 +357,10 @@ def summarize(runs: list[dict]) -> dict:
     s["pipeline_generation_vs_one_call"] = ratio("pipeline", "one_call", "generation_s")
     s["pipeline_wall_vs_lmms_eval"] = ratio("pipeline", "lmms_eval", "wall_s")
     s["lmms_eval_generation_vs_one_call"] = ratio("lmms_eval", "one_call", "generation_s")
+    s["pipeline_wall_vs_ray_one_call"] = ratio("pipeline", "ray_one_call", "wall_s")
+    s["pipeline_generation_vs_ray_one_call"] = ratio("pipeline", "ray_one_call", "generation_s")
+    s["ray_one_call_wall_vs_lmms_eval"] = ratio("ray_one_call", "lmms_eval", "wall_s")
+    s["ray_one_call_generation_vs_one_call"] = ratio("ray_one_call", "one_call", "generation_s")
     ref = runs[0]["outputs"] if runs else {}
     diffs = [(r["contender"], r["round"], k) for r in runs for k in ref if r["outputs"].get(k) != ref[k]]
     s["outputs_identical"] = not diffs and all(set(r["outputs"]) == set(ref) for r in runs)
@@ -299,7 +370,7 @@ def summarize(runs: list[dict]) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--child", choices=["one_call"], help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=["one_call", "ray_one_call"], help=argparse.SUPPRESS)
     ap.add_argument("--prompts", help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
     ap.add_argument("--sizes", default="42,168,300", help="prompt counts (the last past the engine's max_num_seqs)")
@@ -313,7 +384,7 @@ def main(argv=None) -> int:
     # pipeline's engine would get a smaller CPU share than the other contenders' engines. Same niceness for all.
     os.environ.setdefault("RAY_worker_niceness", "0")
     if a.child:
-        child_one_call(Path(a.prompts), Path(a.child_out))
+        (child_one_call if a.child == "one_call" else child_ray_one_call)(Path(a.prompts), Path(a.child_out))
         return 0
     from importlib.metadata import version
 
