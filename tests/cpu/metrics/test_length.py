@@ -130,3 +130,20 @@ def test_length_analysis_bundle():
     assert la["unit"] == "chars" and la["n_bins"] == 6 and la["bins"] == {} and la["too_small"] == {"NT/correct": 6}
     la = length_analysis([_row("a", "NT", True, True, n) for n in range(1, 13)])
     assert len(la["bins"]["NT/correct"]) == 6 and la["too_small"] == {} and len(la["edges"]) == 7
+
+
+def test_the_report_and_the_sweep_import_scipy_stats_only_for_a_correlation():
+    """scipy.stats costs 0.5-1 s to import, inside the sweep's report phase (issue 43's wall time): the report's
+    and the sweep's modules load without it; a correlation over 3+ aggregates still gets scipy's r and p."""
+    import subprocess
+    import sys
+
+    code = ("import sys, howeval.report.run, howeval.ray_jobs.sweep, howeval.metrics.length as L\n"
+            "assert L.pearson([1, 2], [3, 4]) == (None, None)\n"
+            "print('scipy.stats' in sys.modules)\n"
+            "r, p = L.pearson([1, 2, 3, 4], [1, 3, 2, 5])\n"
+            "print('scipy.stats' in sys.modules, round(r, 4), round(p, 4))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "False"
+    # by hand: Sxy 5.5, Sxx 5, Syy 8.75, r = 5.5 / sqrt(43.75); with 2 degrees of freedom the two-sided p is 1 - |r|
+    assert out[1] == "True 0.8315 0.1685"
