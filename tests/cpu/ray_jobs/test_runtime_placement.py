@@ -94,7 +94,7 @@ class WhereAmI:
         pg = ray.util.get_current_placement_group()
         res = ray.get_runtime_context().get_assigned_resources()
         return pa.table({"cpu": [res.get("CPU", 0.0)], "gpu": [res.get("GPU", 0.0)],
-                         "pg": [pg.id.hex() if pg else ""]})
+                         "pg": [pg.id.hex() if pg else ""], "actor": [ray.get_runtime_context().get_actor_id()]})
 
 
 @pytest.mark.ray
@@ -110,6 +110,12 @@ def test_the_sweeps_pipelines_place_each_tp_replica_in_its_own_group_and_free_th
     ray = ray_8_gpus
     released: dict[str, int] = {}
     monkeypatch.setattr(execute, "release", lambda p: released.setdefault(p.name, release(p)))
+    # Ray Data hands batches to the pool's actors as they become ready (wait_for_min_actors_s -1): on a loaded
+    # machine the first actor can take all 8 batches before the second exists, and the check that each actor
+    # has a group of its own would see one actor. Waiting for the pool's actors makes both take batches.
+    from ray.data import DataContext
+
+    monkeypatch.setattr(DataContext.get_current(), "wait_for_min_actors_s", 120)
 
     def pipe(name, tp, replicas):
         m = ModelConfig(name=name, engine="vllm", model="/m", modes={"NT": {}}, options={"tensor_parallel_size": tp},
@@ -120,7 +126,10 @@ def test_the_sweeps_pipelines_place_each_tp_replica_in_its_own_group_and_free_th
 
     assert execute.run_pipelines([pipe("tp2", 2, 2), pipe("tp1", 1, 1)]) == {}
     tp2, tp1 = (pq.read_table(tmp_path / n).to_pylist() for n in ("tp2", "tp1"))
-    assert len(tp2) == 8 and {(r["cpu"], r["gpu"]) for r in tp2} == {(0.5, 0.0)} and len({r["pg"] for r in tp2}) == 2
+    assert len(tp2) == 8 and {(r["cpu"], r["gpu"]) for r in tp2} == {(0.5, 0.0)}
+    group_of = {r["actor"]: r["pg"] for r in tp2}
+    assert len(group_of) == 2 and len(set(group_of.values())) == 2  # two actors, each in a group of its own
+    assert all(group_of[r["actor"]] == r["pg"] for r in tp2)  # an actor's batches all ran in its group
     assert {(r["cpu"], r["gpu"], r["pg"]) for r in tp1} == {(1.0, 1.0, "")}  # TP 1: as before, no group
     assert released == {"tp2": 2, "tp1": 0}
     assert _free_gpus(ray, 8.0) == 8.0
