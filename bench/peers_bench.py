@@ -142,29 +142,43 @@ def engine_kwargs(model: str) -> dict:
 
 
 # -- contender: one LLM.chat (child process) --------------------------------------------------------------
-def child_one_call(prompts: Path, out: Path) -> None:
-    """One ``LLM.chat`` over every prompt; writes ``{"marks", "outputs"}`` to ``out``."""
-    marks = {}
-    from vllm import LLM, SamplingParams
+def load_engine(kwargs: dict) -> tuple:
+    """``vllm.LLM(**kwargs)`` with its span: ``(llm, {"engine_load_start", "engine_load_end"})`` (epoch)."""
+    from vllm import LLM
 
-    _, m = model_config()
-    reqs = [json.loads(x) for x in prompts.read_text().splitlines()]
-    marks["engine_load_start"] = time.time()
-    llm = LLM(**engine_kwargs(m.model))
+    marks = {"engine_load_start": time.time()}
+    llm = LLM(**kwargs)
     marks["engine_load_end"] = time.time()
+    return llm, marks
+
+
+def chat_all(llm, reqs: list[dict]) -> dict:
+    """One ``LLM.chat`` over every exported request, greedy, ``MAX_TOKENS``: ``{"marks": {"first_request",
+    "last_answer"}, "outputs": {id: text}, "tokens": generated tokens}`` (both one-call contenders)."""
+    from vllm import SamplingParams
+
     params = SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS)
-    marks["first_request"] = time.time()
+    marks = {"first_request": time.time()}
     outs = llm.chat([r["messages"] for r in reqs], params, use_tqdm=False,
                     chat_template_kwargs=reqs[0]["chat_template_kwargs"] or None)
     marks["last_answer"] = time.time()
-    out.write_text(json.dumps({"marks": marks, "outputs": {r["id"]: o.outputs[0].text for r, o in zip(reqs, outs)},
-                               "tokens": sum(len(o.outputs[0].token_ids) for o in outs),
+    return {"marks": marks, "outputs": {r["id"]: o.outputs[0].text for r, o in zip(reqs, outs)},
+            "tokens": sum(len(o.outputs[0].token_ids) for o in outs)}
+
+
+def child_one_call(prompts: Path, out: Path) -> None:
+    """One ``LLM.chat`` over every prompt; writes ``{"marks", "outputs", "tokens", "max_num_seqs"}`` to ``out``."""
+    _, m = model_config()
+    reqs = [json.loads(x) for x in prompts.read_text().splitlines()]
+    llm, marks = load_engine(engine_kwargs(m.model))
+    res = chat_all(llm, reqs)
+    out.write_text(json.dumps({**res, "marks": marks | res["marks"],
                                "max_num_seqs": llm.llm_engine.vllm_config.scheduler_config.max_num_seqs}))
 
 
 def child_ray_one_call(prompts: Path, out: Path) -> None:
     """One ``LLM.chat`` over every prompt inside one Ray actor, Ray started as the sweep starts it; writes
-    ``{"marks", "outputs", ...}`` to ``out`` like :func:`child_one_call`, the marks on the driver's clock
+    ``{"marks", "outputs", "tokens"}`` to ``out`` like :func:`child_one_call`, the marks on the driver's clock
     (``ray_init_start``/``_end``) and the actor's (``process_start``, ``actor_init_start``, the engine's)."""
     import ray
 
@@ -184,26 +198,16 @@ def child_ray_one_call(prompts: Path, out: Path) -> None:
 
             os.environ.update(env)  # as StageUDF sets the stage actors' environment
             self.marks = {"process_start": psutil.Process().create_time(), "actor_init_start": time.time()}
-            from vllm import LLM
+            self.llm, load = load_engine(kwargs)
+            self.marks |= load
 
-            self.marks["engine_load_start"] = time.time()
-            self.llm = LLM(**kwargs)
-            self.marks["engine_load_end"] = time.time()
-
-        def chat(self, messages: list, chat_template_kwargs: dict | None) -> dict:
-            from vllm import SamplingParams
-
-            self.marks["first_request"] = time.time()
-            outs = self.llm.chat(messages, SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS), use_tqdm=False,
-                                 chat_template_kwargs=chat_template_kwargs)
-            self.marks["last_answer"] = time.time()
-            return {"marks": self.marks, "texts": [o.outputs[0].text for o in outs],
-                    "tokens": sum(len(o.outputs[0].token_ids) for o in outs)}
+        def chat(self, reqs: list[dict]) -> dict:
+            res = chat_all(self.llm, reqs)
+            return {**res, "marks": self.marks | res["marks"]}
 
     actor = OneCall.remote(engine_kwargs(m.model), QUIET_ENV)
-    res = ray.get(actor.chat.remote([r["messages"] for r in reqs], reqs[0]["chat_template_kwargs"] or None))
-    out.write_text(json.dumps({"marks": marks | res["marks"], "tokens": res["tokens"],
-                               "outputs": {r["id"]: t for r, t in zip(reqs, res["texts"])}}))
+    res = ray.get(actor.chat.remote(reqs))
+    out.write_text(json.dumps({**res, "marks": marks | res["marks"]}))
     ray.shutdown()
 
 

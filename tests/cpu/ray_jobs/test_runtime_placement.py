@@ -92,9 +92,10 @@ class WhereAmI:
         import ray
 
         pg = ray.util.get_current_placement_group()
-        res = ray.get_runtime_context().get_assigned_resources()
+        ctx = ray.get_runtime_context()
+        res = ctx.get_assigned_resources()
         return pa.table({"cpu": [res.get("CPU", 0.0)], "gpu": [res.get("GPU", 0.0)],
-                         "pg": [pg.id.hex() if pg else ""], "actor": [ray.get_runtime_context().get_actor_id()]})
+                         "pg": [pg.id.hex() if pg else ""], "actor": [ctx.get_actor_id()]})
 
 
 @pytest.mark.ray
